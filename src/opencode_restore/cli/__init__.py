@@ -1,0 +1,131 @@
+"""Command wiring only: every command delegates to one public entry point."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from .. import __version__
+from ..errors import RestoreError
+from ..sources import filter_messages, iter_messages, open_session, readers
+from ..sources.base import parse_timestamp, stderr_sink
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def friendly_errors(fn: F) -> F:
+    """Turn our errors into one line on stderr and the error's exit code."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except RestoreError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+        except BrokenPipeError:
+            sys.exit(0)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def parse_since(value: str | None) -> datetime | None:
+    """Parse ``--since`` or fail with a usage error naming the expected format."""
+    if value is None:
+        return None
+    ts = parse_timestamp(value)
+    if ts is None:
+        raise click.BadParameter(f"{value!r} is not an ISO 8601 time (e.g. 2026-02-11T10:30:00Z)")
+    return ts
+
+
+paths_argument = click.argument(
+    "paths", nargs=-1, required=True, type=click.Path(path_type=Path)
+)
+agent_option = click.option(
+    "--agent", default=None, help="Force a log format (see `opencode-restore formats`)."
+)
+
+
+@click.group()
+@click.version_option(__version__, prog_name="opencode-restore")
+def cli() -> None:
+    """Restore coding-agent sessions into cited session summaries."""
+
+
+@cli.command()
+@paths_argument
+@agent_option
+@click.option("--since", default=None, help="Only messages after this ISO 8601 time.")
+@click.option("--include-tools", is_flag=True, help="Include tool calls and results.")
+@click.option("--include-thinking", is_flag=True, help="Include thinking/reasoning blocks.")
+@click.option(
+    "--format", "fmt", type=click.Choice(["json", "jsonl", "markdown"]), default="jsonl"
+)
+@friendly_errors
+def messages(
+    paths: tuple[Path, ...],
+    agent: str | None,
+    since: str | None,
+    include_tools: bool,
+    include_thinking: bool,
+    fmt: str,
+) -> None:
+    """Print a session's messages (PATHS: one session's files, oldest first)."""
+    from ..report.messages import iter_json, iter_jsonl, write_markdown
+    from ..sources import resolve
+
+    since_ts = parse_since(since)
+    sink = stderr_sink()
+    reader = resolve(list(paths), agent)
+    stream = filter_messages(
+        iter_messages(list(paths), sink, agent),
+        since=since_ts,
+        include_tools=include_tools,
+        include_thinking=include_thinking,
+    )
+    if fmt == "markdown":
+        write_markdown(sys.stdout, stream)
+        return
+    out = sys.stdout.buffer
+    chunks = (
+        iter_jsonl(stream)
+        if fmt == "jsonl"
+        else iter_json({"files": [str(p) for p in paths], "agent": reader.name}, stream)
+    )
+    for chunk in chunks:
+        out.write(chunk)
+    out.flush()
+
+
+@cli.command()
+@paths_argument
+@agent_option
+@click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown")
+@friendly_errors
+def turns(paths: tuple[Path, ...], agent: str | None, fmt: str) -> None:
+    """Print the turns of a session with the files they touched and commands they ran."""
+    from ..pipeline.turn_parser import parse_turns
+    from ..report.turns import turns_json, turns_markdown
+
+    session = open_session(list(paths), stderr_sink(), agent)
+    parsed = parse_turns(session)
+    click.echo(turns_json(parsed) if fmt == "json" else turns_markdown(parsed), nl=False)
+
+
+@cli.command()
+def formats() -> None:
+    """List the log formats this build can read."""
+    for r in readers():
+        click.echo(f"{r.name:<16} {r.description}")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="opencode-restore")

@@ -1,0 +1,51 @@
+"""One error hierarchy. Every message says what went wrong and what to do about it."""
+
+from __future__ import annotations
+
+
+class RestoreError(Exception):
+    """Base of every error this package raises on purpose."""
+
+    exit_code = 1
+
+
+class UsageError(RestoreError):
+    """Bad flags or configuration: fix the command line or config file."""
+
+    exit_code = 2
+
+
+class ConfigError(UsageError):
+    """The configuration is invalid or incomplete (e.g. a missing API key)."""
+
+
+class SourceError(RestoreError):
+    """A log could not be read: unknown format, unreadable or empty file."""
+
+    def __init__(self, path: str, reason: str, line: int | None = None) -> None:
+        self.path = path
+        self.line = line
+        self.reason = reason
+        where = f"{path}:{line}" if line is not None else path
+        super().__init__(f"{where}: {reason}")
+
+
+class ProviderError(RestoreError):
+    """An LLM call failed for good (after retries)."""
+
+    def __init__(
+        self,
+        provider: str,
+        model: str,
+        message: str,
+        status: int | None = None,
+    ) -> None:
+        self.provider = provider
+        self.model = model
+        self.status = status
+        status_part = f" (HTTP {status})" if status is not None else ""
+        super().__init__(f"{provider}:{model}{status_part}: {message}")
+
+
+class OutputValidationError(RestoreError):
+    """The model's reply did not match the expected structure, even after repair."""

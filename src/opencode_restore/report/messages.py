@@ -1,0 +1,77 @@
+"""Render messages in seed 004's shape as JSON, JSON lines or markdown."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from typing import Any, TextIO
+
+import orjson
+
+from ..model import Message
+
+
+def iso(ts: datetime | None) -> str | None:
+    """An aware datetime as ``2026-02-11T10:30:00Z`` (milliseconds kept when present)."""
+    if ts is None:
+        return None
+    text = ts.isoformat(timespec="milliseconds" if ts.microsecond else "seconds")
+    return text.replace("+00:00", "Z")
+
+
+def message_record(m: Message) -> dict[str, Any]:
+    """The API shape of one message (FR2), plus tool fields when they apply."""
+    rec: dict[str, Any] = {
+        "id": m.id,
+        "role": m.role,
+        "type": m.type,
+        "text": m.text,
+        "timestamp": iso(m.timestamp),
+        "entry_index": m.entry_index,
+        "file_index": m.file_index,
+    }
+    if m.tool_name is not None:
+        rec["tool_name"] = m.tool_name
+    if m.tool_call_id is not None:
+        rec["tool_call_id"] = m.tool_call_id
+    if m.tool_input is not None:
+        rec["tool_input"] = m.tool_input
+    if m.is_error:
+        rec["is_error"] = True
+    return rec
+
+
+def iter_jsonl(messages: Iterable[Message]) -> Iterator[bytes]:
+    """One JSON document per line."""
+    dumps = orjson.dumps
+    for m in messages:
+        yield dumps(message_record(m)) + b"\n"
+
+
+def iter_json(header: dict[str, Any], messages: Iterable[Message]) -> Iterator[bytes]:
+    """``{...header, "messages": [...]}``, streamed piece by piece (never built in memory)."""
+    head = orjson.dumps(header)
+    yield head[:-1] + (b',"messages":[' if len(header) else b'"messages":[')
+    first = True
+    for m in messages:
+        yield (b"" if first else b",") + orjson.dumps(message_record(m))
+        first = False
+    yield b"]}\n"
+
+
+_LABEL = {"user": "User", "assistant": "Assistant", "system": "System", "tool": "Tool"}
+
+
+def write_markdown(out: TextIO, messages: Iterable[Message]) -> None:
+    """A readable transcript, one heading per message."""
+    for m in messages:
+        label = _LABEL[m.role]
+        kind = "" if m.type == "text" else f" · {m.type}"
+        if m.tool_name:
+            kind += f" `{m.tool_name}`"
+        ts = iso(m.timestamp) or ""
+        out.write(f"### {label}{kind} — file {m.file_index} entry {m.entry_index} {ts}\n\n")
+        if m.tool_input is not None:
+            out.write("```json\n" + orjson.dumps(m.tool_input).decode() + "\n```\n\n")
+        if m.text:
+            out.write(m.text.rstrip() + "\n\n")

@@ -1,0 +1,134 @@
+"""Readers, one per log format, and automatic format detection.
+
+Each reader module exposes ``READER``; this package picks one by ``--agent`` or by
+sniffing the first bytes of the first file.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+
+from ..errors import SourceError
+from ..model import Message, Session
+from .base import SNIFF_BYTES, Reader, WarningSink
+
+#: Reader modules in detection order (ties go to the earlier one).
+_READER_MODULES = (
+    "claude_code",
+    "codex",
+    "gemini",
+    "pi",
+    "opencode_native",
+    "inspect_log",
+    "terminal",
+)
+
+_readers: list[Reader] | None = None
+
+
+def readers() -> list[Reader]:
+    """Every available reader, in detection order."""
+    global _readers
+    if _readers is None:
+        found: list[Reader] = []
+        for mod_name in _READER_MODULES:
+            try:
+                mod = importlib.import_module(f"{__name__}.{mod_name}")
+            except ModuleNotFoundError as exc:
+                if exc.name == f"{__name__}.{mod_name}":
+                    continue
+                raise
+            found.append(mod.READER)
+        _readers = found
+    return _readers
+
+
+def get_reader(name: str) -> Reader:
+    """The reader called ``name``, or a usage error listing the known names."""
+    for r in readers():
+        if r.name == name:
+            return r
+    known = ", ".join(r.name for r in readers())
+    raise SourceError(name, f"unknown agent format; choose one of: {known}")
+
+
+def _head(path: Path) -> bytes:
+    if path.is_dir():
+        return b""
+    with path.open("rb") as fh:
+        return fh.read(SNIFF_BYTES)
+
+
+def _check_readable(path: Path) -> None:
+    if not path.exists():
+        raise SourceError(str(path), "no such file or directory")
+    if path.is_file():
+        try:
+            size = path.stat().st_size
+            with path.open("rb"):
+                pass
+        except OSError as exc:
+            raise SourceError(str(path), f"cannot read: {exc.strerror}") from exc
+        if size == 0:
+            raise SourceError(str(path), "file is empty")
+
+
+def detect(path: Path) -> Reader:
+    """Choose the reader for ``path`` by asking every reader how sure it is."""
+    _check_readable(path)
+    head = _head(path)
+    best: tuple[float, Reader] | None = None
+    for r in readers():
+        score = r.sniff(path, head)
+        if score > 0 and (best is None or score > best[0]):
+            best = (score, r)
+    if best is None:
+        tried = ", ".join(r.name for r in readers())
+        raise SourceError(
+            str(path), f"unknown log format (tried {tried}); force one with --agent NAME"
+        )
+    return best[1]
+
+
+def resolve(paths: Sequence[Path], agent: str | None) -> Reader:
+    """The reader for a chain of files: forced by ``agent`` or detected from the first."""
+    if not paths:
+        raise SourceError("-", "no input files given")
+    for p in paths:
+        _check_readable(p)
+    return get_reader(agent) if agent else detect(paths[0])
+
+
+def open_session(
+    paths: Sequence[Path], sink: WarningSink, agent: str | None = None
+) -> Session:
+    """Read ``paths`` (one session's chain of files, oldest first) into a ``Session``."""
+    return resolve(paths, agent).read(paths, sink)
+
+
+def iter_messages(
+    paths: Sequence[Path], sink: WarningSink, agent: str | None = None
+) -> Iterator[Message]:
+    """Stream the messages of one session's chain of files, oldest first."""
+    return resolve(paths, agent).iter_messages(paths, sink)
+
+
+def filter_messages(
+    messages: Iterator[Message] | Sequence[Message],
+    *,
+    since: datetime | None = None,
+    include_tools: bool = False,
+    include_thinking: bool = False,
+) -> Iterator[Message]:
+    """Apply the messages API filters: time, tool blocks and thinking blocks."""
+    for m in messages:
+        if not include_tools and m.type in ("tool_use", "tool_result"):
+            continue
+        if not include_thinking and m.type == "thinking":
+            continue
+        if since is not None and (m.timestamp is None or m.timestamp <= since):
+            continue
+        yield m

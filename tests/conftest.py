@@ -1,0 +1,25 @@
+"""Shared fixtures. The network guard lives in pyproject's addopts (pytest-socket):
+every socket connection to a host other than loopback fails the test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from opencode_restore.sources.base import WarningSink
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+
+@pytest.fixture
+def fixtures() -> Path:
+    """The project's bundled sample logs."""
+    return FIXTURES
+
+
+@pytest.fixture
+def sink() -> WarningSink:
+    """A warning sink that only collects."""
+    return WarningSink()
