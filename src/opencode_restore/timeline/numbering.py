@@ -1,0 +1,273 @@
+"""Global ``[M#]`` numbering shared by every span scanned in one restore.
+
+`Numbering` owns one counter and one label map. Each `Numbering.messages_as_str` call
+continues where the previous one stopped (M1..M12, then M13..M20, ...), so a label is
+unique across every span scanned and `Numbering.extract_references` resolves a citation
+from any of them. `message_numbering` is the functional form the design seed describes.
+
+Citations are read from bracket groups: ``[M14]``, ``[M3, M7]``, ``[M3-M5]`` (expanded
+to M3, M4, M5), ``[M2, M4-M6]``, also inside prose (``[see M3 and M9]``). Labels that were
+never issued are left out of the references and reported as unknown.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from opencode_restore.model import Message
+from opencode_restore.timeline.preprocess import DEFAULT_PREPROCESSOR, MessagesPreprocessor
+from opencode_restore.timeline.render import message_as_str
+
+MessagesAsStrFn = Callable[[list[Message]], Awaitable[str]]
+ExtractReferencesFn = Callable[[str], list["Reference"]]
+
+STATE_VERSION = 1
+
+# A bracket group is bounded (no nested brackets, at most 400 chars) so scanning
+# arbitrary text stays linear: an unclosed "[" can never make the engine rescan the rest.
+_BRACKET = re.compile(r"\[([^\[\]\n]{1,400})\]")
+# "M3", "M3-M5", "M3 – M5", "M3-5"; the word boundary keeps "SUM3" or "M3x" out.
+_TOKEN = re.compile(r"\bM([0-9]{1,18})(?:\s*[-–—]\s*M?([0-9]{1,18}))?\b")
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A message an LLM cited, with what a references appendix needs to point at it."""
+
+    label: str
+    """The label as issued, e.g. ``"M14"``."""
+    id: str
+    """The cited message's id."""
+    file_index: int = 0
+    entry_index: int = 0
+    timestamp: datetime | None = None
+    message: Message | None = None
+    """The message itself; None when the label was restored from a saved map."""
+
+    @property
+    def cite(self) -> str:
+        """The citation as it appears in text, e.g. ``"[M14]"``."""
+        return f"[{self.label}]"
+
+    @classmethod
+    def of(cls, label: str, message: Message) -> Reference:
+        """The reference for ``message`` labelled ``label``."""
+        return cls(
+            label, message.id, message.file_index, message.entry_index, message.timestamp, message
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Citations:
+    """What a text cites: resolved references, in order and de-duplicated by message
+    id, and the labels (or label ranges, ``"M21-M99"``) that were never issued."""
+
+    refs: list[Reference]
+    unknown: list[str]
+
+
+class Numbering:
+    """One numbering scope: a counter, the label -> message map and its reverse.
+
+    With ``reuse_labels`` a message id that was already numbered keeps its first label
+    instead of taking a new one, so a message shown twice (say in a turn and again in
+    evidence) is cited one way. The default issues a fresh label per rendered message,
+    exactly as the design seed specifies.
+    """
+
+    def __init__(
+        self, preprocessor: MessagesPreprocessor | None = None, *, reuse_labels: bool = False
+    ) -> None:
+        self.preprocessor = preprocessor or DEFAULT_PREPROCESSOR
+        self.reuse_labels = reuse_labels
+        self._refs: list[Reference] = []  # label "M{n}" is self._refs[n - 1]
+        self._label_of: dict[str, str] = {}  # message id -> first label issued for it
+
+    def __len__(self) -> int:
+        return len(self._refs)
+
+    def __iter__(self) -> Iterator[Reference]:
+        return iter(self._refs)
+
+    async def messages_as_str(self, messages: list[Message]) -> str:
+        """Render ``messages``, each prefixed by its globally unique ``[M#]`` label."""
+        parts: list[str] = []
+        for message in await self.preprocessor.apply(messages):
+            text = message_as_str(message, self.preprocessor)
+            if text is not None:
+                parts.append(f"[{self._label(message)}] {text}")
+        return "\n".join(parts)
+
+    def _label(self, message: Message) -> str:
+        if self.reuse_labels and (label := self._label_of.get(message.id)) is not None:
+            return label
+        label = f"M{len(self._refs) + 1}"
+        self._refs.append(Reference.of(label, message))
+        self._label_of.setdefault(message.id, label)
+        return label
+
+    def label_for(self, message_id: str) -> str | None:
+        """The first label issued for ``message_id``, or None if it was never shown."""
+        return self._label_of.get(message_id)
+
+    def reference(self, label: str) -> Reference | None:
+        """The message behind ``label`` (``"M14"``), or None if it was never issued."""
+        number = _number(label)
+        return self._refs[number - 1] if number is not None and number <= len(self._refs) else None
+
+    def resolve(self, text: str) -> Citations:
+        """Every citation in ``text``: the references and the unknown labels."""
+        refs: list[Reference] = []
+        unknown: list[str] = []
+        seen_ids: set[str] = set()
+        seen_unknown: set[str] = set()
+        issued = len(self._refs)
+        for low, high in _citations(text):
+            for number in range(max(low, 1), min(high, issued) + 1):
+                ref = self._refs[number - 1]
+                if ref.id not in seen_ids:
+                    seen_ids.add(ref.id)
+                    refs.append(ref)
+            missing = _missing(low, high, issued)
+            for label in missing:
+                if label not in seen_unknown:
+                    seen_unknown.add(label)
+                    unknown.append(label)
+        return Citations(refs, unknown)
+
+    def extract_references(self, text: str) -> list[Reference]:
+        """The messages ``text`` cites, in order of first citation, de-duplicated."""
+        return self.resolve(text).refs
+
+    def unknown(self, text: str) -> list[str]:
+        """The labels ``text`` cites that this numbering never issued."""
+        return self.resolve(text).unknown
+
+    def to_dict(self) -> dict[str, Any]:
+        """The labels issued so far, as JSON-ready data (for a resumable restore)."""
+        return {
+            "version": STATE_VERSION,
+            "labels": [
+                {
+                    "id": ref.id,
+                    "file_index": ref.file_index,
+                    "entry_index": ref.entry_index,
+                    "timestamp": ref.timestamp.isoformat() if ref.timestamp else None,
+                }
+                for ref in self._refs
+            ],
+        }
+
+    @classmethod
+    def from_dict(
+        cls,
+        data: Mapping[str, Any],
+        preprocessor: MessagesPreprocessor | None = None,
+        *,
+        reuse_labels: bool = False,
+    ) -> Numbering:
+        """A numbering that continues from a saved `to_dict` map.
+
+        Raises:
+            ValueError: the data is not a map this version wrote.
+        """
+        if data.get("version") != STATE_VERSION or not isinstance(data.get("labels"), list):
+            raise ValueError(f"not a version {STATE_VERSION} numbering map")
+        numbering = cls(preprocessor, reuse_labels=reuse_labels)
+        for number, entry in enumerate(data["labels"], start=1):
+            numbering._restore(f"M{number}", entry)
+        return numbering
+
+    def _restore(self, label: str, entry: Any) -> None:
+        try:
+            stamp = entry["timestamp"]
+            ref = Reference(
+                label,
+                str(entry["id"]),
+                int(entry["file_index"]),
+                int(entry["entry_index"]),
+                datetime.fromisoformat(stamp) if stamp else None,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"bad numbering entry for {label}: {entry!r}") from exc
+        self._refs.append(ref)
+        self._label_of.setdefault(ref.id, label)
+
+
+def message_numbering(
+    preprocessor: MessagesPreprocessor | None = None,
+    *,
+    start_map: Mapping[str, Any] | None = None,
+) -> tuple[MessagesAsStrFn, ExtractReferencesFn]:
+    """Create a ``messages_as_str`` / ``extract_references`` pair with shared numbering.
+
+    Args:
+        preprocessor: options applied to every call (default: drop system messages).
+        start_map: a saved `Numbering.to_dict` map to continue from.
+
+    Returns:
+        ``messages_as_str(messages) -> str`` labelling messages [M1], [M2], ... across
+        all its calls, and ``extract_references(text) -> list[Reference]`` resolving
+        citations of any label issued by any earlier call.
+    """
+    numbering = (
+        Numbering(preprocessor)
+        if start_map is None
+        else Numbering.from_dict(start_map, preprocessor)
+    )
+    return numbering.messages_as_str, numbering.extract_references
+
+
+async def messages_as_str(
+    messages: list[Message],
+    preprocessor: MessagesPreprocessor | None = None,
+    include_ids: bool = False,
+) -> tuple[str, ExtractReferencesFn]:
+    """Render one message list on its own, numbered from M1 when ``include_ids``.
+
+    Returns the text and an ``extract_references`` for it (which finds nothing when
+    ``include_ids`` is False, since the text then carries no labels).
+    """
+    numbering = Numbering(preprocessor)
+    if include_ids:
+        return await numbering.messages_as_str(messages), numbering.extract_references
+    options = numbering.preprocessor
+    parts = [text for m in await options.apply(messages) if (text := message_as_str(m, options))]
+    return "\n".join(parts), _no_references
+
+
+def _no_references(text: str) -> list[Reference]:
+    return []
+
+
+def _citations(text: str) -> Iterator[tuple[int, int]]:
+    """Every cited number range ``(low, high)`` in bracket groups of ``text``."""
+    for group in _BRACKET.finditer(text):
+        for token in _TOKEN.finditer(group.group(1)):
+            first = int(token.group(1))
+            last = int(token.group(2)) if token.group(2) else first
+            yield min(first, last), max(first, last)
+
+
+def _missing(low: int, high: int, issued: int) -> Sequence[str]:
+    """The parts of ``low..high`` outside the issued labels ``1..issued``, as text."""
+    if low == high:
+        return [] if 1 <= low <= issued else [f"M{low}"]
+    missing: list[str] = []
+    if low < 1:
+        missing.append("M0")
+    start = max(low, issued + 1, 1)
+    if start <= high:
+        missing.append(f"M{start}" if start == high else f"M{start}-M{high}")
+    return missing
+
+
+def _number(label: str) -> int | None:
+    if re.fullmatch(r"M[0-9]{1,18}", label):
+        number = int(label[1:])
+        return number if number >= 1 else None
+    return None
