@@ -45,9 +45,7 @@ def parse_since(value: str | None) -> datetime | None:
     return ts
 
 
-paths_argument = click.argument(
-    "paths", nargs=-1, required=True, type=click.Path(path_type=Path)
-)
+paths_argument = click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 agent_option = click.option(
     "--agent", default=None, help="Force a log format (see `opencode-restore formats`)."
 )
@@ -65,9 +63,7 @@ def cli() -> None:
 @click.option("--since", default=None, help="Only messages after this ISO 8601 time.")
 @click.option("--include-tools", is_flag=True, help="Include tool calls and results.")
 @click.option("--include-thinking", is_flag=True, help="Include thinking/reasoning blocks.")
-@click.option(
-    "--format", "fmt", type=click.Choice(["json", "jsonl", "markdown"]), default="jsonl"
-)
+@click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "markdown"]), default="jsonl")
 @friendly_errors
 def messages(
     paths: tuple[Path, ...],
@@ -129,3 +125,45 @@ def formats() -> None:
 def main() -> None:
     """Console-script entry point."""
     cli(prog_name="opencode-restore")
+
+
+@cli.command()
+@paths_argument
+@agent_option
+@click.option("-m", "--model", default=None, help="provider:model, e.g. openai:gpt-4o (default offline).")
+@click.option("--max-turns", type=click.IntRange(min=1), default=None, help="Summarize at most N turns.")
+@click.option("--dump-turns", is_flag=True, help="Print the turn-by-turn summaries instead.")
+@click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write here.")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=None)
+@click.option("--base-url", default=None, help="OpenAI-compatible server URL (Ollama, vLLM, ...).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar or warnings on stderr.")
+@friendly_errors
+def restore(
+    paths: tuple[Path, ...],
+    agent: str | None,
+    model: str | None,
+    max_turns: int | None,
+    dump_turns: bool,
+    fmt: str,
+    output: Path | None,
+    config_path: Path | None,
+    base_url: str | None,
+    quiet: bool,
+) -> None:
+    """Restore a session (PATHS: one session's files, oldest first) into a SESSION SUMMARY."""
+    from .restore_cmd import run_restore
+
+    code = run_restore(
+        list(paths),
+        agent=agent,
+        model=model,
+        max_turns=max_turns,
+        dump_turns=dump_turns,
+        fmt=fmt,
+        output=output,
+        config_path=config_path,
+        base_url=base_url,
+        quiet=quiet,
+    )
+    sys.exit(code)

@@ -102,9 +102,7 @@ def resolve(paths: Sequence[Path], agent: str | None) -> Reader:
     return get_reader(agent) if agent else detect(paths[0])
 
 
-def open_session(
-    paths: Sequence[Path], sink: WarningSink, agent: str | None = None
-) -> Session:
+def open_session(paths: Sequence[Path], sink: WarningSink, agent: str | None = None) -> Session:
     """Read ``paths`` (one session's chain of files, oldest first) into a ``Session``."""
     return resolve(paths, agent).read(paths, sink)
 

@@ -1,0 +1,103 @@
+"""The `restore` command: config, provider, progress bar, output."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import anyio
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
+
+from ..config import Config, load_config
+from ..llm.registry import get_provider
+from ..llm.settings import ModelPrice, ProviderSettings
+from ..llm.usage import UsageLedger
+from ..pipeline.restore import RestoreOptions, restore_session
+from ..pipeline.restoration import Restoration
+from ..report.summary import summary_markdown, turns_summary_markdown
+from ..sources import open_session
+from ..sources.base import WarningSink, stderr_sink
+
+
+def provider_settings(config: Config) -> ProviderSettings:
+    """The provider settings described by the configuration."""
+    llm = config.llm
+    return ProviderSettings(
+        base_url=llm.base_url,
+        timeout=llm.timeout,
+        max_attempts=llm.max_attempts,
+        retry_after_cap=llm.retry_max_wait,
+        max_tokens=llm.max_tokens,
+        temperature=llm.temperature,
+        tool_mode=llm.tool_mode,
+        prices={k: ModelPrice(**v.model_dump()) for k, v in config.prices.items()},
+    )
+
+
+def render(restoration: Restoration, fmt: str, dump_turns: bool) -> str:
+    """The restoration in the requested output format."""
+    if fmt == "json":
+        if dump_turns:
+            return restoration.model_dump_json(indent=2, include={"session", "turns", "failed_turns"})
+        return restoration.model_dump_json(indent=2)
+    return turns_summary_markdown(restoration) if dump_turns else summary_markdown(restoration)
+
+
+def run_restore(
+    paths: list[Path],
+    *,
+    agent: str | None,
+    model: str | None,
+    max_turns: int | None,
+    dump_turns: bool,
+    fmt: str,
+    output: Path | None,
+    config_path: Path | None,
+    base_url: str | None,
+    quiet: bool,
+) -> int:
+    """Run one restore; the exit code is 0 when complete, 1 when some turns failed."""
+    config = load_config(config_path, overrides={"llm": {"model": model, "base_url": base_url}})
+    provider = get_provider(config.llm.model, provider_settings(config))
+    sink = WarningSink() if quiet else stderr_sink()
+    session = open_session(paths, sink, agent)
+    show_progress = not quiet and sys.stderr.isatty()
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("[bold]restore[/] turn {task.completed}/{task.total}"),
+        BarColumn(),
+        TaskProgressColumn(),
+        TextColumn("{task.fields[tokens]} tokens {task.fields[cost]}"),
+        TimeRemainingColumn(),
+        console=console,
+        disable=not show_progress,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("turns", total=None, tokens=0, cost="")
+
+        def progress(done: int, total: int, ledger: UsageLedger) -> None:
+            t = ledger.total()
+            cost = f"${t.cost:.4f}" if t.cost else ""
+            bar.update(task, completed=done, total=total, tokens=t.usage.total, cost=cost)
+
+        restoration = anyio.run(
+            lambda: restore_session(
+                session, config, provider, options=RestoreOptions(max_turns), progress=progress
+            )
+        )
+    text = render(restoration, fmt, dump_turns)
+    if output is not None:
+        output.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    if not quiet:
+        u = restoration.usage
+        failed = len(restoration.failed_turns)
+        note = f"{restoration.turn_count} turns, {u.calls} calls, {u.input_tokens + u.output_tokens} tokens"
+        if restoration.redactions:
+            note += f", {restoration.redactions} secrets redacted"
+        if failed:
+            note += f"; {failed} turns FAILED"
+        console.print(f"[dim]{note}[/]")
+    return 1 if restoration.failed_turns else 0

@@ -1,0 +1,146 @@
+"""Configuration: packaged ``config.toml`` < user file < ``OPENCODE_RESTORE_*`` env < flags.
+
+API keys are never read from files: only from ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError
+from .resources import data_path
+
+ENV_PREFIX = "OPENCODE_RESTORE_"
+USER_CONFIG = Path("~/.config/opencode-restore/config.toml")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LLMConfig(_Section):
+    model: str = "offline"
+    base_url: str | None = None
+    timeout: float = 120.0
+    max_attempts: int = 4
+    retry_max_wait: float = 60.0
+    max_tokens: int = 2048
+    temperature: float | None = 0.0
+    tool_mode: Literal["native", "text", "auto"] = "auto"
+    context_budget_tokens: int = 100_000
+
+
+class RestoreConfig(_Section):
+    max_turns: int | None = None
+    max_searches: int = 8
+    skip_evidence_search: bool = False
+    redact: bool = True
+    max_tool_output_chars: int = 4000
+    max_turn_chars: int = 60_000
+    workspace: str | None = None
+
+
+class PathsConfig(_Section):
+    data_dir: str = "~/.local/share/opencode-restore"
+
+
+class PromptsConfig(_Section):
+    dir: str | None = None
+
+
+class Price(_Section):
+    """US dollars per million tokens."""
+
+    input: float
+    output: float
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+
+
+class Config(_Section):
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    restore: RestoreConfig = Field(default_factory=RestoreConfig)
+    paths: PathsConfig = Field(default_factory=PathsConfig)
+    prompts: PromptsConfig = Field(default_factory=PromptsConfig)
+    prices: dict[str, Price] = Field(default_factory=dict)
+    terminal: dict[str, str] = Field(default_factory=dict)
+    limits: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def data_dir(self) -> Path:
+        return Path(os.path.expanduser(self.paths.data_dir))
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{path}: config file not found") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML ({exc})") from exc
+
+
+_SHORTCUTS = {
+    "MODEL": ("llm", "model"),
+    "BASE_URL": ("llm", "base_url"),
+    "DATA_DIR": ("paths", "data_dir"),
+    "PROMPTS_DIR": ("prompts", "dir"),
+}
+
+
+def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
+    """``OPENCODE_RESTORE_MODEL`` and friends, or ``OPENCODE_RESTORE_<SECTION>_<KEY>``."""
+    out: dict[str, Any] = {}
+    sections = {"LLM", "RESTORE", "PATHS", "PROMPTS"}
+    for name, value in env.items():
+        if not name.startswith(ENV_PREFIX):
+            continue
+        rest = name[len(ENV_PREFIX) :]
+        if rest in _SHORTCUTS:
+            section, key = _SHORTCUTS[rest]
+        else:
+            section, _, key = rest.partition("_")
+            if section not in sections or not key:
+                continue
+            section, key = section.lower(), key.lower()
+        out.setdefault(section, {})[key] = value
+    return out
+
+
+def load_config(
+    path: Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Config:
+    """Build the effective configuration (see the module docstring for precedence)."""
+    data = _read_toml(data_path("config.toml"))
+    user = path if path is not None else Path(os.path.expanduser(USER_CONFIG))
+    if path is not None or user.exists():
+        data = _merge(data, _read_toml(user))
+    data = _merge(data, _env_overrides(os.environ if env is None else env))
+    if overrides:
+        data = _merge(data, {k: v for k, v in overrides.items() if v is not None})
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise ConfigError(f"configuration {where}: {err['msg']}") from exc

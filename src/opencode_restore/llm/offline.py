@@ -1,0 +1,176 @@
+"""The offline provider: deterministic, no network, the default with no API key.
+
+It answers each stage from the facts the pipeline attaches to the request (the user's
+request, files, commands, errors seen in tool results, the last assistant text), so a user
+without a key still gets a cited restore. It speaks the same protocol as the real
+providers: the pipeline cannot tell the difference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..model import Usage
+from .base import LLMRequest, LLMResult, ToolCallRequest
+
+# Rough prompt size accounting so the progress bar and ledgers show something honest.
+_CHARS_PER_TOKEN = 3.5
+
+
+def _cite(text: str, label: str | None) -> str:
+    return f"{text} [{label}]" if label else text
+
+
+def _short(text: str, limit: int = 240) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _turn_summary(f: dict[str, Any]) -> dict[str, Any]:
+    labels = f.get("user_labels") or []
+    first_label = labels[0] if labels else None
+    request = _short(f.get("user_request") or "(no user request in this turn)")
+    last = f.get("last_assistant")
+    outcomes: list[str] = []
+    for a in f.get("artifacts", []):
+        if a["action"] != "read":
+            outcomes.append(_cite(f"{a['action'].capitalize()} `{a['path']}`", a.get("label")))
+    for c in f.get("commands", []):
+        status = ""
+        if c.get("exit_code") is not None:
+            status = f" (exit {c['exit_code']})"
+        elif c.get("is_error"):
+            status = " (failed)"
+        outcomes.append(_cite(f"Ran `{_short(c['command'], 120)}`{status}", c.get("label")))
+    if last:
+        response = _cite(_short(last["text"]), last.get("label"))
+    elif outcomes:
+        response = "Worked with tools only; no reply text in this turn."
+    else:
+        response = "No agent response recorded in this turn."
+    errors = [_cite(f"Error seen: {e['text']}", e.get("label")) for e in f.get("errors", [])]
+    changes = [
+        _cite(f"Context compacted: {_short(c['summary'], 160)}", c.get("label"))
+        for c in f.get("compactions", [])
+    ]
+    return {
+        "turn_number": f.get("turn_number", 0),
+        "user_request_summary": _cite(request, first_label),
+        "agent_response_summary": response,
+        "key_outcomes": outcomes[:12],
+        "state_changes": changes,
+        "artifacts_modified": [
+            {"path": a["path"], "note": _cite(a["action"], a.get("label"))}
+            for a in f.get("artifacts", [])
+            if a["action"] != "read"
+        ],
+        "constraints_assumptions_added": [],
+        "decisions": [],
+        "errors_and_fixes": errors[:6],
+        "open_questions": [],
+        "resolved_questions": [],
+    }
+
+
+def _synthesis(f: dict[str, Any]) -> dict[str, Any]:
+    turns: list[dict[str, Any]] = f.get("turn_summaries", [])
+    goal = turns[0]["user_request_summary"] if turns else "(no user request found in the log)"
+    done: list[str] = []
+    for t in turns:
+        done.extend(t.get("key_outcomes", [])[:4])
+    errors: list[str] = []
+    for t in turns:
+        errors.extend(t.get("errors_and_fixes", []))
+    last = turns[-1] if turns else None
+    current = last["agent_response_summary"] if last else ""
+    failed = [f"Turn {n} could not be summarized" for n in f.get("failed_turns", [])]
+    compactions = [
+        c for t in turns for c in t.get("state_changes", []) if c.startswith("Context compacted")
+    ]
+    return {
+        "goal": goal,
+        "constraints_preferences": f.get("constraints", []),
+        "progress": {
+            "done": done[-15:],
+            "in_progress": [last["user_request_summary"]] if last else [],
+            "blocked": failed,
+        },
+        "key_decisions": f.get("decisions", []),
+        "errors_fixes_ruled_out": errors[-10:],
+        "current_work": current,
+        "next_step": "",
+        "open_questions": f.get("open_questions", []),
+        "compaction_notes": compactions,
+    }
+
+
+def _range_summary(f: dict[str, Any]) -> dict[str, Any]:
+    lines = [
+        f"Turn {t['turn_number']}: {t['user_request_summary']} → {t['agent_response_summary']}"
+        for t in f.get("turn_summaries", [])
+    ]
+    return {"summary": "\n".join(lines)}
+
+
+_STAGES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "turn_summary": _turn_summary,
+    "synthesis": _synthesis,
+    "range_summary": _range_summary,
+}
+
+
+class OfflineProvider:
+    """A deterministic provider that needs no network and no key."""
+
+    name = "offline"
+    supports_native_tools = True
+
+    def __init__(self, model: str = "rules") -> None:
+        self.model = model
+
+    async def complete(self, request: LLMRequest) -> LLMResult:
+        """Answer from ``request.facts``; evidence search uses its planned tool calls."""
+        prompt_chars = sum(len(b.text) for b in request.system) + sum(
+            len(m.content) for m in request.messages
+        )
+        usage = Usage(input=int(prompt_chars / _CHARS_PER_TOKEN))
+        if request.stage == "evidence":
+            return self._evidence(request, usage)
+        build = _STAGES.get(request.stage)
+        data = build(request.facts) if build is not None else {}
+        if request.response_schema is None:
+            text = str(data.get("summary", "")) if data else ""
+            return LLMResult(text=text, usage=usage, model=self.model, finish_reason="stop")
+        parsed = request.response_schema.model_validate(data)
+        text = parsed.model_dump_json()
+        usage.output = int(len(text) / _CHARS_PER_TOKEN)
+        return LLMResult(
+            text=text, parsed=parsed, usage=usage, model=self.model, finish_reason="stop"
+        )
+
+    def _evidence(self, request: LLMRequest, usage: Usage) -> LLMResult:
+        # The pipeline plans the deterministic searches; this provider issues them one
+        # per call (as a model would), then completes.
+        planned: list[dict[str, Any]] = request.facts.get("planned_tool_calls", [])
+        done = sum(1 for m in request.messages if m.role == "tool")
+        if done < len(planned):
+            call = planned[done]
+            return LLMResult(
+                text="",
+                tool_calls=[ToolCallRequest(f"offline-{done}", call["name"], call["arguments"])],
+                usage=usage,
+                model=self.model,
+                finish_reason="tool_calls",
+            )
+        return LLMResult(
+            text="",
+            tool_calls=[ToolCallRequest(f"offline-{done}", "COMPLETE_EVIDENCE_SEARCH", {})],
+            usage=usage,
+            model=self.model,
+            finish_reason="tool_calls",
+        )
+
+    def should_retry(self, exc: BaseException) -> bool:
+        """Nothing offline is transient."""
+        return False

@@ -1,0 +1,68 @@
+"""What every LLM stage of one restore shares: provider, retry policy, ledger, numbering."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import Config
+from ..llm.base import ChatMessage, LLMRequest, Provider, SystemBlock
+from ..llm.retry import RetryPolicy
+from ..llm.usage import UsageLedger
+from ..model import Session
+from ..redact import Redactor
+from ..timeline.numbering import Numbering
+from ..timeline.preprocess import MessagesPreprocessor
+from .prompts import RenderedPrompt
+
+
+@dataclass
+class StageContext:
+    """The shared machinery of one restore run."""
+
+    session: Session
+    config: Config
+    provider: Provider
+    ledger: UsageLedger
+    policy: RetryPolicy
+    numbering: Numbering = field(init=False)
+    redactor: Redactor = field(default_factory=Redactor)
+
+    def __post_init__(self) -> None:
+        self.numbering = Numbering(
+            MessagesPreprocessor(max_tool_output_chars=self.config.restore.max_tool_output_chars)
+        )
+
+    @property
+    def session_header(self) -> dict[str, Any]:
+        s = self.session
+        return {"agent": s.agent, "id": s.id, "title": s.title, "cwd": s.cwd}
+
+    def redact(self, text: str) -> str:
+        """Secrets out before anything reaches a provider (unless disabled in config)."""
+        return self.redactor.redact(text) if self.config.restore.redact else text
+
+    def request(
+        self,
+        prompt: RenderedPrompt,
+        stage: str,
+        *,
+        facts: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> LLMRequest:
+        """An LLM request from a rendered prompt: stable parts first, cache points marked."""
+        messages = []
+        if prompt.context:
+            messages.append(ChatMessage("user", self.redact(prompt.context), cache_breakpoint=True))
+        messages.append(ChatMessage("user", self.redact(prompt.task)))
+        return LLMRequest(
+            messages=messages,
+            system=[SystemBlock(prompt.system, cache_breakpoint=True)],
+            max_tokens=self.config.llm.max_tokens,
+            temperature=self.config.llm.temperature,
+            template=prompt.template,
+            stage=stage,
+            facts=facts or {},
+            cache_key=self.session.id,
+            **kwargs,
+        )

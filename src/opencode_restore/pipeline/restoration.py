@@ -1,0 +1,128 @@
+"""The result of a restore: what the markdown, JSON and HTML renderers print.
+
+The JSON form (``restore --format json``) is this model's ``model_dump_json``; its
+``schema_version`` changes whenever a field changes meaning.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from .schemas import SessionSummary, TurnSummary
+
+SCHEMA_VERSION = "opencode-restore.restoration.v1"
+
+
+class SessionInfo(BaseModel):
+    id: str
+    agent: str
+    files: list[str]
+    cwd: str | None = None
+    title: str | None = None
+    model: str | None = None
+    started_at: datetime | None = None
+
+
+class FileRow(BaseModel):
+    """One file of the deterministic files table."""
+
+    path: str
+    actions: list[str]
+    turns: list[int]
+    citations: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+class CommandRow(BaseModel):
+    command: str
+    turn: int
+    citation: str | None = None
+    exit_code: int | None = None
+    is_error: bool = False
+
+
+class Quote(BaseModel):
+    """A verbatim quote from the log with its citation."""
+
+    text: str
+    citation: str | None = None
+
+
+class CompactionPoint(BaseModel):
+    citation: str | None
+    turn: int
+    kind: str
+    tokens_before: int | None = None
+    summary_excerpt: str = ""
+
+
+class ReferenceRow(BaseModel):
+    """The appendix entry for one cited ``M#``."""
+
+    label: str
+    message_id: str
+    file: str | None
+    file_index: int
+    entry_index: int
+    timestamp: datetime | None = None
+    role: str | None = None
+    type: str | None = None
+
+
+class CitationStats(BaseModel):
+    cited: int = 0
+    removed_unknown: int = 0
+    unknown_labels: list[str] = Field(default_factory=list)
+
+
+class UsageReport(BaseModel):
+    calls: int = 0
+    failed_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = None
+
+
+class FailedTurnRow(BaseModel):
+    turn: int
+    error: str
+
+
+class EvidenceItem(BaseModel):
+    """One evidence-search result the synthesizer may cite."""
+
+    tool: str
+    query: str
+    result: str
+    citations: list[str] = Field(default_factory=list)
+
+
+class Restoration(BaseModel):
+    """Everything a restore produced for one session."""
+
+    schema_version: str = SCHEMA_VERSION
+    session: SessionInfo
+    provider: str
+    summary: SessionSummary
+    files: list[FileRow] = Field(default_factory=list)
+    commands: list[CommandRow] = Field(default_factory=list)
+    last_user_request: Quote | None = None
+    compactions: list[CompactionPoint] = Field(default_factory=list)
+    turns: list[TurnSummary] = Field(default_factory=list)
+    turn_count: int = 0
+    failed_turns: list[FailedTurnRow] = Field(default_factory=list)
+    evidence: list[EvidenceItem] = Field(default_factory=list)
+    references: list[ReferenceRow] = Field(default_factory=list)
+    citations: CitationStats = Field(default_factory=CitationStats)
+    usage: UsageReport = Field(default_factory=UsageReport)
+    redactions: int = 0
+    warnings: list[str] = Field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """True when every turn was summarized."""
+        return not self.failed_turns

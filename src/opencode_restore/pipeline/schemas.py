@@ -1,0 +1,63 @@
+"""The structured outputs the LLM stages must produce (validated with pydantic).
+
+Every free-text claim is expected to cite the messages it rests on, e.g. ``"tests pass [M14]"``.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class ArtifactNote(_Out):
+    """What the model says about a file (the file list itself is computed, never asked)."""
+
+    path: str
+    note: str
+
+
+class Decision(_Out):
+    decision: str
+    reason: str = ""
+
+
+class TurnSummary(_Out):
+    """Seed 003's TURN SUMMARY, one per turn."""
+
+    turn_number: int
+    user_request_summary: str
+    agent_response_summary: str
+    key_outcomes: list[str] = Field(default_factory=list)
+    state_changes: list[str] = Field(default_factory=list)
+    artifacts_modified: list[ArtifactNote] = Field(default_factory=list)
+    constraints_assumptions_added: list[str] = Field(default_factory=list)
+    decisions: list[Decision] = Field(default_factory=list)
+    errors_and_fixes: list[str] = Field(default_factory=list)
+    open_questions: list[str] = Field(default_factory=list)
+    resolved_questions: list[str] = Field(
+        default_factory=list,
+        description="Earlier open questions this turn answered (quote them as listed).",
+    )
+
+
+class Progress(_Out):
+    done: list[str] = Field(default_factory=list)
+    in_progress: list[str] = Field(default_factory=list)
+    blocked: list[str] = Field(default_factory=list)
+
+
+class SessionSummary(_Out):
+    """The narrative parts of the SESSION SUMMARY; tables and quotes are added deterministically."""
+
+    goal: str
+    constraints_preferences: list[str] = Field(default_factory=list)
+    progress: Progress = Field(default_factory=Progress)
+    key_decisions: list[Decision] = Field(default_factory=list)
+    errors_fixes_ruled_out: list[str] = Field(default_factory=list)
+    current_work: str = ""
+    next_step: str = ""
+    open_questions: list[str] = Field(default_factory=list)
+    compaction_notes: list[str] = Field(default_factory=list)

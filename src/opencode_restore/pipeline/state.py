@@ -1,0 +1,115 @@
+"""RestoreState: what the restore knows so far, carried from turn to turn.
+
+Artifacts and commands come from the turn parser (deterministic); constraints, decisions and
+questions come from validated turn summaries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import ArtifactKind, Turn
+from .schemas import Decision, TurnSummary
+
+
+@dataclass
+class ArtifactRecord:
+    """One file across the session: the actions seen, the turns, and the model's notes."""
+
+    path: str
+    actions: list[ArtifactKind] = field(default_factory=list)
+    turns: list[int] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CommandRecord:
+    command: str
+    turn: int
+    label: str | None
+    exit_code: int | None
+    is_error: bool
+
+
+@dataclass
+class FailedTurn:
+    turn: int
+    error: str
+
+
+@dataclass
+class RestoreState:
+    """The accumulated state of one restore."""
+
+    artifacts: dict[str, ArtifactRecord] = field(default_factory=dict)
+    commands: list[CommandRecord] = field(default_factory=list)
+    constraints: list[str] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    open_questions: list[str] = field(default_factory=list)
+    resolved_questions: list[str] = field(default_factory=list)
+    summaries: list[TurnSummary] = field(default_factory=list)
+    failed_turns: list[FailedTurn] = field(default_factory=list)
+
+    def add_parsed_turn(self, turn: Turn, label_of: dict[str, str]) -> None:
+        """Merge the parser's deterministic facts for ``turn`` (files, commands)."""
+        for a in turn.artifacts:
+            rec = self.artifacts.setdefault(a.file_path, ArtifactRecord(a.file_path))
+            if a.action not in rec.actions:
+                rec.actions.append(a.action)
+            if turn.number not in rec.turns:
+                rec.turns.append(turn.number)
+            label = label_of.get(a.message_id)
+            if label and label not in rec.labels:
+                rec.labels.append(label)
+        for c in turn.commands:
+            self.commands.append(
+                CommandRecord(c.command, turn.number, label_of.get(c.message_id), c.exit_code, c.is_error)
+            )
+
+    def add_summary(self, summary: TurnSummary) -> None:
+        """Merge a validated turn summary: notes, constraints, decisions, questions."""
+        self.summaries.append(summary)
+        for note in summary.artifacts_modified:
+            rec = self.artifacts.get(note.path)
+            if rec is not None and note.note and note.note not in rec.notes:
+                rec.notes.append(note.note)
+        _extend_unique(self.constraints, summary.constraints_assumptions_added)
+        _extend_unique(self.errors, summary.errors_and_fixes)
+        for d in summary.decisions:
+            if all(d.decision != x.decision for x in self.decisions):
+                self.decisions.append(d)
+        resolved = {q.strip().lower() for q in summary.resolved_questions}
+        if resolved:
+            still = [q for q in self.open_questions if q.strip().lower() not in resolved]
+            self.resolved_questions.extend(q for q in self.open_questions if q not in still)
+            self.open_questions = still
+        _extend_unique(self.open_questions, summary.open_questions)
+
+    def fail_turn(self, turn: int, error: str) -> None:
+        """Record a turn whose summary could not be produced; the previous state carries on."""
+        self.failed_turns.append(FailedTurn(turn, error))
+
+    def for_prompt(self) -> dict[str, Any]:
+        """The accumulated state as plain data for a prompt (compact, deterministic)."""
+        return {
+            "artifacts": [
+                {"path": r.path, "actions": r.actions, "turns": r.turns, "notes": r.notes[-3:]}
+                for r in self.artifacts.values()
+            ],
+            "constraints": self.constraints,
+            "decisions": [d.model_dump() for d in self.decisions],
+            "errors": self.errors[-20:],
+            "open_questions": self.open_questions,
+        }
+
+
+def _extend_unique(target: list[str], items: list[str]) -> None:
+    seen = {t.strip().lower() for t in target}
+    for item in items:
+        key = item.strip().lower()
+        if key and key not in seen:
+            target.append(item)
+            seen.add(key)

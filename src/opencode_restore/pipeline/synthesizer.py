@@ -1,0 +1,112 @@
+"""synthesizer: the final SESSION SUMMARY, with every citation checked."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import orjson
+from pydantic import BaseModel
+
+from ..errors import ProviderError, RestoreError
+from ..llm.offline import OfflineProvider
+from ..llm.structured import complete_structured
+from ..model import Turn
+from ..timeline.numbering import Numbering, citation_spans
+from .context import StageContext
+from .prompts import quote_log, render
+from .restoration import CitationStats, EvidenceItem
+from .schemas import SessionSummary, TurnSummary
+from .state import RestoreState
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def clean_citations(text: str, numbering: Numbering, stats: CitationStats) -> str:
+    """Drop citations of labels never issued; count what was kept and removed."""
+    out: list[str] = []
+    pos = 0
+    for start, end in citation_spans(text):
+        group = text[start:end]
+        cit = numbering.resolve(group)
+        stats.cited += len(cit.refs)
+        if not cit.unknown:
+            continue
+        stats.removed_unknown += len(cit.unknown)
+        for label in cit.unknown:
+            if label not in stats.unknown_labels:
+                stats.unknown_labels.append(label)
+        out.append(text[pos:start].rstrip() if not cit.refs else text[pos:start])
+        if cit.refs:
+            out.append("[" + ", ".join(r.label for r in cit.refs) + "]")
+        pos = end
+    if pos == 0:
+        return text
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def clean_model(model: M, numbering: Numbering, stats: CitationStats) -> M:
+    """``clean_citations`` applied to every string inside a pydantic model."""
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            return clean_citations(value, numbering, stats)
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        return value
+
+    return type(model).model_validate(walk(model.model_dump()))
+
+
+def _json(value: object) -> str:
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+
+
+async def synthesize(
+    turns: list[Turn],
+    state: RestoreState,
+    ctx: StageContext,
+    evidence: list[EvidenceItem],
+    range_summary: str = "",
+) -> tuple[SessionSummary, list[TurnSummary], CitationStats, str | None]:
+    """synthesizer's entry point.
+
+    Returns the cleaned summary, the cleaned turn summaries, the citation statistics and,
+    when the model failed and the deterministic fallback was used, the reason.
+    """
+    summaries = [s.model_dump() for s in state.summaries]
+    facts = {
+        "turn_summaries": summaries,
+        "constraints": state.constraints,
+        "decisions": [d.model_dump() for d in state.decisions],
+        "open_questions": state.open_questions,
+        "failed_turns": [f.turn for f in state.failed_turns],
+    }
+    prompt = render(
+        "synthesis",
+        ctx.config.prompts.dir,
+        session=ctx.session_header,
+        turn_count=len(turns),
+        range_summary=range_summary,
+        summaries_json=quote_log(_json(summaries)),
+        state_json=_json(state.for_prompt()),
+        evidence_json=quote_log(_json([e.model_dump() for e in evidence])) if evidence else "",
+        failed_turns=[f.turn for f in state.failed_turns],
+    )
+    request = ctx.request(prompt, "synthesis", facts=facts, response_schema=SessionSummary)
+    fallback_reason: str | None = None
+    try:
+        result = await complete_structured(
+            ctx.provider, request, policy=ctx.policy, ledger=ctx.ledger
+        )
+    except (ProviderError, RestoreError) as exc:
+        fallback_reason = str(exc)
+        result = await OfflineProvider().complete(request)
+    summary = result.parsed
+    assert isinstance(summary, SessionSummary)
+    stats = CitationStats()
+    cleaned = clean_model(summary, ctx.numbering, stats)
+    cleaned_turns = [clean_model(s, ctx.numbering, stats) for s in state.summaries]
+    return cleaned, cleaned_turns, stats, fallback_reason

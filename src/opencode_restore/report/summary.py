@@ -1,0 +1,130 @@
+"""Render a Restoration as the SESSION SUMMARY in markdown, or as turn-by-turn summaries."""
+
+from __future__ import annotations
+
+from ..pipeline.restoration import Restoration
+from ..pipeline.schemas import TurnSummary
+from .messages import iso
+
+
+def _bullets(items: list[str], empty: str = "_None recorded._") -> list[str]:
+    return [f"- {i}" for i in items] if items else [empty]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _quote(text: str) -> list[str]:
+    return ["> " + line if line else ">" for line in text.splitlines()]
+
+
+def summary_markdown(r: Restoration) -> str:
+    """The SESSION SUMMARY as markdown, with a references appendix."""
+    s, info = r.summary, r.session
+    out = [f"# SESSION SUMMARY — {info.title or info.id}", ""]
+    facts = [f"agent **{info.agent}**", f"session `{info.id}`", f"{r.turn_count} turns"]
+    if info.cwd:
+        facts.append(f"cwd `{info.cwd}`")
+    if info.started_at:
+        facts.append(f"started {iso(info.started_at)}")
+    out += [" · ".join(facts), f"Summarized by `{r.provider}`.", ""]
+    if r.failed_turns:
+        failed = ", ".join(str(f.turn) for f in r.failed_turns)
+        out += [f"**Incomplete:** turns {failed} could not be summarized.", ""]
+    out += ["## Goal", "", s.goal or "_Unknown._", ""]
+    out += ["## Constraints and preferences", "", *_bullets(s.constraints_preferences), ""]
+    out += ["## Progress", "", "**Done**", "", *_bullets(s.progress.done), ""]
+    out += ["**In progress**", "", *_bullets(s.progress.in_progress), ""]
+    out += ["**Blocked**", "", *_bullets(s.progress.blocked), ""]
+    decisions = [f"{d.decision}" + (f" — because {d.reason}" if d.reason else "") for d in s.key_decisions]
+    out += ["## Key decisions", "", *_bullets(decisions), ""]
+    out += ["## Errors, fixes and ruled-out approaches", "", *_bullets(s.errors_fixes_ruled_out), ""]
+    out += ["## Files and artifacts", ""]
+    if r.files:
+        out += ["| path | actions | turns | cited |", "|---|---|---|---|"]
+        for f in r.files:
+            cites = ", ".join(f.citations[:6]) + (" …" if len(f.citations) > 6 else "")
+            turns = ", ".join(str(t) for t in f.turns)
+            out.append(f"| `{_cell(f.path)}` | {', '.join(f.actions)} | {turns} | {cites} |")
+    else:
+        out.append("_No files touched._")
+    out += ["", "## Commands", ""]
+    if r.commands:
+        for c in r.commands:
+            status = f" → exit {c.exit_code}" if c.exit_code is not None else ""
+            status += " **(failed)**" if c.is_error else ""
+            cite = f" [{c.citation}]" if c.citation else ""
+            out.append(f"- turn {c.turn}: `{_cell(c.command[:200])}`{status}{cite}")
+    else:
+        out.append("_No commands run._")
+    out += ["", "## Current work", "", s.current_work or "_Unknown._", ""]
+    out += ["## Next step", ""]
+    if r.last_user_request:
+        cite = f" [{r.last_user_request.citation}]" if r.last_user_request.citation else ""
+        out += [f"The user's last request{cite}:", "", *_quote(r.last_user_request.text), ""]
+    if s.next_step:
+        out += [s.next_step, ""]
+    out += ["## Open questions", "", *_bullets(s.open_questions), ""]
+    out += ["## Compaction", ""]
+    if r.compactions:
+        for c in r.compactions:
+            before = f", {c.tokens_before} tokens before" if c.tokens_before else ""
+            cite = f" [{c.citation}]" if c.citation else ""
+            out.append(f"- {c.kind} compaction in turn {c.turn}{before}{cite}")
+        out += ["", *_bullets(s.compaction_notes, "")]
+    else:
+        out.append("_The log was not compacted._")
+    if r.evidence:
+        out += ["", "## Evidence", ""]
+        for e in r.evidence:
+            cites = f" [{', '.join(e.citations)}]" if e.citations else ""
+            out.append(f"- `{e.tool}` {_cell(e.query)}{cites}")
+    out += ["", "## References", ""]
+    if r.references:
+        out += ["| cite | message | file | entry | time |", "|---|---|---|---|---|"]
+        for ref in r.references:
+            out.append(
+                f"| {ref.label} | `{_cell(ref.message_id)}` | {_cell(ref.file or '')} "
+                f"| {ref.entry_index} | {iso(ref.timestamp) or ''} |"
+            )
+    else:
+        out.append("_No citations._")
+    notes = []
+    if r.citations.removed_unknown:
+        notes.append(f"{r.citations.removed_unknown} unknown citations removed")
+    if r.redactions:
+        notes.append(f"{r.redactions} secrets redacted before sending")
+    u = r.usage
+    cost = f", ${u.cost_usd:.4f}" if u.cost_usd else ""
+    notes.append(f"{u.calls} LLM calls, {u.input_tokens} in / {u.output_tokens} out tokens{cost}")
+    out += ["", "---", "_" + "; ".join(notes) + "._", ""]
+    return "\n".join(out)
+
+
+def _turn_markdown(t: TurnSummary) -> list[str]:
+    out = [f"## TURN SUMMARY — turn {t.turn_number}", ""]
+    out.append(f"- **User request summary:** {t.user_request_summary}")
+    out.append(f"- **Agent response summary:** {t.agent_response_summary}")
+    fields = [
+        ("Key outcomes", t.key_outcomes),
+        ("State changes", t.state_changes),
+        ("Artifacts modified", [f"`{a.path}`: {a.note}" for a in t.artifacts_modified]),
+        ("Constraints/assumptions added", t.constraints_assumptions_added),
+        ("Decisions", [f"{d.decision} ({d.reason})" if d.reason else d.decision for d in t.decisions]),
+        ("Errors and fixes", t.errors_and_fixes),
+        ("Open questions after this turn", t.open_questions),
+    ]
+    for name, items in fields:
+        out.append(f"- **{name}:** " + ("; ".join(items) if items else "none"))
+    return [*out, ""]
+
+
+def turns_summary_markdown(r: Restoration) -> str:
+    """``--dump-turns``: the turn-by-turn summaries instead of the aggregate."""
+    out = [f"# Turn summaries — {r.session.title or r.session.id}", ""]
+    for t in r.turns:
+        out += _turn_markdown(t)
+    for f in r.failed_turns:
+        out += [f"## Turn {f.turn}: not summarized", "", f"_{f.error}_", ""]
+    return "\n".join(out)
