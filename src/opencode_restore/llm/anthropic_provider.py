@@ -1,0 +1,193 @@
+"""`anthropic:MODEL`: the Messages API through the official SDK.
+
+Structured output is a forced tool whose `input_schema` is the pydantic model's
+schema. Blocks flagged `cache_breakpoint` get `cache_control: ephemeral`; the API
+allows at most four, so only the last four flagged blocks keep theirs (a later
+breakpoint covers the longer prefix, which is what repeated calls share).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import anthropic
+import httpx2
+from anthropic.types import Message
+from pydantic import BaseModel
+
+from opencode_restore.llm.base import ChatMessage, LLMRequest, LLMResult, ToolCallRequest
+from opencode_restore.llm.retry import is_retryable_response
+from opencode_restore.llm.settings import ProviderSettings
+from opencode_restore.llm.structured import parse_structured, validate_value
+from opencode_restore.model import Usage
+
+MAX_CACHE_BREAKPOINTS = 4
+_EPHEMERAL = {"type": "ephemeral"}
+
+
+def structured_tool_name(schema: type[BaseModel]) -> str:
+    """The name of the forced tool that carries a `schema` reply."""
+    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", schema.__name__).lower()
+    return f"emit_{re.sub(r'[^a-z0-9_]', '_', snake)}"[:64]
+
+
+class AnthropicProvider:
+    """One Messages call per `complete`; retries belong to `retry.call_with_retry`."""
+
+    name = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        settings: ProviderSettings,
+        api_key: str,
+        http_client: httpx2.AsyncClient | None = None,
+    ) -> None:
+        self.model = model
+        self.settings = settings
+        self.supports_native_tools = settings.tool_mode != "text"
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key,
+            base_url=settings.base_url,
+            timeout=settings.timeout,
+            max_retries=0,
+            http_client=http_client,
+        )
+
+    def should_retry(self, exc: BaseException) -> bool:
+        """Timeouts, dropped connections, 408/409/429/5xx/529 (unless `x-should-retry` says no)."""
+        if isinstance(exc, anthropic.APIConnectionError):
+            return True
+        if isinstance(exc, anthropic.APIStatusError):
+            return is_retryable_response(exc.response)
+        return False
+
+    async def complete(self, request: LLMRequest) -> LLMResult:
+        """Send one Messages request and map the reply."""
+        message = await self._client.messages.create(**self.params(request))
+        return self._result(request, message)
+
+    def params(self, request: LLMRequest) -> dict[str, Any]:
+        """The keyword arguments of `messages.create` for `request`."""
+        system: list[dict[str, Any]] = []
+        flagged: list[dict[str, Any]] = []
+        for part in request.system:
+            system.append({"type": "text", "text": part.text})
+            if part.cache_breakpoint:
+                flagged.append(system[-1])
+        messages = _messages(request.messages, system, flagged)
+        for block in flagged[-MAX_CACHE_BREAKPOINTS:]:
+            block["cache_control"] = dict(_EPHEMERAL)
+        params: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": min(request.max_tokens, self.settings.max_tokens),
+            "messages": messages,
+        }
+        if system:
+            params["system"] = system
+        temperature = request.temperature
+        if temperature is None:
+            temperature = self.settings.temperature
+        if temperature is not None:
+            params["temperature"] = temperature
+        tools: list[dict[str, Any]] = []
+        if self.supports_native_tools:
+            tools = [
+                {"name": t.name, "description": t.description, "input_schema": t.parameters}
+                for t in request.tools
+            ]
+        if request.response_schema is not None:
+            name = structured_tool_name(request.response_schema)
+            tools.append(
+                {
+                    "name": name,
+                    "description": "Return the answer as this tool's input.",
+                    "input_schema": request.response_schema.model_json_schema(),
+                }
+            )
+            params["tool_choice"] = {"type": "tool", "name": name}
+        if tools:
+            params["tools"] = tools
+        return params
+
+    def _result(self, request: LLMRequest, message: Message) -> LLMResult:
+        schema = request.response_schema
+        forced = structured_tool_name(schema) if schema is not None else None
+        texts: list[str] = []
+        tool_calls: list[ToolCallRequest] = []
+        parsed: BaseModel | None = None
+        structured_text: str | None = None
+        for block in message.content:
+            if block.type == "text":
+                texts.append(block.text)
+            elif block.type == "tool_use" and block.name == forced and schema is not None:
+                structured_text = json.dumps(block.input, ensure_ascii=False)
+                parsed = validate_value(block.input, schema)
+            elif block.type == "tool_use":
+                tool_calls.append(ToolCallRequest(block.id, block.name, dict(block.input)))
+        text = structured_text if structured_text is not None else "".join(texts)
+        if schema is not None and structured_text is None and text:
+            # A compatible server that ignored tool_choice and answered in prose.
+            parsed, _ = parse_structured(text, schema)
+        usage = message.usage
+        return LLMResult(
+            text=text,
+            parsed=parsed,
+            tool_calls=tool_calls,
+            usage=Usage(
+                input=usage.input_tokens,
+                output=usage.output_tokens,
+                cache_read=usage.cache_read_input_tokens or 0,
+                cache_write=usage.cache_creation_input_tokens or 0,
+            ),
+            model=message.model or self.model,
+            finish_reason=message.stop_reason,
+        )
+
+
+def _messages(
+    chat: list[ChatMessage], system: list[dict[str, Any]], flagged: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Map chat messages to Anthropic turns, merging consecutive same-role turns.
+
+    System messages join the system blocks (the API has no system role in turns);
+    tool results travel as `tool_result` blocks of a user turn.
+    """
+    turns: list[dict[str, Any]] = []
+    for message in chat:
+        if message.role == "system":
+            system.append({"type": "text", "text": message.content})
+            if message.cache_breakpoint:
+                flagged.append(system[-1])
+            continue
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks = _blocks(message)
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+        if message.cache_breakpoint:
+            flagged.append(blocks[-1])
+    return turns
+
+
+def _blocks(message: ChatMessage) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        return [
+            {
+                "type": "tool_result",
+                "tool_use_id": message.tool_call_id or "",
+                "content": message.content,
+            }
+        ]
+    # The API rejects empty text blocks.
+    blocks: list[dict[str, Any]] = []
+    if message.content or not message.tool_calls:
+        blocks.append({"type": "text", "text": message.content or "(empty)"})
+    blocks.extend(
+        {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+        for call in message.tool_calls
+    )
+    return blocks

@@ -1,0 +1,189 @@
+"""`openai:MODEL`: Chat Completions through the official SDK.
+
+With `base_url` set this talks to any OpenAI-compatible server (Ollama, vLLM,
+llama.cpp, LM Studio). Structured output asks for a strict `json_schema`
+response format and still parses leniently, because some servers ignore it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx2
+import openai
+from openai.lib._pydantic import to_strict_json_schema
+from openai.types.chat import ChatCompletion
+
+from opencode_restore.llm.base import (
+    ChatMessage,
+    LLMRequest,
+    LLMResult,
+    ToolCallRequest,
+    ToolsUnsupportedError,
+)
+from opencode_restore.llm.retry import error_message, is_retryable_response
+from opencode_restore.llm.settings import ProviderSettings
+from opencode_restore.llm.structured import json_candidates, parse_structured, parse_text_tool_calls
+from opencode_restore.model import Usage
+
+
+class OpenAIProvider:
+    """One Chat Completions call per `complete`; retries belong to `retry.call_with_retry`."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        settings: ProviderSettings,
+        api_key: str,
+        http_client: httpx2.AsyncClient | None = None,
+    ) -> None:
+        self.model = model
+        self.settings = settings
+        self.supports_native_tools = settings.tool_mode != "text"
+        self._client = openai.AsyncOpenAI(
+            api_key=api_key,
+            base_url=settings.base_url,
+            timeout=settings.timeout,
+            max_retries=0,
+            http_client=http_client,
+        )
+
+    def should_retry(self, exc: BaseException) -> bool:
+        """Timeouts, dropped connections, 408/409/429/5xx (unless `x-should-retry` says no)."""
+        if isinstance(exc, openai.APIConnectionError):
+            return True
+        if isinstance(exc, openai.APIStatusError):
+            return is_retryable_response(exc.response)
+        return False
+
+    async def complete(self, request: LLMRequest) -> LLMResult:
+        """Send one chat completion and map the reply."""
+        params = self._params(request)
+        try:
+            completion = await self._client.chat.completions.create(**params)
+        except openai.BadRequestError as exc:
+            if "tools" in params and self._tools_rejected(exc):
+                self.supports_native_tools = False
+                raise ToolsUnsupportedError(
+                    self.name, self.model, error_message(exc), exc.status_code
+                ) from exc
+            raise
+        return self._result(request, completion)
+
+    def _params(self, request: LLMRequest) -> dict[str, Any]:
+        messages: list[dict[str, Any]] = []
+        if request.system:
+            system = "\n\n".join(block.text for block in request.system)
+            messages.append({"role": "system", "content": system})
+        messages.extend(_message(message) for message in request.messages)
+        params: dict[str, Any] = {"model": self.model, "messages": messages}
+        # api.openai.com rejects max_tokens for reasoning models; compatible servers
+        # do not all know max_completion_tokens.
+        limit_key = "max_tokens" if self.settings.base_url else "max_completion_tokens"
+        params[limit_key] = min(request.max_tokens, self.settings.max_tokens)
+        temperature = request.temperature
+        if temperature is None:
+            temperature = self.settings.temperature
+        if temperature is not None:
+            params["temperature"] = temperature
+        if request.cache_key:
+            params["prompt_cache_key"] = request.cache_key
+        if request.response_schema is not None:
+            params["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": request.response_schema.__name__,
+                    "schema": to_strict_json_schema(request.response_schema),
+                    "strict": True,
+                },
+            }
+        if request.tools and self.supports_native_tools:
+            params["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": tool.parameters,
+                    },
+                }
+                for tool in request.tools
+            ]
+        return params
+
+    def _tools_rejected(self, exc: openai.BadRequestError) -> bool:
+        # Ollama: 400 "registry.ollama.ai/library/x does not support tools".
+        return self.settings.tool_mode == "auto" and "tool" in error_message(exc).lower()
+
+    def _result(self, request: LLMRequest, completion: ChatCompletion) -> LLMResult:
+        text = ""
+        finish_reason: str | None = None
+        tool_calls: list[ToolCallRequest] = []
+        if completion.choices:
+            choice = completion.choices[0]
+            finish_reason = choice.finish_reason
+            text = choice.message.content or choice.message.refusal or ""
+            for call in choice.message.tool_calls or []:
+                if call.type == "function":
+                    arguments = _arguments(call.function.arguments)
+                    tool_calls.append(ToolCallRequest(call.id, call.function.name, arguments))
+        if request.tools and not tool_calls and self.settings.tool_mode == "auto":
+            tool_calls = parse_text_tool_calls(text)
+            if tool_calls:
+                # The model answers in the text protocol: build later requests for it.
+                self.supports_native_tools = False
+        parsed = None
+        if request.response_schema is not None and text:
+            parsed, _ = parse_structured(text, request.response_schema)
+        return LLMResult(
+            text=text,
+            parsed=parsed,
+            tool_calls=tool_calls,
+            usage=_usage(completion),
+            model=completion.model or self.model,
+            finish_reason=finish_reason,
+        )
+
+
+def _message(message: ChatMessage) -> dict[str, Any]:
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    if message.role == "assistant" and message.tool_calls:
+        return {
+            "role": "assistant",
+            "content": message.content or None,
+            "tool_calls": [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+                }
+                for call in message.tool_calls
+            ],
+        }
+    return {"role": message.role, "content": message.content}
+
+
+def _arguments(raw: str) -> dict[str, Any]:
+    for value in json_candidates(raw):
+        if isinstance(value, dict):
+            return value
+    return {}
+
+
+def _usage(completion: ChatCompletion) -> Usage:
+    usage = completion.usage
+    if usage is None:
+        return Usage()
+    details = usage.prompt_tokens_details
+    cached = (details.cached_tokens or 0) if details else 0
+    written = (details.cache_write_tokens or 0) if details else 0
+    return Usage(
+        input=max(0, usage.prompt_tokens - cached - written),
+        output=usage.completion_tokens,
+        cache_read=cached,
+        cache_write=written,
+    )

@@ -1,0 +1,71 @@
+"""Choose a provider from a `"provider:model"` spec; SDK-backed modules load lazily."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from opencode_restore.errors import ConfigError
+from opencode_restore.llm.base import Provider
+from opencode_restore.llm.settings import ProviderSettings
+
+if TYPE_CHECKING:
+    import httpx2
+
+KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+PROVIDERS = ("openai", "anthropic", "offline", "scripted")
+# Local OpenAI-compatible servers ignore the key, but the SDK insists on one.
+_LOCAL_DUMMY_KEY = "not-needed"
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """Split `"openai:gpt-5-mini"` into `("openai", "gpt-5-mini")`; the model may be empty."""
+    kind, _, model = spec.strip().partition(":")
+    kind = kind.lower()
+    if kind not in PROVIDERS:
+        raise ConfigError(
+            f"unknown LLM provider {spec!r}: use one of "
+            "openai:MODEL, anthropic:MODEL, offline, scripted"
+        )
+    if kind in KEY_VARIABLES and not model:
+        raise ConfigError(f"LLM provider {spec!r} needs a model, e.g. {kind}:MODEL")
+    return kind, model
+
+
+def api_key(kind: str, settings: ProviderSettings) -> str:
+    """The API key from the environment; a missing key is a one-line ConfigError."""
+    variable = KEY_VARIABLES[kind]
+    key = os.environ.get(variable, "").strip()
+    if key:
+        return key
+    if kind == "openai" and settings.base_url:
+        return _LOCAL_DUMMY_KEY
+    raise ConfigError(
+        f"{kind} needs an API key: set {variable} in the environment (or choose --llm offline)"
+    )
+
+
+def get_provider(
+    spec: str,
+    settings: ProviderSettings | None = None,
+    http_client: httpx2.AsyncClient | None = None,
+) -> Provider:
+    """Build the provider named by `spec` (`openai:MODEL`, `anthropic:MODEL`, `offline`,
+    `scripted`). `http_client` lets tests inject a transport under the real SDK."""
+    settings = settings or ProviderSettings()
+    kind, model = parse_spec(spec)
+    if kind == "openai":
+        from opencode_restore.llm.openai_provider import OpenAIProvider
+
+        return OpenAIProvider(model, settings, api_key(kind, settings), http_client)
+    if kind == "anthropic":
+        from opencode_restore.llm.anthropic_provider import AnthropicProvider
+
+        return AnthropicProvider(model, settings, api_key(kind, settings), http_client)
+    if kind == "offline":
+        from opencode_restore.llm.offline import OfflineProvider
+
+        return OfflineProvider()
+    from opencode_restore.llm.scripted import ScriptedProvider
+
+    return ScriptedProvider(model=model or "scripted", auto=True)

@@ -1,0 +1,186 @@
+"""The one retry policy for every LLM call.
+
+SDK clients are built with `max_retries=0`, so this module is the only layer that
+retries: transient failures (408, 409, 429, 5xx, timeouts, dropped connections, as
+judged by `provider.should_retry`) are retried with jittered exponential backoff,
+and a server's `retry-after-ms` / `retry-after` hint wins when present (capped).
+Whatever still fails leaves as `errors.ProviderError` carrying the server's message.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anthropic
+import anyio
+import httpx2
+import openai
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+from tenacity import wait_exponential_jitter as _wait_exponential_jitter
+
+from opencode_restore.errors import ProviderError
+from opencode_restore.llm.base import LLMRequest, LLMResult, Provider
+from opencode_restore.llm.settings import ProviderSettings
+from opencode_restore.llm.usage import UsageLedger
+
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+
+# Failures that mean "the call did not work", as opposed to bugs in our own code,
+# which must keep their traceback instead of becoming a ProviderError.
+_CALL_FAILURES: tuple[type[BaseException], ...] = (
+    openai.APIError,
+    anthropic.APIError,
+    httpx2.HTTPError,
+    OSError,
+)
+
+
+def is_retryable_response(response: httpx2.Response) -> bool:
+    """Decide from an error response; the server's `x-should-retry` header wins."""
+    hint = response.headers.get("x-should-retry", "").lower()
+    if hint in ("true", "false"):
+        return hint == "true"
+    return response.status_code in RETRYABLE_STATUS or response.status_code >= 500
+
+
+def retry_after_seconds(exc: BaseException, now: float | None = None) -> float | None:
+    """The delay a server asked for in `retry-after-ms` or `retry-after`, if any."""
+    response = getattr(exc, "response", None)
+    if not isinstance(response, httpx2.Response):
+        return None
+    headers = response.headers
+    try:
+        return max(0.0, float(headers["retry-after-ms"]) / 1000)
+    except (KeyError, ValueError):
+        pass
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    current = time.time() if now is None else now
+    return max(0.0, when.timestamp() - current)
+
+
+def error_message(exc: BaseException) -> str:
+    """The provider's own error text (the JSON `error.message`), else the exception text."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return str(inner["message"])
+        if isinstance(inner, str):
+            return inner
+    return str(exc) or type(exc).__name__
+
+
+def error_status(exc: BaseException) -> int | None:
+    """The HTTP status of a failed call, when there was a response."""
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Attempts and waits; `sleep` is injectable so tests never really wait."""
+
+    max_attempts: int = 4
+    multiplier: float = 0.5
+    max_wait: float = 8.0
+    retry_after_cap: float = 60.0
+    sleep: Callable[[float], Awaitable[Any]] = field(default=anyio.sleep)
+
+    @classmethod
+    def from_settings(cls, settings: ProviderSettings) -> RetryPolicy:
+        """The policy described by a provider's settings."""
+        return cls(
+            max_attempts=settings.max_attempts,
+            multiplier=settings.retry_multiplier,
+            max_wait=settings.retry_max_wait,
+            retry_after_cap=settings.retry_after_cap,
+        )
+
+    def wait(self, state: RetryCallState) -> float:
+        """Seconds to wait before the next attempt."""
+        exc = state.outcome.exception() if state.outcome is not None else None
+        hinted = retry_after_seconds(exc) if exc is not None else None
+        if hinted is not None:
+            return min(hinted, self.retry_after_cap)
+        # Jitter proportional to the base delay keeps tiny test policies tiny.
+        backoff = _wait_exponential_jitter(
+            multiplier=self.multiplier, max=self.max_wait, jitter=self.multiplier
+        )
+        return backoff(state)
+
+
+async def call_with_retry(
+    provider: Provider,
+    request: LLMRequest,
+    policy: RetryPolicy | None = None,
+    ledger: UsageLedger | None = None,
+) -> LLMResult:
+    """Run `provider.complete(request)` under the retry policy and record the outcome.
+
+    Returns the result with `attempts` set. Raises `ProviderError` when the call
+    fails for good; errors that are not call failures (bugs) propagate unchanged.
+    """
+    policy = policy or RetryPolicy()
+    attempts = 0
+
+    async def attempt() -> LLMResult:
+        nonlocal attempts
+        attempts += 1
+        return await provider.complete(request)
+
+    retrying = AsyncRetrying(
+        stop=stop_after_attempt(policy.max_attempts),
+        wait=policy.wait,
+        retry=retry_if_exception(provider.should_retry),
+        sleep=policy.sleep,
+        reraise=True,
+    )
+    try:
+        result: LLMResult = await retrying(attempt)
+    except ProviderError as exc:
+        _record(ledger, provider, request, None, attempts, str(exc))
+        raise
+    except Exception as exc:
+        if not (isinstance(exc, _CALL_FAILURES) or provider.should_retry(exc)):
+            raise
+        error = ProviderError(provider.name, provider.model, error_message(exc), error_status(exc))
+        _record(ledger, provider, request, None, attempts, str(error))
+        raise error from exc
+    result.attempts = attempts
+    _record(ledger, provider, request, result, attempts, None)
+    return result
+
+
+def _record(
+    ledger: UsageLedger | None,
+    provider: Provider,
+    request: LLMRequest,
+    result: LLMResult | None,
+    attempts: int,
+    error: str | None,
+) -> None:
+    if ledger is None:
+        return
+    ledger.record(
+        stage=request.stage,
+        template=request.template,
+        provider=provider.name,
+        model=result.model if result is not None and result.model else provider.model,
+        usage=result.usage if result is not None else None,
+        attempts=attempts,
+        error=error,
+    )

@@ -1,0 +1,43 @@
+"""Provider settings, filled by the config layer from config.toml (keys never live here)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ToolMode = Literal["native", "text", "auto"]
+
+
+class ModelPrice(BaseModel):
+    """Prices in dollars per million tokens."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+
+
+class ProviderSettings(BaseModel):
+    """How to reach and call a provider.
+
+    `base_url` points the OpenAI provider at any compatible server (Ollama, vLLM,
+    llama.cpp). `retry_multiplier`/`retry_max_wait` shape the jittered exponential
+    backoff; a server's `retry-after` is honoured up to `retry_after_cap` seconds.
+    `prices` maps a model name (or `provider:model`, or a name prefix) to its prices.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str | None = None
+    timeout: float = Field(default=120.0, gt=0)
+    max_attempts: int = Field(default=4, ge=1)
+    retry_multiplier: float = Field(default=0.5, ge=0)
+    retry_max_wait: float = Field(default=8.0, ge=0)
+    retry_after_cap: float = Field(default=60.0, ge=0)
+    max_tokens: int = Field(default=4096, ge=1)
+    temperature: float | None = None
+    tool_mode: ToolMode = "auto"
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
