@@ -79,9 +79,7 @@ def span_segments(span: TimelineSpan) -> list[list[Message]]:
         if not group.models:
             messages = group.messages
         elif group.trimmed and index + 1 < len(groups) and groups[index + 1].models:
-            messages = trimmed_prefix(
-                _conversation(group.models[-1]), groups[index + 1].models[0].input
-            )
+            messages = _dropped_by_trim(group.models[-1], groups[index + 1].models[0])
         else:
             messages = _conversation(group.models[-1])
         if messages:
@@ -144,6 +142,14 @@ def _split(span: TimelineSpan) -> list[_Group]:
         if event.message is not None:
             groups[-1].messages.append(event.message)
     return groups
+
+
+def _dropped_by_trim(before: ModelCall, after: ModelCall) -> list[Message]:
+    # The seed aligns the two inputs. When they share nothing, the trim may have cut
+    # the whole input and kept only the reply, so align on the reply as well.
+    return trimmed_prefix(before.input, after.input) or trimmed_prefix(
+        _conversation(before), after.input
+    )
 
 
 def _compaction_of(event: TimelineEvent) -> Compaction | None:
