@@ -4,6 +4,9 @@ Structured output is a forced tool whose `input_schema` is the pydantic model's
 schema. Blocks flagged `cache_breakpoint` get `cache_control: ephemeral`; the API
 allows at most four, so only the last four flagged blocks keep theirs (a later
 breakpoint covers the longer prefix, which is what repeated calls share).
+
+No `temperature` is sent: anthropic 2.x dropped it from `messages.create`, and
+models after Opus 4.6 answer 400 "`temperature` is deprecated for this model".
 """
 
 from __future__ import annotations
@@ -87,11 +90,6 @@ class AnthropicProvider:
         }
         if system:
             params["system"] = system
-        temperature = request.temperature
-        if temperature is None:
-            temperature = self.settings.temperature
-        if temperature is not None:
-            params["temperature"] = temperature
         tools: list[dict[str, Any]] = []
         if self.supports_native_tools:
             tools = [

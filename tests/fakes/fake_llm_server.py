@@ -1,0 +1,359 @@
+"""A fake LLM server speaking the OpenAI Chat Completions and Anthropic Messages wire formats.
+
+Stdlib only (`ThreadingHTTPServer`), real HTTP on 127.0.0.1, so the real SDKs can be
+driven end to end. Two ways to run it:
+
+    with FakeLLMServer(script=[{"text": "hi"}]) as server:   # in-process
+        OpenAI(base_url=server.openai_base_url, ...)        # .../v1
+        Anthropic(base_url=server.base_url, ...)
+
+    python tests/fakes/fake_llm_server.py --port-file F --script S.json --log L.jsonl
+
+Script steps, consumed in order (one per request):
+    {"text": "..."}                      plain reply
+    {"json": {...}}                      JSON text (OpenAI) / the forced tool's input (Anthropic)
+    {"tool": "name", "args": {...}}      a tool call
+    {"status": 429, "headers": {...}, "body": ...}   an error response
+    {"delay": 1.5, ...}                  sleep first (alone: sleep, then answer in auto mode)
+    {"usage": {...}}                     optional override of the reported usage fields
+When the script runs out, auto mode answers every request: a minimal valid instance
+of the requested JSON schema (OpenAI `response_format`, Anthropic forced tool), else
+a short text. Prompt tokens are counted as chars/3.5. Anthropic replies report
+`cache_read_input_tokens` for a prefix (up to a `cache_control` block) already seen
+in an earlier request, and `cache_creation_input_tokens` for the new one; OpenAI
+replies report `cached_tokens` for the prefix shared with the previous request
+(1,024 tokens or more, in 128-token steps), as the real services do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from opencode_restore.llm.schema_instance import minimal_instance
+
+CHARS_PER_TOKEN = 3.5
+_SECRET_HEADERS = {"authorization", "x-api-key"}
+
+
+def tokens(chars: int) -> int:
+    """The fake tokenizer: chars / 3.5, rounded up."""
+    return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+def _text_chars(value: Any) -> int:
+    """Characters of every string in a JSON value (keys excluded)."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(_text_chars(v) for k, v in value.items() if k != "cache_control")
+    if isinstance(value, list):
+        return sum(_text_chars(v) for v in value)
+    return 0
+
+
+class FakeLLMServer:
+    """The fake server; `requests` holds every request as {"path", "headers", "body"}."""
+
+    def __init__(
+        self,
+        script: list[dict[str, Any]] | None = None,
+        *,
+        latency: float = 0.0,
+        log_path: Path | str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.script = list(script or [])
+        self.latency = latency
+        self.log_path = Path(log_path) if log_path else None
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._cache: set[str] = set()
+        self._previous_openai = ""
+        self._counter = 0
+        self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """Root URL; the Anthropic SDK's base_url (it appends /v1/messages)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        """The OpenAI SDK's base_url (it appends /chat/completions)."""
+        return f"{self.base_url}/v1"
+
+    def start(self) -> FakeLLMServer:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> FakeLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def handle(
+        self, path: str, headers: dict[str, str], body: Any
+    ) -> tuple[int, dict[str, str], Any]:
+        """Answer one request: (status, extra headers, JSON body or raw text)."""
+        with self._lock:
+            self._counter += 1
+            number = self._counter
+            step = self.script.pop(0) if self.script else {}
+            entry = {"n": number, "path": path, "headers": _masked(headers), "body": body}
+            self.requests.append(entry)
+            if self.log_path:
+                with self.log_path.open("a", encoding="utf-8") as log:
+                    log.write(json.dumps(entry) + "\n")
+        delay = float(step.get("delay", 0)) + self.latency
+        if delay:
+            time.sleep(delay)
+        if "status" in step:
+            return self._error(path, step)
+        if path.endswith("/messages"):
+            return 200, {}, self._anthropic(number, body, step)
+        return 200, {}, self._openai(number, body, step)
+
+    def _error(self, path: str, step: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
+        status = int(step["status"])
+        message = f"fake error {status}"
+        body = step.get("body")
+        if body is None and path.endswith("/messages"):
+            body = {"type": "error", "error": {"type": "api_error", "message": message}}
+        elif body is None:
+            body = {"error": {"message": message, "type": "server_error", "code": None}}
+        return status, dict(step.get("headers", {})), body
+
+    def _openai(self, number: int, body: dict[str, Any], step: dict[str, Any]) -> dict[str, Any]:
+        text: str | None = step.get("text")
+        tool_calls: list[dict[str, Any]] = []
+        if "json" in step:
+            text = json.dumps(step["json"])
+        elif "tool" in step:
+            arguments = json.dumps(step.get("args", {}))
+            function = {"name": step["tool"], "arguments": arguments}
+            tool_calls.append(
+                {"id": f"call_fake_{number}", "type": "function", "function": function}
+            )
+        elif text is None:
+            schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema")
+            text = json.dumps(minimal_instance(schema)) if schema else "auto reply"
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if tool_calls:
+            message["tool_calls"] = tool_calls
+        prompt = tokens(_text_chars([body.get("messages"), body.get("tools")]))
+        cached = self._openai_cached(body)
+        usage = {
+            "prompt_tokens": prompt,
+            "completion_tokens": tokens(len(text or "") + _text_chars(tool_calls)),
+            "prompt_tokens_details": {"cached_tokens": cached},
+        }
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        usage.update(step.get("usage", {}))
+        return {
+            "id": f"chatcmpl-fake-{number}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "fake"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if tool_calls else "stop",
+                    "logprobs": None,
+                }
+            ],
+            "usage": usage,
+        }
+
+    def _openai_cached(self, body: dict[str, Any]) -> int:
+        serialized = json.dumps([body.get("tools"), body.get("messages")], sort_keys=True)
+        with self._lock:
+            previous, self._previous_openai = self._previous_openai, serialized
+        shared = _common_prefix(previous, serialized)
+        cached = int(shared / CHARS_PER_TOKEN) // 128 * 128
+        return cached if cached >= 1024 else 0
+
+    def _anthropic(self, number: int, body: dict[str, Any], step: dict[str, Any]) -> dict[str, Any]:
+        forced = body.get("tool_choice") or {}
+        forced_name = forced.get("name") if forced.get("type") == "tool" else None
+        content: list[dict[str, Any]] = []
+        if "tool" in step:
+            content.append(_tool_use(number, step["tool"], step.get("args", {})))
+        elif "json" in step and forced_name:
+            content.append(_tool_use(number, forced_name, step["json"]))
+        elif "json" in step:
+            content.append({"type": "text", "text": json.dumps(step["json"])})
+        elif "text" in step:
+            content.append({"type": "text", "text": step["text"]})
+        elif forced_name:
+            tools = body.get("tools", [])
+            tool = next((t for t in tools if t.get("name") == forced_name), {"input_schema": {"type": "object"}})
+            content.append(_tool_use(number, forced_name, minimal_instance(tool["input_schema"])))
+        else:
+            content.append({"type": "text", "text": "auto reply"})
+        usage = self._anthropic_usage(body)
+        usage["output_tokens"] = tokens(_text_chars(content))
+        usage.update(step.get("usage", {}))
+        return {
+            "id": f"msg_fake_{number}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "fake"),
+            "content": content,
+            "stop_reason": "tool_use" if content[0]["type"] == "tool_use" else "end_turn",
+            "stop_sequence": None,
+            "usage": usage,
+        }
+
+    def _anthropic_usage(self, body: dict[str, Any]) -> dict[str, int]:
+        """Prompt-cache accounting over blocks in cache order: tools, system, messages."""
+        system = body.get("system") or []
+        if isinstance(system, str):
+            system = [{"type": "text", "text": system}]
+        blocks: list[Any] = list(body.get("tools") or []) + list(system)
+        for message in body.get("messages", []):
+            content = message.get("content")
+            parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            blocks.extend({"role": message.get("role"), **part} for part in parts)
+        sizes = [tokens(_text_chars(block)) for block in blocks]
+        marks = [i for i, block in enumerate(blocks) if block.get("cache_control")]
+        keys = [self._prefix_key(body, blocks[: i + 1]) for i in marks]
+        read = write = 0
+        with self._lock:
+            hit = next(
+                (
+                    i
+                    for i, key in zip(reversed(marks), reversed(keys), strict=True)
+                    if key in self._cache
+                ),
+                None,
+            )
+            if hit is not None:
+                read = sum(sizes[: hit + 1])
+            if marks:
+                write = sum(sizes[: marks[-1] + 1]) - read
+            self._cache.update(keys)
+        return {
+            "input_tokens": sum(sizes) - read - write,
+            "cache_read_input_tokens": read,
+            "cache_creation_input_tokens": write,
+        }
+
+    @staticmethod
+    def _prefix_key(body: dict[str, Any], blocks: list[Any]) -> str:
+        stripped = [{k: v for k, v in b.items() if k != "cache_control"} for b in blocks]
+        raw = json.dumps([body.get("model"), stripped], sort_keys=True)
+        return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def _common_prefix(first: str, second: str) -> int:
+    size = 0
+    for a, b in zip(first, second, strict=False):
+        if a != b:
+            break
+        size += 1
+    return size
+
+
+def _tool_use(number: int, name: str, args: Any) -> dict[str, Any]:
+    return {"type": "tool_use", "id": f"toolu_fake_{number}", "name": name, "input": args}
+
+
+def _masked(headers: dict[str, str]) -> dict[str, str]:
+    return {k: ("***" if k.lower() in _SECRET_HEADERS else v) for k, v in headers.items()}
+
+
+def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Quiet: the JSONL log is the record."""
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length)
+            path = self.path.split("?", 1)[0].rstrip("/")
+            if not path.endswith(("/chat/completions", "/messages")):
+                return self._send(404, {}, {"error": {"message": f"no route {path}"}})
+            if not (
+                self.headers.get("authorization", "").startswith("Bearer ")
+                or self.headers.get("x-api-key")
+            ):
+                return self._send(401, {}, {"error": {"message": "missing API key"}})
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                return self._send(400, {}, {"error": {"message": "body is not JSON"}})
+            self._send(*server.handle(path, dict(self.headers.items()), body))
+
+        def _send(self, status: int, headers: dict[str, str], body: Any) -> None:
+            data = (body if isinstance(body, str) else json.dumps(body)).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            for key, value in headers.items():
+                self.send_header(key, str(value))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler
+
+
+@contextmanager
+def running(script: list[dict[str, Any]] | None = None, **options: Any) -> Iterator[str]:
+    """Run a fake server for the duration of a `with` block, yielding its base URL."""
+    with FakeLLMServer(script, **options) as server:
+        yield server.base_url
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Subprocess entry point: serve until SIGTERM/SIGINT."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--port-file", type=Path, required=True, help="write the bound port here")
+    parser.add_argument("--script", type=Path, help="JSON list of steps")
+    parser.add_argument("--log", type=Path, help="append every request here as JSONL")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every reply")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    script = json.loads(args.script.read_text(encoding="utf-8")) if args.script else []
+    server = FakeLLMServer(script, latency=args.latency, log_path=args.log, port=args.port)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    with server:
+        # Atomic: a reader polling for the file never sees a half-written port.
+        partial = args.port_file.with_suffix(".tmp")
+        partial.write_text(str(server.port), encoding="utf-8")
+        partial.replace(args.port_file)
+        stop.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

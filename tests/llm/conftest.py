@@ -1,0 +1,147 @@
+"""HTTP-level fakes of both SDKs' wire formats, injected through `http_client`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx2
+import pytest
+
+from opencode_restore.llm.retry import RetryPolicy
+
+Handler = Callable[[httpx2.Request], httpx2.Response]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def _fake_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-openai")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+
+
+@dataclass
+class Recorder:
+    """A MockTransport handler replaying `responses` and keeping every request."""
+
+    responses: list[httpx2.Response | Exception]
+    requests: list[httpx2.Request] = field(default_factory=list)
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        self.requests.append(request)
+        step = self.responses.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        return step
+
+    def body(self, index: int = -1) -> dict[str, Any]:
+        result: dict[str, Any] = json.loads(self.requests[index].content)
+        return result
+
+    def client(self) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(transport=httpx2.MockTransport(self))
+
+
+@dataclass
+class SleepLog:
+    """Stands in for anyio.sleep: records the waits, never waits."""
+
+    waits: list[float] = field(default_factory=list)
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+@pytest.fixture
+def sleeps() -> SleepLog:
+    return SleepLog()
+
+
+@pytest.fixture
+def policy(sleeps: SleepLog) -> RetryPolicy:
+    return RetryPolicy(
+        max_attempts=3, multiplier=0.01, max_wait=0.05, retry_after_cap=5.0, sleep=sleeps
+    )
+
+
+def openai_reply(
+    content: str | None = "hello",
+    *,
+    tool_calls: list[dict[str, Any]] | None = None,
+    prompt: int = 100,
+    completion: int = 20,
+    cached: int = 0,
+    model: str = "gpt-test-2026",
+    finish_reason: str = "stop",
+) -> httpx2.Response:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return httpx2.Response(
+        200,
+        json={
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": model,
+            "choices": [
+                {"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}
+            ],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+                "prompt_tokens_details": {"cached_tokens": cached},
+            },
+        },
+    )
+
+
+def anthropic_reply(
+    content: list[dict[str, Any]] | None = None,
+    *,
+    input_tokens: int = 50,
+    output_tokens: int = 10,
+    cache_read: int | None = 0,
+    cache_write: int | None = 0,
+    stop_reason: str = "end_turn",
+    model: str = "claude-test-4",
+) -> httpx2.Response:
+    return httpx2.Response(
+        200,
+        json={
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": content if content is not None else [{"type": "text", "text": "hello"}],
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": input_tokens,
+                "output_tokens": output_tokens,
+                "cache_read_input_tokens": cache_read,
+                "cache_creation_input_tokens": cache_write,
+            },
+        },
+    )
+
+
+def openai_error(
+    status: int, message: str, headers: dict[str, str] | None = None
+) -> httpx2.Response:
+    body = {"error": {"message": message, "type": "error", "code": None}}
+    return httpx2.Response(status, json=body, headers=headers or {})
+
+
+def anthropic_error(
+    status: int, message: str, headers: dict[str, str] | None = None
+) -> httpx2.Response:
+    body = {"type": "error", "error": {"type": "api_error", "message": message}}
+    return httpx2.Response(status, json=body, headers=headers or {})

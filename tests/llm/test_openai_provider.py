@@ -1,0 +1,266 @@
+"""OpenAIProvider against the real SDK over a MockTransport speaking the Chat Completions format."""
+
+from __future__ import annotations
+
+import json
+
+import httpx2
+import pytest
+from pydantic import BaseModel
+
+from opencode_restore.errors import ProviderError
+from opencode_restore.llm.base import (
+    ChatMessage,
+    LLMRequest,
+    SystemBlock,
+    ToolCallRequest,
+    ToolSpec,
+    ToolsUnsupportedError,
+)
+from opencode_restore.llm.openai_provider import OpenAIProvider
+from opencode_restore.llm.retry import RetryPolicy, call_with_retry
+from opencode_restore.llm.settings import ProviderSettings
+from opencode_restore.llm.usage import UsageLedger
+from tests.llm.conftest import Recorder, SleepLog, openai_error, openai_reply
+
+pytestmark = pytest.mark.anyio
+
+
+class Verdict(BaseModel):
+    outcome: str
+    score: int
+
+
+def provider(recorder: Recorder, **settings: object) -> OpenAIProvider:
+    return OpenAIProvider(
+        "gpt-test", ProviderSettings(**settings), "sk-test", http_client=recorder.client()
+    )
+
+
+def request(**kwargs: object) -> LLMRequest:
+    return LLMRequest(messages=[ChatMessage("user", "Summarize turn 3")], **kwargs)  # type: ignore[arg-type]
+
+
+async def test_success_maps_text_usage_and_sends_chat_completion() -> None:
+    recorder = Recorder([openai_reply("Turn 3 fixed the parser.", prompt=1500, cached=1024)])
+    result = await provider(recorder).complete(
+        request(system=[SystemBlock("You are a summarizer.")], max_tokens=300, cache_key="sess-1")
+    )
+    assert result.text == "Turn 3 fixed the parser."
+    assert result.parsed is None
+    assert result.model == "gpt-test-2026"
+    assert result.finish_reason == "stop"
+    assert (result.usage.input, result.usage.cache_read, result.usage.output) == (476, 1024, 20)
+    sent = recorder.requests[0]
+    assert sent.url.path == "/v1/chat/completions"
+    assert sent.headers["authorization"] == "Bearer sk-test"
+    assert sent.headers["x-stainless-retry-count"] == "0"
+    body = recorder.body()
+    assert body["model"] == "gpt-test"
+    assert body["messages"] == [
+        {"role": "system", "content": "You are a summarizer."},
+        {"role": "user", "content": "Summarize turn 3"},
+    ]
+    assert body["max_completion_tokens"] == 300
+    assert body["prompt_cache_key"] == "sess-1"
+    assert "temperature" not in body and "tools" not in body
+
+
+async def test_compatible_server_gets_max_tokens_capped_and_settings_temperature() -> None:
+    recorder = Recorder([openai_reply()])
+    llm = provider(recorder, base_url="http://127.0.0.1:11434/v1", max_tokens=256, temperature=0.2)
+    await llm.complete(request(max_tokens=4000))
+    assert recorder.requests[0].url.port == 11434
+    body = recorder.body()
+    assert body["max_tokens"] == 256
+    assert body["temperature"] == 0.2
+    assert "prompt_cache_key" not in body
+
+
+async def test_structured_output_sends_strict_json_schema_and_parses() -> None:
+    recorder = Recorder([openai_reply('{"outcome": "fixed", "score": 3}')])
+    result = await provider(recorder).complete(request(response_schema=Verdict))
+    assert result.parsed == Verdict(outcome="fixed", score=3)
+    format_ = recorder.body()["response_format"]
+    assert format_["type"] == "json_schema"
+    assert format_["json_schema"]["name"] == "Verdict"
+    assert format_["json_schema"]["strict"] is True
+    schema = format_["json_schema"]["schema"]
+    assert schema["additionalProperties"] is False
+    assert sorted(schema["required"]) == ["outcome", "score"]
+
+
+async def test_server_ignoring_response_format_is_parsed_leniently() -> None:
+    chatty = 'Sure! Here it is:\n```json\n{"outcome": "done", "score": 2,}\n```\nAnything else?'
+    recorder = Recorder([openai_reply(chatty)])
+    result = await provider(recorder).complete(request(response_schema=Verdict))
+    assert result.parsed == Verdict(outcome="done", score=2)
+    assert result.text == chatty
+
+
+async def test_invalid_structured_reply_returns_text_and_no_parsed() -> None:
+    recorder = Recorder([openai_reply('{"outcome": "done"}')])
+    result = await provider(recorder).complete(request(response_schema=Verdict))
+    assert result.parsed is None
+    assert result.text == '{"outcome": "done"}'
+
+
+async def test_empty_reply() -> None:
+    recorder = Recorder([openai_reply(None, completion=0, finish_reason="length")])
+    result = await provider(recorder).complete(request(response_schema=Verdict))
+    assert (result.text, result.parsed, result.tool_calls) == ("", None, [])
+    assert result.finish_reason == "length"
+
+
+async def test_no_choices_and_no_usage() -> None:
+    body = {"id": "x", "object": "chat.completion", "created": 1, "model": "m", "choices": []}
+    recorder = Recorder([httpx2.Response(200, json=body)])
+    result = await provider(recorder).complete(request())
+    assert result.text == "" and result.finish_reason is None
+    assert result.usage.total == 0
+
+
+async def test_native_tools_round_trip() -> None:
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "search_log", "arguments": '{"pattern": "Traceback"}'},
+    }
+    broken = {"id": "call_2", "type": "function", "function": {"name": "list", "arguments": "{"}}
+    recorder = Recorder([openai_reply(None, tool_calls=[call, broken], finish_reason="tool_calls")])
+    tools = [ToolSpec("search_log", "Search the log", {"type": "object", "properties": {}})]
+    history = [
+        ChatMessage("user", "find errors"),
+        ChatMessage("assistant", "", tool_calls=[ToolCallRequest("call_0", "list_artifacts", {})]),
+        ChatMessage("tool", "a.py edited", tool_call_id="call_0"),
+    ]
+    result = await provider(recorder).complete(LLMRequest(messages=history, tools=tools))
+    assert result.tool_calls == [
+        ToolCallRequest("call_1", "search_log", {"pattern": "Traceback"}),
+        ToolCallRequest("call_2", "list", {}),
+    ]
+    body = recorder.body()
+    assert body["tools"][0] == {
+        "type": "function",
+        "function": {
+            "name": "search_log",
+            "description": "Search the log",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
+    assistant, tool = body["messages"][1:]
+    assert assistant["content"] is None
+    assert assistant["tool_calls"][0]["function"] == {"name": "list_artifacts", "arguments": "{}"}
+    assert tool == {"role": "tool", "tool_call_id": "call_0", "content": "a.py edited"}
+
+
+async def test_text_mode_never_sends_tools() -> None:
+    recorder = Recorder([openai_reply('[SEARCH_LOG: "x"]')])
+    llm = provider(recorder, tool_mode="text")
+    assert llm.supports_native_tools is False
+    await llm.complete(request(tools=[ToolSpec("search_log", "Search", {"type": "object"})]))
+    assert "tools" not in recorder.body()
+
+
+async def test_auto_mode_switches_to_text_when_server_rejects_tools() -> None:
+    rejection = openai_error(400, "registry.ollama.ai/library/gemma3 does not support tools")
+    recorder = Recorder([rejection])
+    llm = provider(recorder, base_url="http://127.0.0.1:11434/v1")
+    with pytest.raises(ToolsUnsupportedError, match="does not support tools") as info:
+        await llm.complete(request(tools=[ToolSpec("search_log", "Search", {"type": "object"})]))
+    assert info.value.status == 400
+    assert llm.supports_native_tools is False
+
+
+async def test_auto_mode_reads_tool_call_tags_from_text() -> None:
+    reply = 'Let me look.\n<tool_call>{"name": "search_log", "arguments": {"pattern": "OOM"}}</tool_call>'
+    recorder = Recorder([openai_reply(reply)])
+    llm = provider(recorder)
+    result = await llm.complete(
+        request(tools=[ToolSpec("search_log", "Search", {"type": "object"})])
+    )
+    assert result.tool_calls == [ToolCallRequest("text_call_1", "search_log", {"pattern": "OOM"})]
+    assert llm.supports_native_tools is False
+
+
+async def test_other_bad_request_is_not_a_tool_switch(policy: RetryPolicy) -> None:
+    recorder = Recorder([openai_error(400, "context length exceeded")])
+    llm = provider(recorder)
+    with pytest.raises(ProviderError) as info:
+        await call_with_retry(llm, request(tools=[ToolSpec("t", "d", {"type": "object"})]), policy)
+    assert not isinstance(info.value, ToolsUnsupportedError)
+    assert llm.supports_native_tools is True
+    assert len(recorder.requests) == 1
+
+
+async def test_429_with_retry_after_then_success(policy: RetryPolicy, sleeps: SleepLog) -> None:
+    recorder = Recorder(
+        [openai_error(429, "Rate limit reached", {"retry-after": "2"}), openai_reply("ok")]
+    )
+    ledger = UsageLedger()
+    result = await call_with_retry(
+        provider(recorder), request(stage="turn_summary", template="turn.j2"), policy, ledger
+    )
+    assert result.text == "ok"
+    assert result.attempts == 2
+    assert sleeps.waits == [2.0]
+    assert [call.ok for call in ledger.calls] == [True]
+    assert ledger.calls[0].attempts == 2
+    assert ledger.calls[0].template == "turn.j2"
+
+
+async def test_5xx_until_retries_run_out(policy: RetryPolicy, sleeps: SleepLog) -> None:
+    recorder = Recorder([openai_error(503, "The server is overloaded") for _ in range(3)])
+    ledger = UsageLedger()
+    with pytest.raises(ProviderError) as info:
+        await call_with_retry(provider(recorder), request(stage="synthesis"), policy, ledger)
+    error = info.value
+    assert (error.provider, error.model, error.status) == ("openai", "gpt-test", 503)
+    assert str(error) == "openai:gpt-test (HTTP 503): The server is overloaded"
+    assert len(recorder.requests) == 3
+    assert len(sleeps.waits) == 2 and all(0 <= w <= 0.05 for w in sleeps.waits)
+    assert ledger.calls[0].error == str(error)
+    assert ledger.by_stage()["synthesis"].errors == 1
+
+
+async def test_timeout_is_retried_then_reported(policy: RetryPolicy) -> None:
+    timeout = httpx2.ReadTimeout("read timed out")
+    recorder = Recorder([timeout, timeout, timeout])
+    with pytest.raises(ProviderError) as info:
+        await call_with_retry(provider(recorder, timeout=0.5), request(), policy)
+    assert info.value.status is None
+    assert "timed out" in str(info.value).lower()
+    assert len(recorder.requests) == 3
+
+
+async def test_connection_error_then_success(policy: RetryPolicy) -> None:
+    recorder = Recorder([httpx2.ConnectError("connection refused"), openai_reply("back")])
+    result = await call_with_retry(provider(recorder), request(), policy)
+    assert (result.text, result.attempts) == ("back", 2)
+
+
+async def test_auth_error_is_not_retried(policy: RetryPolicy) -> None:
+    recorder = Recorder([openai_error(401, "Incorrect API key provided: sk-test")])
+    with pytest.raises(ProviderError, match="HTTP 401.*Incorrect API key"):
+        await call_with_retry(provider(recorder), request(), policy)
+    assert len(recorder.requests) == 1
+
+
+async def test_x_should_retry_false_stops_a_429(policy: RetryPolicy) -> None:
+    recorder = Recorder([openai_error(429, "quota exhausted", {"x-should-retry": "false"})])
+    with pytest.raises(ProviderError, match="quota exhausted"):
+        await call_with_retry(provider(recorder), request(), policy)
+    assert len(recorder.requests) == 1
+
+
+async def test_request_json_is_valid_for_every_message_kind() -> None:
+    recorder = Recorder([openai_reply()])
+    messages = [
+        ChatMessage("system", "extra rule"),
+        ChatMessage("user", "q", cache_breakpoint=True),
+        ChatMessage("assistant", "a"),
+    ]
+    await provider(recorder).complete(LLMRequest(messages=messages, temperature=0.0))
+    body = json.loads(recorder.requests[0].content)
+    assert [m["role"] for m in body["messages"]] == ["system", "user", "assistant"]
+    assert body["temperature"] == 0.0
