@@ -69,7 +69,7 @@ class Config(_Section):
     paths: PathsConfig = Field(default_factory=PathsConfig)
     prompts: PromptsConfig = Field(default_factory=PromptsConfig)
     prices: dict[str, Price] = Field(default_factory=dict)
-    terminal: dict[str, str] = Field(default_factory=dict)
+    terminal: dict[str, Any] = Field(default_factory=dict)
     limits: dict[str, Any] = Field(default_factory=dict)
 
     @property

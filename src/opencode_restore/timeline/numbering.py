@@ -244,6 +244,13 @@ def _no_references(text: str) -> list[Reference]:
     return []
 
 
+def citation_spans(text: str) -> Iterator[tuple[int, int]]:
+    """The ``(start, end)`` offsets of every bracket group in ``text`` that cites a label."""
+    for group in _BRACKET.finditer(text):
+        if _TOKEN.search(group.group(1)):
+            yield group.start(), group.end()
+
+
 def _citations(text: str) -> Iterator[tuple[int, int]]:
     """Every cited number range ``(low, high)`` in bracket groups of ``text``."""
     for group in _BRACKET.finditer(text):

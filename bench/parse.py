@@ -1,0 +1,144 @@
+"""Parse-speed benchmark: `opencode-restore messages` end to end vs a bare orjson loop.
+
+Builds (once, under bench/_data/) a Claude Code JSONL of at least 200 MB by replicating the
+real sample sessions with fresh uuids per copy, and a terminal log of at least 50 MB from
+the bundled terminal captures, then prints MB/s, lines/s and peak RSS of the CLI run, and in
+the same run the throughput of `for line in f: orjson.loads(line)` over the same file.
+
+Targets: Claude JSONL >= 100 MB/s and >= 0.35 of the bare loop; terminal >= 50 MB/s;
+peak RSS < 200 MB.
+
+    python bench/parse.py [--claude-mb 200] [--terminal-mb 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "bench" / "_data"
+CLAUDE_SOURCES = [
+    ROOT / "fixtures/claude-code/spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl",
+    ROOT / "fixtures/claude-code/spotter/subagent.jsonl",
+    ROOT / "fixtures/claude-code/spotter/tool_heavy.jsonl",
+]
+_UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def build_claude(target_mb: int) -> Path:
+    """Concatenate copies of real sessions, giving every uuid a fresh value per copy."""
+    out = DATA / f"claude_{target_mb}mb.jsonl"
+    if out.exists() and out.stat().st_size >= target_mb * 1_000_000:
+        return out
+    DATA.mkdir(parents=True, exist_ok=True)
+    sources = [p.read_bytes() for p in CLAUDE_SOURCES if p.exists()]
+    if not sources:
+        sys.exit("no Claude Code fixtures found under fixtures/claude-code/spotter")
+    written = 0
+    with out.open("wb") as fh:
+        while written < target_mb * 1_000_000:
+            for blob in sources:
+                mapping: dict[bytes, bytes] = {}
+
+                def fresh(m: re.Match[bytes], mapping: dict[bytes, bytes] = mapping) -> bytes:
+                    return mapping.setdefault(m.group(0), str(uuid.uuid4()).encode())
+
+                chunk = _UUID.sub(fresh, blob)
+                if not chunk.endswith(b"\n"):
+                    chunk += b"\n"
+                fh.write(chunk)
+                written += len(chunk)
+    return out
+
+
+def build_terminal(target_mb: int) -> Path:
+    out = DATA / f"terminal_{target_mb}mb.log"
+    if out.exists() and out.stat().st_size >= target_mb * 1_000_000:
+        return out
+    DATA.mkdir(parents=True, exist_ok=True)
+    sources = sorted((ROOT / "fixtures/terminal").glob("*.log")) + sorted(
+        (ROOT / "fixtures/terminal").glob("*.txt")
+    )
+    blobs = [p.read_bytes() for p in sources if p.stat().st_size > 0]
+    if not blobs:
+        sys.exit("no terminal fixtures found under fixtures/terminal")
+    written = 0
+    with out.open("wb") as fh:
+        while written < target_mb * 1_000_000:
+            for blob in blobs:
+                fh.write(blob if blob.endswith(b"\n") else blob + b"\n")
+                written += len(blob) + 1
+    return out
+
+
+def bare_orjson(path: Path) -> tuple[float, int]:
+    loads = orjson.loads
+    start = time.perf_counter()
+    n = 0
+    with path.open("rb") as fh:
+        for line in fh:
+            loads(line)
+            n += 1
+    return time.perf_counter() - start, n
+
+
+def run_cli(path: Path, agent: str) -> tuple[float, int, int]:
+    """Wall time, messages printed and the child's peak RSS (bytes) of `messages`."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "opencode_restore", "messages", str(path), "--agent", agent,
+         "--include-tools", "--include-thinking", "--format", "jsonl"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdout is not None
+    count = 0
+    for chunk in iter(lambda: proc.stdout.read(1 << 20), b""):  # type: ignore[union-attr]
+        count += chunk.count(b"\n")
+    # wait4 gives this child's own rusage, so each run's peak RSS is its own.
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"messages exited with {os.waitstatus_to_exitcode(status)} on {path}")
+    return elapsed, count, usage.ru_maxrss * 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--claude-mb", type=int, default=200)
+    ap.add_argument("--terminal-mb", type=int, default=50)
+    args = ap.parse_args()
+
+    claude = build_claude(args.claude_mb)
+    size = claude.stat().st_size
+    lines = sum(1 for _ in claude.open("rb"))
+    bare_s, _ = bare_orjson(claude)
+    ours_s, msgs, rss = run_cli(claude, "claude-code")
+    mb = size / 1e6
+    print(f"claude-code JSONL: {mb:.0f} MB, {lines} lines, {msgs} messages out")
+    print(f"  bare orjson.loads loop : {mb / bare_s:8.1f} MB/s  {lines / bare_s:10.0f} lines/s")
+    print(f"  messages end to end    : {mb / ours_s:8.1f} MB/s  {lines / ours_s:10.0f} lines/s")
+    print(f"  ratio ours/bare        : {bare_s / ours_s:8.2f}   (target >= 0.35)")
+    print(f"  peak RSS               : {rss / 1e6:8.1f} MB   (target < 200)")
+
+    term = build_terminal(args.terminal_mb)
+    tsize = term.stat().st_size
+    tlines = sum(1 for _ in term.open("rb"))
+    t_s, tmsgs, trss = run_cli(term, "terminal")
+    print(f"terminal log: {tsize / 1e6:.0f} MB, {tlines} lines, {tmsgs} messages out")
+    print(f"  messages end to end    : {tsize / 1e6 / t_s:8.1f} MB/s  {tlines / t_s:10.0f} lines/s")
+    print(f"  peak RSS               : {trss / 1e6:8.1f} MB   (target < 200)")
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus")
+
+
+if __name__ == "__main__":
+    main()
