@@ -95,8 +95,19 @@ def run_cli(path: Path, agent: str) -> tuple[float, int, int]:
     """Wall time, messages printed and the child's peak RSS (bytes) of `messages`."""
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "opencode_restore", "messages", str(path), "--agent", agent,
-         "--include-tools", "--include-thinking", "--format", "jsonl"],
+        [
+            sys.executable,
+            "-m",
+            "opencode_restore",
+            "messages",
+            str(path),
+            "--agent",
+            agent,
+            "--include-tools",
+            "--include-thinking",
+            "--format",
+            "jsonl",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )

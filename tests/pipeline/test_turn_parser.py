@@ -96,7 +96,9 @@ def test_structured_tools_become_artifacts_and_commands() -> None:
 
 
 def test_paths_outside_cwd_stay_absolute() -> None:
-    (turn,) = parse_turns([msg("user", text="x"), tool("Read", "c", file_path="/etc/hosts")], cwd="/w")
+    (turn,) = parse_turns(
+        [msg("user", text="x"), tool("Read", "c", file_path="/etc/hosts")], cwd="/w"
+    )
     assert turn.artifacts[0].file_path == "/etc/hosts"
 
 

@@ -130,8 +130,12 @@ def main() -> None:
 @cli.command()
 @paths_argument
 @agent_option
-@click.option("-m", "--model", default=None, help="provider:model, e.g. openai:gpt-4o (default offline).")
-@click.option("--max-turns", type=click.IntRange(min=1), default=None, help="Summarize at most N turns.")
+@click.option(
+    "-m", "--model", default=None, help="provider:model, e.g. openai:gpt-4o (default offline)."
+)
+@click.option(
+    "--max-turns", type=click.IntRange(min=1), default=None, help="Summarize at most N turns."
+)
 @click.option("--dump-turns", is_flag=True, help="Print the turn-by-turn summaries instead.")
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write here.")

@@ -13,8 +13,8 @@ from ..config import Config, load_config
 from ..llm.registry import get_provider
 from ..llm.settings import ModelPrice, ProviderSettings
 from ..llm.usage import UsageLedger
-from ..pipeline.restore import RestoreOptions, restore_session
 from ..pipeline.restoration import Restoration
+from ..pipeline.restore import RestoreOptions, restore_session
 from ..report.summary import summary_markdown, turns_summary_markdown
 from ..sources import open_session
 from ..sources.base import WarningSink, stderr_sink
@@ -39,7 +39,9 @@ def render(restoration: Restoration, fmt: str, dump_turns: bool) -> str:
     """The restoration in the requested output format."""
     if fmt == "json":
         if dump_turns:
-            return restoration.model_dump_json(indent=2, include={"session", "turns", "failed_turns"})
+            return restoration.model_dump_json(
+                indent=2, include={"session", "turns", "failed_turns"}
+            )
         return restoration.model_dump_json(indent=2)
     return turns_summary_markdown(restoration) if dump_turns else summary_markdown(restoration)
 

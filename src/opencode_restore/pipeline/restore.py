@@ -41,7 +41,9 @@ def _last_request(turns: list[Turn], ctx: StageContext) -> Quote | None:
     for turn in reversed(turns):
         for m in reversed(turn.messages):
             if m.is_human and m.text.strip():
-                return Quote(text=ctx.redact(m.text.strip()), citation=ctx.numbering.label_for(m.id))
+                return Quote(
+                    text=ctx.redact(m.text.strip()), citation=ctx.numbering.label_for(m.id)
+                )
     return None
 
 
@@ -131,7 +133,9 @@ async def restore_session(
     evidence: list[EvidenceItem] = []
     summary, turn_summaries, stats, fallback = await synthesize(turns, state, ctx, evidence)
     files = [
-        FileRow(path=r.path, actions=list(r.actions), turns=r.turns, citations=r.labels, notes=r.notes)
+        FileRow(
+            path=r.path, actions=list(r.actions), turns=r.turns, citations=r.labels, notes=r.notes
+        )
         for r in state.artifacts.values()
     ]
     commands = [

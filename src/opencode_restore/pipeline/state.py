@@ -66,7 +66,9 @@ class RestoreState:
                 rec.labels.append(label)
         for c in turn.commands:
             self.commands.append(
-                CommandRecord(c.command, turn.number, label_of.get(c.message_id), c.exit_code, c.is_error)
+                CommandRecord(
+                    c.command, turn.number, label_of.get(c.message_id), c.exit_code, c.is_error
+                )
             )
 
     def add_summary(self, summary: TurnSummary) -> None:

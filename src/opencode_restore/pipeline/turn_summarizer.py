@@ -31,9 +31,7 @@ def _json(value: object) -> str:
     return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
 
 
-async def summarize_turn(
-    turn: Turn, state: RestoreState, ctx: StageContext
-) -> TurnSummary | None:
+async def summarize_turn(turn: Turn, state: RestoreState, ctx: StageContext) -> TurnSummary | None:
     """Summarize one turn and merge it into ``state``; None (recorded) when it fails."""
     transcript = await ctx.numbering.messages_as_str(turn.messages)
     label_of = {

@@ -37,9 +37,16 @@ def summary_markdown(r: Restoration) -> str:
     out += ["## Progress", "", "**Done**", "", *_bullets(s.progress.done), ""]
     out += ["**In progress**", "", *_bullets(s.progress.in_progress), ""]
     out += ["**Blocked**", "", *_bullets(s.progress.blocked), ""]
-    decisions = [f"{d.decision}" + (f" — because {d.reason}" if d.reason else "") for d in s.key_decisions]
+    decisions = [
+        f"{d.decision}" + (f" — because {d.reason}" if d.reason else "") for d in s.key_decisions
+    ]
     out += ["## Key decisions", "", *_bullets(decisions), ""]
-    out += ["## Errors, fixes and ruled-out approaches", "", *_bullets(s.errors_fixes_ruled_out), ""]
+    out += [
+        "## Errors, fixes and ruled-out approaches",
+        "",
+        *_bullets(s.errors_fixes_ruled_out),
+        "",
+    ]
     out += ["## Files and artifacts", ""]
     if r.files:
         out += ["| path | actions | turns | cited |", "|---|---|---|---|"]
@@ -111,7 +118,10 @@ def _turn_markdown(t: TurnSummary) -> list[str]:
         ("State changes", t.state_changes),
         ("Artifacts modified", [f"`{a.path}`: {a.note}" for a in t.artifacts_modified]),
         ("Constraints/assumptions added", t.constraints_assumptions_added),
-        ("Decisions", [f"{d.decision} ({d.reason})" if d.reason else d.decision for d in t.decisions]),
+        (
+            "Decisions",
+            [f"{d.decision} ({d.reason})" if d.reason else d.decision for d in t.decisions],
+        ),
         ("Errors and fixes", t.errors_and_fixes),
         ("Open questions after this turn", t.open_questions),
     ]
