@@ -75,13 +75,15 @@ def test_turn_by_turn_with_repair_and_citation_check() -> None:
         ("greet.py", ["read", "edited"], [1])
     ]
     assert r.commands[0].command == "pytest -q"
-    assert r.last_user_request is not None and r.last_user_request.citation == "M6"
+    assert r.last_user_request is not None
+    assert r.last_user_request.citation == "M6"
     assert "[REDACTED" in r.last_user_request.text
     labels = [ref.label for ref in r.references]
     assert labels == sorted(labels, key=lambda x: int(x[1:]))
     assert {"M1", "M4", "M8"} <= set(labels)
     md = summary_markdown(r)
-    assert "## Next step" in md and "> Now run the tests." in md
+    assert "## Next step" in md
+    assert "> Now run the tests." in md
     assert "M99" not in md
 
 

@@ -96,7 +96,8 @@ def run_restore(
     if not quiet:
         u = restoration.usage
         failed = len(restoration.failed_turns)
-        note = f"{restoration.turn_count} turns, {u.calls} calls, {u.input_tokens + u.output_tokens} tokens"
+        tokens = u.input_tokens + u.output_tokens
+        note = f"{restoration.turn_count} turns, {u.calls} calls, {tokens} tokens"
         if restoration.redactions:
             note += f", {restoration.redactions} secrets redacted"
         if failed:

@@ -75,10 +75,10 @@ def summary_markdown(r: Restoration) -> str:
     out += ["## Open questions", "", *_bullets(s.open_questions), ""]
     out += ["## Compaction", ""]
     if r.compactions:
-        for c in r.compactions:
-            before = f", {c.tokens_before} tokens before" if c.tokens_before else ""
-            cite = f" [{c.citation}]" if c.citation else ""
-            out.append(f"- {c.kind} compaction in turn {c.turn}{before}{cite}")
+        for cp in r.compactions:
+            before = f", {cp.tokens_before} tokens before" if cp.tokens_before else ""
+            cite = f" [{cp.citation}]" if cp.citation else ""
+            out.append(f"- {cp.kind} compaction in turn {cp.turn}{before}{cite}")
         out += ["", *_bullets(s.compaction_notes, "")]
     else:
         out.append("_The log was not compacted._")
