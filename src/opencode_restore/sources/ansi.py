@@ -1,0 +1,197 @@
+"""A fast, streaming ANSI/VT stripper for raw terminal logs.
+
+Raw logs (``script``, ``tmux pipe-pane``, ``capture-pane -e``) carry colour codes,
+cursor moves, window titles and spinner redraws. This module turns them into plain
+screen lines, one raw line at a time, in binary:
+
+* CSI (``ESC [`` ... final byte, private modes and SGR included), OSC (ended by BEL or
+  ST, or by the end of the line), DCS/APC/PM/SOS strings (ST ended, tmux passthrough
+  with doubled ESCs included) and two-byte ESC sequences are removed;
+* C0 controls other than ``\\n`` and ``\\t`` are removed;
+* ``\\r`` and backspace move the cursor, so ``abc\\rX`` reads ``Xbc`` and a progress
+  line redrawn with ``\\r`` keeps its last version; ``ESC[K`` (erase line) and cursor
+  moves within the line (``ESC[nC``, ``ESC[nD``, ``ESC[nG``) are honoured.
+
+Three tiers keep it fast: a line without any control byte is only decoded; a line
+without in-line editing is cleaned by one compiled ``bytes`` substitution; only lines
+with ``\\r``, backspace or in-line cursor moves go through the small line emulator.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import BinaryIO
+
+#: A raw line longer than this is cut into pieces (memory stays bounded on streams
+#: that never emit a newline); every piece keeps the raw line's number.
+MAX_LINE_BYTES = 1 << 20
+
+_CHUNK_BYTES = 1 << 20
+
+_CSI = r"\x1b\[[0-?]*[ -/]*[@-~]"
+_STRINGS = (
+    r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\|$)"  # OSC, BEL/ST ended (or cut by the line end)
+    r"|\x1b[P^_X](?:\x1b\x1b|[^\x1b])*?\x1b\\"  # DCS/PM/APC/SOS (tmux passthrough doubles ESC)
+)
+# Other escape sequences (charset, keypad, save/restore cursor) and a lone ESC.
+_OTHER_SEQ = _STRINGS + r"|\x1b[ -/]*[0-~]|\x1b"
+_C0 = r"[\x00-\x08\x0b-\x1f\x7f]"
+_SEQ_BYTES = re.compile(f"{_CSI}|{_OTHER_SEQ}|{_C0}".encode(), re.DOTALL)
+# Everything but the in-line editing controls (\r, backspace, CSI C/D/G/K), which a
+# second pass replays on the few lines that still hold one. Every branch starts with
+# ESC so the scan runs on a literal prefix; ``ESC [`` is never eaten as a two-byte
+# sequence, so an editing CSI survives intact. Stray C0 bytes go by ``bytes.translate``.
+_NON_EDITING = re.compile(
+    (
+        r"\x1b(?:\[[0-?]*[ -/]*[@-BE-FH-JL-~]"
+        r"|\][^\x07\x1b]*(?:\x07|\x1b\\|$)"
+        r"|[P^_X](?:\x1b\x1b|[^\x1b])*?\x1b\\"
+        r"|[ -/]*[0-Z\\-~]|(?!\[))"
+    ).encode(),
+    re.DOTALL | re.MULTILINE,
+)
+_STRAY_C0 = bytes([*range(0x08), 0x0B, 0x0C, *range(0x0E, 0x1B), *range(0x1C, 0x20), 0x7F])
+_NEEDS_REPLAY = re.compile(r"[\r\x08\x1b]")
+_TOKEN = re.compile(
+    r"(?P<csi>\x1b\[(?P<params>[0-?]*)[ -/]*(?P<final>[@-~]))"
+    f"|(?P<seq>{_OTHER_SEQ})"
+    r"|(?P<ctl>[\r\x08])"
+    f"|(?P<junk>{_C0})"
+    r"|(?P<text>[^\x00-\x08\x0b-\x1f\x7f]+)",
+    re.DOTALL,
+)
+
+
+def _count(params: str, default: int = 1) -> int:
+    head = params.split(";", 1)[0]
+    return int(head) if head.isdigit() and int(head) > 0 else default
+
+
+def _emulate(line: str) -> str:
+    """Replay one line's text and in-line cursor controls on a one-row buffer."""
+    buf: list[str] = []
+    cur = 0
+    for m in _TOKEN.finditer(line):
+        kind = m.lastgroup
+        if kind == "text":
+            run = m.group()
+            if cur > len(buf):
+                buf.extend(" " * (cur - len(buf)))
+            buf[cur : cur + len(run)] = run
+            cur += len(run)
+        elif kind == "ctl":
+            cur = 0 if m.group() == "\r" else max(0, cur - 1)
+        elif kind == "csi":
+            params, final = m.group("params"), m.group("final")
+            if final == "C":
+                cur += _count(params)
+            elif final == "D":
+                cur = max(0, cur - _count(params))
+            elif final == "G":
+                cur = _count(params) - 1
+            elif final == "K":
+                mode = _count(params, 0)
+                if mode == 0:
+                    del buf[cur:]
+                elif mode == 1:
+                    buf[: min(cur + 1, len(buf))] = " " * min(cur + 1, len(buf))
+                else:
+                    buf.clear()
+    return "".join(buf)
+
+
+def _clean(data: bytes) -> str:
+    return _NON_EDITING.sub(b"", data).translate(None, _STRAY_C0).decode("utf-8", "replace")
+
+
+def strip_line(raw: bytes) -> str:
+    """One raw line (without its newline) as the plain text a terminal would show."""
+    text = _clean(raw)
+    return _emulate(text) if _NEEDS_REPLAY.search(text) else text
+
+
+def strip_lines(data: bytes) -> list[str]:
+    """Strip a buffer of complete lines (no trailing newline) into plain lines.
+
+    One C-level substitution and one decode cover the whole buffer; only the lines
+    that still hold an editing control are found (by a scan, not a Python loop over
+    every line) and replayed.
+    """
+    text = _clean(data)
+    lines = text.split("\n")
+    search, count = _NEEDS_REPLAY.search, text.count
+    index, scanned = 0, 0
+    m = search(text)
+    while m is not None:
+        index += count("\n", scanned, m.start())
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.start())
+        end = len(text) if end < 0 else end
+        lines[index] = _emulate(text[start:end])
+        scanned = end
+        m = search(text, end)
+    return lines
+
+
+def strip(text: str | bytes) -> str:
+    """Strip a whole (small) text: each line as :func:`strip_line`, newlines kept."""
+    data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
+    return "\n".join(strip_line(line) for line in data.split(b"\n"))
+
+
+def remove_sequences(data: bytes) -> bytes:
+    """Delete every escape sequence and control byte but ``\\n``/``\\t``; no cursor replay.
+
+    Useful on a head of bytes to test what text a file holds (format sniffing).
+    """
+    return _SEQ_BYTES.sub(b"", data)
+
+
+def iter_lines(fh: BinaryIO) -> Iterator[tuple[int, str]]:
+    """Yield ``(raw_line_number, plain_text)`` for each line of a binary stream.
+
+    Line numbers are 1-based and count raw newlines, so they cite the raw file. The
+    stream is read in 1 MB blocks; a line longer than :data:`MAX_LINE_BYTES` is cut
+    into pieces that share its number. ``\r\n`` endings need no special case: a
+    trailing ``\r`` moves the cursor and erases nothing.
+    """
+    stripper = StreamStripper()
+    while chunk := fh.read(_CHUNK_BYTES):
+        yield from stripper.feed(chunk)
+    yield from stripper.close()
+
+
+class StreamStripper:
+    """Feed arbitrary byte chunks; get back complete stripped lines.
+
+    Sequences split across chunk boundaries are handled because only complete
+    lines are stripped; :meth:`close` flushes the last, unterminated line.
+    """
+
+    def __init__(self) -> None:
+        self._pending = bytearray()
+        self._lineno = 1
+
+    def feed(self, chunk: bytes) -> list[tuple[int, str]]:
+        """Add ``chunk``; return the ``(line_number, text)`` of each line it completed."""
+        self._pending += chunk
+        cut = self._pending.rfind(b"\n")
+        out: list[tuple[int, str]] = []
+        if cut >= 0:
+            lines = strip_lines(bytes(self._pending[:cut]))
+            out = list(enumerate(lines, self._lineno))
+            self._lineno += len(lines)
+            del self._pending[: cut + 1]
+        if len(self._pending) > MAX_LINE_BYTES:
+            out.append((self._lineno, strip_line(bytes(self._pending))))
+            self._pending.clear()
+        return out
+
+    def close(self) -> list[tuple[int, str]]:
+        """Flush the unterminated last line, if any."""
+        if not self._pending:
+            return []
+        last = [(self._lineno, strip_line(bytes(self._pending)))]
+        self._pending.clear()
+        return last

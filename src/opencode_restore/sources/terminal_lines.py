@@ -1,0 +1,453 @@
+"""Turn plain screen lines of a TUI capture into unified messages.
+
+One state machine serves three layouts, told apart line by line by their markers:
+
+* opencode: a left rail ``┃`` marks user prompts and tool blocks (old builds: a
+  ``┃ … ┃`` box closed by ``username (3:41 PM)``); ``→ Read path``, ``← Edit path``,
+  ``$ cmd`` are tools; ``▣  Build · model`` closes an assistant turn; a
+  ``── Compaction ──`` divider starts a summary closed by ``▣  Compaction · …``;
+* Claude Code: ``❯ text`` prompts, ``● text`` replies and ``● Tool(args)`` calls,
+  ``⎿`` tool output, a composer between two rules;
+* Codex: ``› text`` prompts, ``• text`` replies, ``• Ran cmd`` / ``• Edited path``
+  tools and ``└`` output.
+
+Each message is identified by the raw line it starts on (``"{file_index}:{line}"``).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import Compaction, Message, Role
+from .terminal_patterns import TerminalPatterns
+
+#: Lines kept back to find the sidebar column before the first of them is cut.
+SIDEBAR_LOOKAHEAD = 64
+#: The sidebar never starts left of this column (conversation text can hold its words).
+SIDEBAR_MIN_COLUMN = 40
+#: Preamble lines (shell prompt, banner) held back until the agent's UI shows up.
+PREAMBLE_LIMIT = 400
+
+_PATH_TOOLS = {"Read": "Read", "Edit": "Edit", "Update": "Edit", "Write": "Write"}
+_NAMED_TOOLS = {"Web Search": "WebSearch", "Fetch": "WebFetch", "Bash": "Bash"}
+_CODEX_VERBS = {"Ran": "Bash", "Edited": "Edit", "Added": "Write", "Deleted": "Delete"}
+_COLLAPSED_VERBS = {"Read": "Read", "Searched": "Grep", "Listed": "LS", "Wrote": "Write"}
+
+
+def cut_sidebar(
+    lines: Iterable[tuple[int, str]], patterns: TerminalPatterns
+) -> Iterator[tuple[int, str]]:
+    """Cut the right-hand sidebar off two-column screens; strip trailing blanks.
+
+    The sidebar column is where at least two ``sidebar_marker`` rows start their
+    right part; a small lookahead finds it before the rows above it are emitted.
+    """
+    window: deque[tuple[int, str]] = deque()
+    seen: dict[int, int] = {}
+    boundary: int | None = None
+    for item in lines:
+        m = patterns.sidebar_marker.search(item[1])
+        if m is not None and m.start("side") >= SIDEBAR_MIN_COLUMN:
+            col = m.start("side")
+            seen[col] = seen.get(col, 0) + 1
+            if seen[col] >= 2:
+                boundary = col
+        window.append(item)
+        if len(window) > SIDEBAR_LOOKAHEAD:
+            yield _cut(window.popleft(), boundary)
+    for item in window:
+        yield _cut(item, boundary)
+
+
+def _cut(item: tuple[int, str], boundary: int | None) -> tuple[int, str]:
+    lineno, text = item
+    if boundary is not None and len(text) > boundary and not text[boundary - 2 : boundary].strip():
+        text = text[:boundary]
+    return lineno, text.rstrip()
+
+
+@dataclass(slots=True)
+class _Block:
+    kind: str  # text | user | result | summary | args
+    line: int
+    lines: list[str] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    #: The first line came after a marker (``● ``, ``❯ ``): its indent is not comparable.
+    marked: bool = False
+
+
+class LineScanner:
+    """Feed ``(raw_line, text)`` screen lines in order; collect messages from :meth:`drain`."""
+
+    def __init__(self, patterns: TerminalPatterns, file_index: int = 0) -> None:
+        self.p = patterns
+        self.file_index = file_index
+        #: The model named by the last assistant footer, if any.
+        self.model: str | None = None
+        self._out: list[Message] = []
+        self._held: list[Message] = []
+        self._preamble = True
+        self._held_lines = 0
+        self._ids: set[str] = set()
+        self._block: _Block | None = None
+        self._rail: list[tuple[int, str, bool]] = []
+        self._last_tool: Message | None = None
+        self._last_user: Message | None = None
+        self._pending_rule = False
+        self._in_composer = False
+        self._after_composer = False
+        self._explored = False
+        #: Column of a tool output's text: deeper lines continue it across blank lines.
+        self._result_indent = -1
+
+    # -- output ------------------------------------------------------------------
+
+    def drain(self) -> list[Message]:
+        """The messages completed so far (each is returned once)."""
+        out, self._out = self._out, []
+        return out
+
+    def finish(self) -> list[Message]:
+        """Flush everything still open; return the remaining messages."""
+        if self._rail:
+            self._close_rail("")
+        self._flush()
+        self._end_preamble()
+        return self.drain()
+
+    def _emit(self, role: Role, type_: str, text: str, line: int, **kw: Any) -> Message:
+        mid = f"{self.file_index}:{line}"
+        n = 1
+        while mid in self._ids:
+            n += 1
+            mid = f"{self.file_index}:{line}.{n}"
+        self._ids.add(mid)
+        msg = Message(
+            id=mid,
+            role=role,
+            type=type_,
+            text=text,
+            file_index=self.file_index,  # type: ignore[arg-type]
+            entry_index=line,
+            **kw,
+        )
+        if msg.type == "tool_use":
+            msg.tool_call_id = mid
+            self._last_tool = msg
+        elif msg.type == "tool_result" and self._last_tool is not None:
+            msg.tool_call_id = self._last_tool.tool_call_id
+            msg.tool_name = self._last_tool.tool_name
+        else:
+            self._last_tool = None
+        if role == "user":
+            self._last_user = msg
+        elif role == "assistant":
+            self._last_user = None
+        (self._held if self._preamble else self._out).append(msg)
+        return msg
+
+    def _end_preamble(self) -> None:
+        if self._preamble:
+            self._preamble = False
+            self._out.extend(self._held)
+            self._held.clear()
+
+    # -- blocks ------------------------------------------------------------------
+
+    def _flush(self) -> None:
+        b, self._block = self._block, None
+        if b is None:
+            return
+        while b.lines and not b.lines[-1].strip():
+            b.lines.pop()
+        if b.marked and b.lines:
+            text = "\n".join([b.lines[0], _dedent(b.lines[1:])]).strip("\n")
+        else:
+            text = _dedent(b.lines)
+        if b.kind == "summary":
+            comp = Compaction(kind="summary", summary=text or None)
+            self._emit("system", "compaction", text, b.line, compaction=comp)
+        elif not text.strip():
+            return
+        elif b.kind == "text":
+            self._emit("assistant", "text", text, b.line, model=self.model)
+        elif b.kind == "result":
+            self._emit("tool", "tool_result", text, b.line, meta=b.meta)
+        elif b.kind == "user":
+            self._emit_user(text, b.line, b.meta)
+        else:  # args: a tool call whose arguments ran over several lines
+            self._emit_tool(b.meta["name"], text, b.line)
+
+    def _emit_user(self, text: str, line: int, meta: dict[str, Any]) -> None:
+        prev = self._last_user
+        if prev is not None and prev.meta.get("command") and prev.meta.get("args"):
+            # A slash command's expanded prompt follows it with no reply in between.
+            meta = {**meta, "synthetic": True, "expansion_of": prev.meta["command"]}
+        elif text.startswith("/"):
+            command, _, args = text.partition(" ")
+            meta = {**meta, "command": command}
+            if args.strip():
+                meta["args"] = args.strip()
+            else:
+                meta["synthetic"] = True
+        self._emit("user", "text", text, line, meta=meta)
+
+    def _emit_tool(self, name: str, args: str, line: int, collapsed: bool = False) -> None:
+        tool = _PATH_TOOLS.get(name) or _NAMED_TOOLS.get(name) or name.replace(" ", "")
+        if tool in ("Read", "Edit", "Write", "Delete") and not collapsed:
+            tool_input: dict[str, Any] = {"file_path": args}
+        elif tool == "Bash":
+            tool_input = {"command": args}
+        elif tool == "WebSearch":
+            tool_input = {"query": args.strip('"')}
+        elif tool == "WebFetch":
+            tool_input = {"url": args}
+        else:
+            tool_input = {"args": args} if args and not collapsed else {}
+        text = f"{name} {args}".strip() if not collapsed else args
+        meta = {"collapsed": True} if collapsed else {}
+        self._emit(
+            "assistant", "tool_use", text, line, tool_name=tool, tool_input=tool_input, meta=meta
+        )
+
+    def _start(self, kind: str, line: int, first: str | None = None, **meta: Any) -> None:
+        self._flush()
+        lines = [] if first is None else [first]
+        self._block = _Block(kind, line, lines, dict(meta), marked=first is not None)
+
+    # -- opencode rail blocks -----------------------------------------------------
+
+    def _close_rail(self, next_line: str) -> bool:
+        """Classify the finished rail block; True when ``next_line`` was consumed too."""
+        rail, self._rail = self._rail, []
+        if self.p.composer_edge.match(next_line):
+            self._after_composer = True
+            return True
+        self._end_preamble()
+        contents = [t for _, t, _ in rail]
+        user_line = next(
+            (i for i, t in enumerate(contents) if self.p.username_timestamp.match(t)), None
+        )
+        consumed = bool(self.p.username_timestamp.match(next_line))
+        if user_line is not None:
+            contents = contents[:user_line]
+        first = next((i for i, t in enumerate(contents) if t.strip()), None)
+        if first is None:
+            return consumed
+        head = contents[first].strip()
+        line = rail[first][0]
+        if user_line is None and not consumed and self._rail_tool(head, line):
+            rest = [i for i in range(first + 1, len(contents)) if contents[i].strip()]
+            if rest:
+                body = _dedent(contents[rest[0] : rest[-1] + 1])
+                self._emit("tool", "tool_result", body, rail[rest[0]][0])
+            return False
+        text = _dedent(contents[first:]).strip("\n")
+        if user_line is not None or consumed or first > 0 or rail[first][2]:
+            self._emit_user(text, line, {})
+        else:  # output of a tool block whose header scrolled off the top
+            self._emit("tool", "tool_result", text, line, meta={"orphan": True})
+        return consumed
+
+    def _rail_tool(self, head: str, line: int) -> bool:
+        if (m := self.p.shell.match(head)) is not None:
+            self._emit_tool("Bash", m.group("cmd") or m.group("cmd2"), line)
+        elif (m := self.p.read_file.match(head)) is not None:
+            self._emit_tool("Read", m.group("path"), line)
+        elif (m := self.p.edit_file.match(head)) is not None:
+            self._emit_tool("Edit", m.group("path"), line)
+        elif (m := self.p.write_file.match(head)) is not None:
+            self._emit_tool("Write", m.group("path"), line)
+        elif head[:1] in "→←" and len(head) > 2:
+            name, _, args = head[1:].strip().partition(" ")
+            self._emit_tool(name, args.strip(), line)
+        else:
+            return False
+        return True
+
+    # -- the line dispatcher --------------------------------------------------------
+
+    def feed(self, lineno: int, line: str) -> None:
+        """Take the next screen line (already ANSI-stripped, sidebar cut)."""
+        p = self.p
+        if self._preamble:
+            self._held_lines += 1
+            if self._held_lines > PREAMBLE_LIMIT:
+                self._end_preamble()
+        if self._in_composer:
+            if p.rule.match(line):
+                self._in_composer, self._after_composer = False, True
+            return
+        rail = p.user_message.match(line)
+        if rail is not None:
+            if not self._rail:
+                self._flush()
+            self._rail.append((lineno, rail.group("text").rstrip(), line.endswith("┃")))
+            return
+        if self._rail and self._close_rail(line):
+            return
+        if p.rule.match(line):
+            self._flush()
+            self._pending_rule = True
+            return
+        after_rule, self._pending_rule = self._pending_rule, False
+        if after_rule and p.prompt.match(line):
+            self._in_composer = True
+            return
+        if p.banner.search(line):
+            self._flush()
+            self._held.clear()
+            self._preamble = False
+            return
+        if self._marker_line(lineno, line):
+            self._after_composer = False
+            return
+        if self._after_composer or p.is_noise(line) or p.username_timestamp.match(line):
+            return
+        self._plain_line(lineno, line)
+
+    def _marker_line(self, lineno: int, line: str) -> bool:
+        p = self.p
+        if (m := p.compacted.match(line)) is not None:
+            self._flush()
+            self._end_preamble()
+            self._emit(
+                "system",
+                "compaction",
+                line.strip(" ✻•"),
+                lineno,
+                compaction=Compaction(kind="summary"),
+            )
+        elif (m := p.assistant_footer.match(line)) is not None:
+            if self._block is not None and self._block.kind == "summary":
+                self._flush()
+            else:
+                self._flush()
+                self.model = m.group("model")
+            self._end_preamble()
+        elif p.compaction_divider.match(line):
+            self._end_preamble()
+            self._start("summary", lineno)
+        elif (m := p.prompt.match(line)) is not None:
+            if m.group("text") and not p.placeholder.match(line):
+                self._explored = False
+                self._start("user", lineno, m.group("text"))
+        elif (m := p.bullet.match(line)) is not None:
+            self._flush()
+            self._end_preamble()
+            self._bullet(lineno, m.group("text"), codex=line.startswith("•"))
+        elif (m := p.tool_output.match(line)) is not None:
+            self._end_preamble()
+            self._output(lineno, m.group("text"), m.start("text"))
+        elif (m := p.collapsed_tool.match(line)) is not None:
+            self._flush()
+            self._end_preamble()
+            self._emit_tool(
+                _COLLAPSED_VERBS.get(m.group("verb"), m.group("verb")),
+                m.group("text"),
+                lineno,
+                collapsed=True,
+            )
+        else:
+            return False
+        return True
+
+    def _bullet(self, lineno: int, text: str, codex: bool) -> None:
+        p = self.p
+        self._explored = text.strip() == "Explored"
+        if self._explored:
+            return
+        if (m := p.collapsed_tool.match(text)) is not None:
+            self._emit_tool(
+                _COLLAPSED_VERBS.get(m.group("verb"), m.group("verb")),
+                m.group("text"),
+                lineno,
+                collapsed=True,
+            )
+        elif (m := p.tool_call.match(text)) is not None:
+            if m.group("rest") is None:
+                self._start("args", lineno, m.group("args"), name=m.group("name"))
+            else:
+                self._emit_tool(m.group("name"), m.group("args"), lineno)
+        elif codex and self._codex_tool(text, lineno):
+            return
+        else:
+            self._start("text", lineno, text)
+
+    def _codex_tool(self, text: str, lineno: int) -> bool:
+        m = self.p.codex_tool.match(text)
+        if m is None:
+            return False
+        verb = m.group("verb") or m.group("fverb")
+        self._emit_tool(_CODEX_VERBS.get(verb, verb), m.group("arg") or m.group("path"), lineno)
+        return True
+
+    def _output(self, lineno: int, text: str, indent: int) -> None:
+        if self._block is not None and self._block.kind == "args":
+            self._block.lines[-1] = self._block.lines[-1].rstrip(")")
+        self._flush()
+        if self._explored and self._codex_tool(text.strip(), lineno):
+            return
+        if self._last_tool is None and self._last_user is not None:
+            # Output of a local slash command (``/mcp`` → "Reconnected to …").
+            self._start("result", lineno, text, command_output=True)
+        else:
+            self._start("result", lineno, text)
+        self._result_indent = indent
+
+    def _plain_line(self, lineno: int, line: str) -> None:
+        p, b = self.p, self._block
+        if not line.strip():
+            if b is not None and (
+                b.kind == "args" or (b.kind == "result" and self._result_indent < 0)
+            ):
+                self._flush()
+            elif b is not None:
+                b.lines.append("")
+            return
+        if (
+            b is not None
+            and b.kind == "result"
+            and b.lines
+            and not b.lines[-1]
+            and len(line) - len(line.lstrip()) < self._result_indent
+        ):
+            self._flush()
+            b = None
+        if b is None or b.kind in ("text", "result"):
+            for pat, name, group in (
+                (p.read_file, "Read", "path"),
+                (p.edit_file, "Edit", "path"),
+                (p.write_file, "Write", "path"),
+            ):
+                if (m := pat.match(line)) is not None:
+                    self._flush()
+                    self._emit_tool(name, m.group(group), lineno)
+                    return
+            if (m := p.shell.match(line)) is not None:
+                self._flush()
+                self._emit_tool("Bash", m.group("cmd") or m.group("cmd2"), lineno)
+                self._start("result", 0)  # the output's line is its first line's
+                self._result_indent = -1
+                return
+        if b is None:
+            self._start("text", lineno)
+            self._block.lines.append(line)  # type: ignore[union-attr]
+            return
+        if b.kind == "result" and b.line == 0:
+            b.line = lineno
+        if b.kind == "args" and line.rstrip().endswith(")"):
+            b.lines.append(line.rstrip()[:-1])
+            self._flush()
+            return
+        b.lines.append(line)
+
+
+def _dedent(lines: list[str]) -> str:
+    """Join lines, removing their common leading indentation."""
+    indents = [len(t) - len(t.lstrip()) for t in lines if t.strip()]
+    cut = min(indents, default=0)
+    return "\n".join(t[cut:] if t.strip() else "" for t in lines).strip("\n")
