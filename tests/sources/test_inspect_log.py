@@ -196,7 +196,8 @@ def test_tool_call_error_log(sink: WarningSink) -> None:
     assert messages[-1].tool_name == "bash"
     assert "too long to be displayed" in messages[-1].text
     # No events: the root holds only the conversation.
-    assert all(e.kind == "message" for e in session.timeline.root.content)
+    content = session.timeline.root.content
+    assert all(isinstance(e, TimelineEvent) and e.kind == "message" for e in content)
 
 
 def test_without_ijson_the_document_is_loaded_whole(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -287,7 +288,9 @@ def test_extra_files_are_ignored_with_a_warning(sink: WarningSink) -> None:
     assert "extra files ignored" in sink.warnings[0].message
 
 
-def test_unconvertible_sample_is_skipped(monkeypatch: pytest.MonkeyPatch, sink: WarningSink) -> None:
+def test_unconvertible_sample_is_skipped(
+    monkeypatch: pytest.MonkeyPatch, sink: WarningSink
+) -> None:
     def broken(*_: Any) -> TimelineSpan:
         raise ValueError("boom")
 

@@ -75,7 +75,7 @@ def _event_tree(events: Sequence[dict[str, Any]]) -> list[_Item]:
                 continue
             node = _TreeSpan(sid, _text_or(ev.get("name"), sid), _text(ev.get("type")), begin=ev)
             spans[sid] = node
-            parent = spans.get(ev.get("parent_id") or "")
+            parent = spans.get(_text(ev.get("parent_id")) or "")
             (parent.children if parent else roots).append(node)
         elif kind == "span_end":
             ended = spans.get(_text(ev.get("id")) or _text(ev.get("span_id")) or "")
@@ -84,7 +84,7 @@ def _event_tree(events: Sequence[dict[str, Any]]) -> list[_Item]:
             else:
                 roots.append(ev)
         else:
-            owner = spans.get(ev.get("span_id") or "")
+            owner = spans.get(_text(ev.get("span_id")) or "")
             (owner.children if owner else roots).append(ev)
     return roots
 

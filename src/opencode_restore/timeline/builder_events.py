@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, get_args
+from typing import Any, cast, get_args
 
 import orjson
 
@@ -25,13 +25,22 @@ from ..model import (
     ToolCall,
     Usage,
 )
-from ..sources.base import parse_timestamp, text_of
+from ..sources.base import parse_timestamp
+from ..sources.base import text_of as _text_of
 
 _ROLES: frozenset[str] = frozenset(get_args(Role))
 _COMPACTION_KINDS: frozenset[str] = frozenset(get_args(CompactionKind))
 _MEDIA = ("image", "audio", "video", "document")
 #: Longest detail kept in an info event's text (sandbox output can be megabytes).
 _DETAIL_CHARS = 300
+
+
+def text_of(value: Any) -> str:
+    """``base.text_of`` that also survives values orjson cannot encode (huge integers)."""
+    try:
+        return _text_of(value)
+    except TypeError:
+        return str(value)
 
 
 def _str(value: Any) -> str | None:
@@ -140,7 +149,7 @@ def chat_messages_to_messages(
         if not isinstance(msg, dict):
             continue
         role = msg.get("role")
-        if role not in _ROLES:
+        if not isinstance(role, str) or role not in _ROLES:
             continue
         mid = _str(msg.get("id")) or f"{prefix}{entry_index}"
         when = parse_timestamp(msg.get("timestamp")) or timestamp
@@ -152,7 +161,7 @@ def chat_messages_to_messages(
             out.append(
                 Message(
                     id=mid if k == 0 else f"{mid}#{k}",
-                    role=role,
+                    role=cast(Role, role),
                     type=kind,
                     text=text,
                     timestamp=when,
@@ -224,10 +233,10 @@ def _tool_call(event: dict[str, Any]) -> ToolCall:
 
 
 def _compaction(event: dict[str, Any]) -> Compaction:
-    kind = event.get("type")
+    kind = event.get("type") if isinstance(event.get("type"), str) else None
     before, after = event.get("tokens_before"), event.get("tokens_after")
     return Compaction(
-        kind=kind if kind in _COMPACTION_KINDS else "summary",
+        kind=cast(CompactionKind, kind if kind in _COMPACTION_KINDS else "summary"),
         tokens_before=before if isinstance(before, int) else None,
         tokens_after=after if isinstance(after, int) else None,
     )
