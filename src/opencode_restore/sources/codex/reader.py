@@ -77,12 +77,15 @@ def _is_legacy_item(obj: Any) -> bool:
         return False
     if obj.get("record_type") == "state":
         return True
-    kind = obj.get("type")
+    kind = _kind(obj)
     if kind == "message":
         return "role" in obj and "content" in obj
-    return (
-        kind in _LEGACY_ITEM_TYPES and kind != "message" and ("call_id" in obj or "summary" in obj)
-    )
+    return kind in _LEGACY_ITEM_TYPES and ("call_id" in obj or "summary" in obj)
+
+
+def _kind(obj: dict[str, Any]) -> str | None:
+    kind = obj.get("type")
+    return kind if isinstance(kind, str) else None
 
 
 class CodexReader:
@@ -97,7 +100,7 @@ class CodexReader:
         lead = objs[0] if objs else None
         if lead is None:
             return 0.9 if _ENVELOPE_PREFIX.match(first) else 0.0
-        if isinstance(lead, dict) and lead.get("type") in _ENVELOPE_TYPES:
+        if isinstance(lead, dict) and _kind(lead) in _ENVELOPE_TYPES:
             if isinstance(lead.get("payload"), dict):
                 return 0.99 if lead["type"] == "session_meta" else 0.95
             return 0.0

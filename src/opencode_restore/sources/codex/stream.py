@@ -47,6 +47,11 @@ class _Recent(OrderedDict[Any, Any]):
             self.popitem(last=False)
 
 
+def _kind(obj: dict[str, Any]) -> str | None:
+    kind = obj.get("type")
+    return kind if isinstance(kind, str) else None
+
+
 def _keys(m: Message) -> set[_Key]:
     """Dedupe keys of a message in every channel (a reasoning summary: each part too)."""
     texts = {items.dedupe_key(m.text)}
@@ -125,7 +130,7 @@ class ThreadStream:
         """Feed one JSON object (line ``lineno`` of file ``f``) to the state machine."""
         first = not f.seen_object
         f.seen_object = True
-        kind = obj.get("type")
+        kind = _kind(obj)
         ts = parse_timestamp(obj.get("timestamp"))
         if "payload" in obj:
             if f.cutoff is not None and ts is not None and ts < f.cutoff:
@@ -189,7 +194,7 @@ class ThreadStream:
         self._emit(m)
 
     def _response_item(self, p: dict[str, Any], where: items.Where) -> None:
-        kind = p.get("type")
+        kind = _kind(p)
         if kind is None and "role" in p and "content" in p:
             kind = "message"  # some exporters drop the item type of plain messages
         m: Message | None
@@ -206,7 +211,8 @@ class ThreadStream:
                 self.tool_names.put(m.tool_call_id, m.tool_name)
         elif kind in items.TOOL_OUTPUT_TYPES:
             call_id = p.get("call_id")
-            m = items.tool_output(p, where, self.tool_names.get(call_id))
+            name = self.tool_names.get(call_id) if isinstance(call_id, str) else None
+            m = items.tool_output(p, where, name)
         else:
             return
         if m is not None:
