@@ -236,8 +236,6 @@ class GeminiReader:
             obj = orjson.loads(text.split(b"\n", 1)[0])
         except orjson.JSONDecodeError:
             return 0.9 if all(r.search(head) for r in _LEGACY_RES) else 0.0
-        if not isinstance(obj, dict):
-            return 0.0
         if "$set" in obj or "$rewindTo" in obj:
             return 0.9
         header_keys = "projectHash" in obj or "startTime" in obj or "messages" in obj

@@ -146,9 +146,7 @@ class Replay:
         self.path = path
         doc = load_json(path, self.sink)
         if not isinstance(doc, dict):
-            if doc is not None:
-                self.sink.warn(path, 1, "legacy session is not a JSON object")
-            return
+            return  # load_json reported why
         messages = doc.get("messages")
         self.set_meta({k: v for k, v in doc.items() if k != "messages"}, file_index, 1)
         if not isinstance(messages, list):

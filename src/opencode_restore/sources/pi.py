@@ -358,6 +358,8 @@ class PiReader:
 
     def read(self, files: Sequence[Path], sink: WarningSink) -> Session:
         """The session: active path in the root span, abandoned branches as child spans."""
+        if not files:
+            raise ValueError("read() needs at least one file")
         seen: set[str] = set()
         content: list[TimelineEvent | TimelineSpan] = []
         first: PiFile | None = None
@@ -371,7 +373,7 @@ class PiReader:
             model = pi_tree.build_context(active).model or model
             if first is None:
                 first, first_path = pi, active
-        assert first is not None, "read() needs at least one file"
+        assert first is not None  # files is not empty
         header = first.header or {}
         if model is None and isinstance(header.get("modelId"), str):
             model = (_str(header.get("provider")), header["modelId"])

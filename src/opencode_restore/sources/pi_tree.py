@@ -110,7 +110,12 @@ def parse_file(path: Path, sink: WarningSink) -> PiFile:
             sink.warn(path, lineno, "second session header; skipped")
             continue
         entries.append(PiEntry(obj, lineno, index))
-    version = header.get("version", 1) if header is not None else 1
+    if header is not None:
+        version = header.get("version", 1)
+    else:
+        # pi refuses a file without a header; we read it, guessing the version from ids.
+        has_ids = bool(entries) and isinstance(entries[0].data.get("id"), str)
+        version = CURRENT_VERSION if has_ids else 1
     if not isinstance(version, int) or isinstance(version, bool):
         sink.warn(path, 1, f"header version {version!r} is not an integer; read as v1")
         version = 1
@@ -270,6 +275,27 @@ def build_context(path: Sequence[PiEntry]) -> PiContext:
     after = [e for e in path[compaction_at + 1 :] if _in_context(e)]
     ctx.entries = [compaction, *kept, *after]
     return ctx
+
+
+#: Message roles a compaction may keep from (a tool result must stay after its call).
+_CUT_ROLES = frozenset(
+    {"user", "assistant", "bashExecution", "custom", "branchSummary", "compactionSummary"}
+)
+
+
+def valid_cut_points(path: Sequence[PiEntry]) -> list[int]:
+    """Indexes into ``path`` where pi's compaction may start keeping entries.
+
+    Only context entries count, and never a tool result, which must follow its call.
+    """
+    points = []
+    for i, e in enumerate(path):
+        message = e.data.get("message")
+        if e.type in ("branch_summary", "custom_message") or (
+            e.type == "message" and isinstance(message, dict) and message.get("role") in _CUT_ROLES
+        ):
+            points.append(i)
+    return points
 
 
 def resolve_labels(entries: Iterable[PiEntry]) -> dict[str, str]:
