@@ -215,8 +215,10 @@ def test_sniff_and_detect(recorded: Path, fixtures: Path, tmp_path: Path) -> Non
     assert _sniff(recorded / "tui-compact" / "session_id.txt") == 0.0
     assert _sniff(tmp_path) == 0.0
     other = tmp_path / "other.json"
-    other.write_bytes(b'{"info": 1, "messages": []}')
+    other.write_bytes(b'{"info": {}, "messages": []}')
     assert _sniff(other) == 0.5
+    other.write_bytes(b'{"messages": [{"type": "info"}], "info": {}}')
+    assert _sniff(other) == 0.0
     assert detect(recorded / "tui-compact" / "opencode.db") is READER
     assert detect(recorded / "tui-compact" / "export.json") is READER
     assert detect(tree) is READER
@@ -279,3 +281,29 @@ def test_session_file_in_tree_selects_that_session(fixtures: Path) -> None:
     session, _ = _read(path)
     assert session.id == "ses_company_logic"
     assert len(session.messages()) == 7
+
+
+@pytest.mark.parametrize(
+    "path", ["run-noninteractive/opencode.db", "tui-compact/export.json", "tui-compact/opencode.db"]
+)
+def test_each_turn_does_what_the_recording_did(recorded: Path, path: str) -> None:
+    session, _ = _read(recorded / path)
+    turns: list[list[tuple[str, str]]] = []
+    for m in session.messages():
+        if m.is_human:
+            turns.append([])
+        elif m.type == "tool_use" and m.tool_name != "patch":
+            inp = m.tool_input or {}
+            target = str(inp.get("filePath", inp.get("command", "")))
+            turns[-1].append((m.tool_name or "", target.replace("/home/dev/src/greet-cli/", "")))
+    assert turns == [
+        [
+            ("read", "greet.py"),
+            ("bash", "python3 greet.py --name Ada && git status --short"),
+            ("edit", "greet.py"),
+            ("write", "tests/test_greet.py"),
+            ("bash", "python3 -m unittest discover -s tests -t . -v"),
+        ],
+        [("read", "README.md"), ("edit", "README.md")],
+        [("bash", "git diff --stat && git status --short")],
+    ]

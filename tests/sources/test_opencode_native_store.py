@@ -324,3 +324,34 @@ def test_unusable_paths_are_source_errors(tmp_path: Path) -> None:
     (tmp_path / "storage" / "message").mkdir()
     with pytest.raises(SourceError, match="not an opencode session file"):
         READER.read([bad], WarningSink())
+
+
+def test_ids_from_file_contents_cannot_leave_the_tree(tmp_path: Path) -> None:
+    storage = tmp_path / "storage"
+    _write(storage / "session/prj/ses_s.json", {"id": "ses_s", "time": {"created": T0}})
+    _write(storage / "message/ses_s/msg_1.json", {"id": "../../outside", "role": "user"})
+    _write(storage / "part/msg_1/prt_1.json", {"id": "prt_1", "type": "text", "text": "inside"})
+    _write(tmp_path / "outside/prt_x.json", {"id": "prt_x", "type": "text", "text": "outside"})
+    session = READER.read([storage], WarningSink())
+    # The unsafe id is replaced by the file's name, so the parts come from part/msg_1/.
+    assert [m.text for m in session.messages()] == ["inside"]
+    assert session.messages()[0].group == "msg_1"
+
+
+def test_open_failures_are_source_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "opencode.db"
+    _subagent_db(db)
+    assert READER.sniff(tmp_path / "gone.db", opencode_sqlite.SQLITE_MAGIC) == 0.0
+    store = opencode_sqlite.DbStore(db, WarningSink())
+    store.close()
+    with pytest.raises(SourceError, match="database read failed"):
+        store.sessions()
+
+    def refuse(path: Path, query: str) -> sqlite3.Connection:
+        raise sqlite3.OperationalError("unable to open database file")
+
+    monkeypatch.setattr(opencode_sqlite, "_connect", refuse)
+    sink = WarningSink()
+    with pytest.raises(SourceError, match="cannot open the database"):
+        READER.read([db], sink)
+    assert "cannot open read-only (unable to open database file)" in sink.warnings[0].message

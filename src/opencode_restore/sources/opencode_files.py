@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +48,9 @@ def storage_root(path: Path) -> tuple[Path, Path | None] | None:
 
 
 def _safe(name: Any) -> bool:
-    """An id that can name a directory entry (ids come from file contents)."""
-    return isinstance(name, str) and bool(name) and "/" not in name and "\\" not in name and (
-        not name.startswith(".")
+    """An id that can name a directory inside the tree (ids come from file contents)."""
+    return isinstance(name, str) and bool(name) and not name.startswith(".") and (
+        "/" not in name and "\\" not in name
     )  # fmt: skip
 
 
@@ -89,25 +89,27 @@ class TreeStore:
             value["id"] = path.stem
         return value
 
-    def _glob(self, pattern: str) -> list[dict[str, Any]]:
-        found = (self._load(f) for f in sorted(self.path.glob(pattern)))
+    def _objects(self, files: Iterable[Path]) -> list[dict[str, Any]]:
+        found = (self._load(f) for f in sorted(files))
         return [v for v in found if v is not None]
+
+    def _folder(self, kind: str, name: Any) -> list[dict[str, Any]]:
+        """The objects in ``storage/<kind>/<name>/`` (``name`` is an id from file contents)."""
+        return self._objects((self.path / kind / name).glob("*.json")) if _safe(name) else []
 
     def sessions(self) -> list[dict[str, Any]]:
         """Every session info in the tree."""
         if self._sessions is None:
-            self._sessions = self._glob("session/*/*.json")
+            self._sessions = self._objects(self.path.glob("session/*/*.json"))
         return self._sessions
 
     def messages(self, session_id: str) -> Iterator[RawMessage]:
         """Stream ``(message info, numbered parts)`` of one session, oldest first."""
-        if not _safe(session_id):
-            return
-        infos = self._glob(f"message/{session_id}/*.json")
+        infos = self._folder("message", session_id)
         infos.sort(key=lambda i: (as_int(as_dict(i.get("time")).get("created")), str(i["id"])))
         ordinal = 0
         for info in infos:
-            parts = self._glob(f"part/{info['id']}/*.json")
+            parts = self._folder("part", info["id"])
             parts.sort(key=part_sort_key)
             yield RawMessage(info, [(ordinal + i, p) for i, p in enumerate(parts, 1)], ordinal)
             ordinal += len(parts)

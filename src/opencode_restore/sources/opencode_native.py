@@ -19,6 +19,7 @@ Message ids and numbering are described in :mod:`.opencode_parts`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -29,6 +30,9 @@ from .base import SNIFF_BYTES, WarningSink, parse_timestamp
 from .opencode_files import EventStore, ExportStore, TreeStore, event_line, storage_root
 from .opencode_parts import PartConverter, RawMessage, as_dict, as_int
 from .opencode_sqlite import SQLITE_MAGIC, DbStore, is_opencode_db
+
+#: ``opencode export`` writes the session info first.
+_EXPORT_START = re.compile(rb'\{\s*"info"\s*:\s*\{')
 
 
 class _Store(Protocol):
@@ -227,7 +231,7 @@ class OpencodeReader:
         if event_line(head) is not None:
             return 0.85
         body = head[head.find(b"{") :] if b"{" in head else b""
-        if b'"info"' in body and b'"messages"' in body:
+        if _EXPORT_START.match(body) and b'"messages"' in body:
             return 0.9 if b'"sessionID"' in body or b'"ses_' in body else 0.5
         return 0.0
 

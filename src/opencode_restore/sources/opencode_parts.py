@@ -242,7 +242,7 @@ class PartConverter:
         index: int,
         part: dict[str, Any],
     ) -> list[Message]:
-        ptype = part.get("type")
+        ptype = part.get("type") if isinstance(part.get("type"), str) else None
         pid = part.get("id")
         pid = pid if isinstance(pid, str) and pid else f"0:{index}"
         start = as_dict(part.get("time")).get("start")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -52,15 +53,10 @@ def _tables(conn: sqlite3.Connection) -> set[str]:
 def is_opencode_db(path: Path) -> bool:
     """True when ``path`` is a SQLite file with opencode's session, message and part tables."""
     try:
-        conn = _connect(path, "immutable=1")
+        with closing(_connect(path, "immutable=1")) as conn:
+            return _tables(conn) >= _REQUIRED_TABLES
     except sqlite3.Error:
         return False
-    try:
-        return _tables(conn) >= _REQUIRED_TABLES
-    except sqlite3.Error:
-        return False
-    finally:
-        conn.close()
 
 
 def _checked(conn: sqlite3.Connection, path: Path) -> sqlite3.Connection:
