@@ -45,6 +45,8 @@ from opencode_restore.llm.schema_instance import minimal_instance
 
 CHARS_PER_TOKEN = 3.5
 _SECRET_HEADERS = {"authorization", "x-api-key"}
+# Structural fields that a real tokenizer would barely see.
+_NOT_TEXT = {"type", "role", "cache_control"}
 
 
 def tokens(chars: int) -> int:
@@ -53,18 +55,21 @@ def tokens(chars: int) -> int:
 
 
 def _text_chars(value: Any) -> int:
-    """Characters of every string in a JSON value (keys excluded)."""
+    """Characters of the strings in a JSON value (keys and structural fields excluded)."""
     if isinstance(value, str):
         return len(value)
     if isinstance(value, dict):
-        return sum(_text_chars(v) for k, v in value.items() if k != "cache_control")
+        return sum(_text_chars(v) for k, v in value.items() if k not in _NOT_TEXT)
     if isinstance(value, list):
         return sum(_text_chars(v) for v in value)
     return 0
 
 
 class FakeLLMServer:
-    """The fake server; `requests` holds every request as {"path", "headers", "body"}."""
+    """The fake server; `requests` holds every request as {"n", "path", "headers", "body"}.
+
+    Header names are lower-cased and the API key headers masked.
+    """
 
     def __init__(
         self,
@@ -83,8 +88,7 @@ class FakeLLMServer:
         self._cache: set[str] = set()
         self._previous_openai = ""
         self._counter = 0
-        self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
-        self._httpd.daemon_threads = True
+        self._httpd = _QuietServer((host, port), _handler_for(self))
         self._thread: threading.Thread | None = None
 
     @property
@@ -212,7 +216,10 @@ class FakeLLMServer:
             content.append({"type": "text", "text": step["text"]})
         elif forced_name:
             tools = body.get("tools", [])
-            tool = next((t for t in tools if t.get("name") == forced_name), {"input_schema": {"type": "object"}})
+            tool = next(
+                (t for t in tools if t.get("name") == forced_name),
+                {"input_schema": {"type": "object"}},
+            )
             content.append(_tool_use(number, forced_name, minimal_instance(tool["input_schema"])))
         else:
             content.append({"type": "text", "text": "auto reply"})
@@ -285,7 +292,14 @@ def _tool_use(number: int, name: str, args: Any) -> dict[str, Any]:
 
 
 def _masked(headers: dict[str, str]) -> dict[str, str]:
-    return {k: ("***" if k.lower() in _SECRET_HEADERS else v) for k, v in headers.items()}
+    return {k.lower(): ("***" if k.lower() in _SECRET_HEADERS else v) for k, v in headers.items()}
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that gave up (timeout tests) is expected; say nothing."""
 
 
 def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:

@@ -63,7 +63,9 @@ async def test_success_maps_text_and_usage_with_cache_tokens() -> None:
     assert body["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "Summarize turn 1"}]}
     ]
-    assert "system" not in body and "tools" not in body and "temperature" not in body
+    assert "system" not in body
+    assert "tools" not in body
+    assert "temperature" not in body
 
 
 async def test_null_cache_fields_count_as_zero() -> None:

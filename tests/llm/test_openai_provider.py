@@ -63,7 +63,8 @@ async def test_success_maps_text_usage_and_sends_chat_completion() -> None:
     ]
     assert body["max_completion_tokens"] == 300
     assert body["prompt_cache_key"] == "sess-1"
-    assert "temperature" not in body and "tools" not in body
+    assert "temperature" not in body
+    assert "tools" not in body
 
 
 async def test_compatible_server_gets_max_tokens_capped_and_settings_temperature() -> None:
@@ -116,7 +117,8 @@ async def test_no_choices_and_no_usage() -> None:
     body = {"id": "x", "object": "chat.completion", "created": 1, "model": "m", "choices": []}
     recorder = Recorder([httpx2.Response(200, json=body)])
     result = await provider(recorder).complete(request())
-    assert result.text == "" and result.finish_reason is None
+    assert result.text == ""
+    assert result.finish_reason is None
     assert result.usage.total == 0
 
 
@@ -173,7 +175,10 @@ async def test_auto_mode_switches_to_text_when_server_rejects_tools() -> None:
 
 
 async def test_auto_mode_reads_tool_call_tags_from_text() -> None:
-    reply = 'Let me look.\n<tool_call>{"name": "search_log", "arguments": {"pattern": "OOM"}}</tool_call>'
+    reply = (
+        'Let me look.\n<tool_call>{"name": "search_log", "arguments": {"pattern": "OOM"}}'
+        "</tool_call>"
+    )
     recorder = Recorder([openai_reply(reply)])
     llm = provider(recorder)
     result = await llm.complete(
@@ -218,7 +223,8 @@ async def test_5xx_until_retries_run_out(policy: RetryPolicy, sleeps: SleepLog) 
     assert (error.provider, error.model, error.status) == ("openai", "gpt-test", 503)
     assert str(error) == "openai:gpt-test (HTTP 503): The server is overloaded"
     assert len(recorder.requests) == 3
-    assert len(sleeps.waits) == 2 and all(0 <= w <= 0.05 for w in sleeps.waits)
+    assert len(sleeps.waits) == 2
+    assert all(0 <= w <= 0.05 for w in sleeps.waits)
     assert ledger.calls[0].error == str(error)
     assert ledger.by_stage()["synthesis"].errors == 1
 
@@ -241,7 +247,7 @@ async def test_connection_error_then_success(policy: RetryPolicy) -> None:
 
 async def test_auth_error_is_not_retried(policy: RetryPolicy) -> None:
     recorder = Recorder([openai_error(401, "Incorrect API key provided: sk-test")])
-    with pytest.raises(ProviderError, match="HTTP 401.*Incorrect API key"):
+    with pytest.raises(ProviderError, match=r"HTTP 401.*Incorrect API key"):
         await call_with_retry(provider(recorder), request(), policy)
     assert len(recorder.requests) == 1
 

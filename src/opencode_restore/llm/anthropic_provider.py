@@ -59,6 +59,10 @@ class AnthropicProvider:
             http_client=http_client,
         )
 
+    async def aclose(self) -> None:
+        """Close the SDK client's connection pool (call before the event loop ends)."""
+        await self._client.close()
+
     def should_retry(self, exc: BaseException) -> bool:
         """Timeouts, dropped connections, 408/409/429/5xx/529 (unless `x-should-retry` says no)."""
         if isinstance(exc, anthropic.APIConnectionError):

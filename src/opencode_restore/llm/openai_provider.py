@@ -51,6 +51,10 @@ class OpenAIProvider:
             http_client=http_client,
         )
 
+    async def aclose(self) -> None:
+        """Close the SDK client's connection pool (call before the event loop ends)."""
+        await self._client.close()
+
     def should_retry(self, exc: BaseException) -> bool:
         """Timeouts, dropped connections, 408/409/429/5xx (unless `x-should-retry` says no)."""
         if isinstance(exc, openai.APIConnectionError):

@@ -69,3 +69,13 @@ def get_provider(
     from opencode_restore.llm.scripted import ScriptedProvider
 
     return ScriptedProvider(model=model or "scripted", auto=True)
+
+
+async def close_provider(provider: Provider) -> None:
+    """Release a provider's HTTP connections, if it holds any (network providers do).
+
+    Unclosed pools are finalized after the event loop ends and then fail noisily.
+    """
+    aclose = getattr(provider, "aclose", None)
+    if aclose is not None:
+        await aclose()

@@ -1,0 +1,286 @@
+"""The real SDKs over real HTTP (127.0.0.1) against tests/fakes/fake_llm_server.py."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from opencode_restore.errors import ProviderError
+from opencode_restore.llm.base import (
+    ChatMessage,
+    LLMRequest,
+    Provider,
+    SystemBlock,
+    ToolCallRequest,
+    ToolSpec,
+)
+from opencode_restore.llm.registry import close_provider, get_provider
+from opencode_restore.llm.retry import RetryPolicy, call_with_retry
+from opencode_restore.llm.settings import ProviderSettings
+from tests.fakes.fake_llm_server import FakeLLMServer, running, tokens
+from tests.llm.conftest import SleepLog
+
+pytestmark = pytest.mark.anyio
+
+FAKE_SERVER = Path(__file__).resolve().parent.parent / "fakes" / "fake_llm_server.py"
+
+
+class Finding(BaseModel):
+    title: str
+    lines: list[int]
+    severity: int = 1
+
+
+OPENED: list[Provider] = []
+
+
+@pytest.fixture(autouse=True)
+async def _close_clients() -> AsyncIterator[None]:
+    # Real sockets: pools must close while the test's event loop is still running.
+    yield
+    while OPENED:
+        await close_provider(OPENED.pop())
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as fake:
+        yield fake
+
+
+def openai(fake: FakeLLMServer | str, **settings: Any) -> Provider:
+    url = fake if isinstance(fake, str) else fake.openai_base_url
+    OPENED.append(get_provider("openai:fake-gpt", ProviderSettings(base_url=url, **settings)))
+    return OPENED[-1]
+
+
+def anthropic(fake: FakeLLMServer, **settings: Any) -> Provider:
+    options = ProviderSettings(base_url=fake.base_url, **settings)
+    OPENED.append(get_provider("anthropic:fake-claude", options))
+    return OPENED[-1]
+
+
+def ask(schema: type[BaseModel] | None = None, **kwargs: Any) -> LLMRequest:
+    return LLMRequest(
+        messages=[ChatMessage("user", "Summarize turn 1")], response_schema=schema, **kwargs
+    )
+
+
+@pytest.mark.parametrize("make", [openai, anthropic])
+async def test_scripted_json_step_is_parsed(server: FakeLLMServer, make: Any) -> None:
+    server.script = [{"json": {"title": "parser fixed", "lines": [3, 4]}}]
+    result = await make(server).complete(ask(Finding))
+    assert result.parsed == Finding(title="parser fixed", lines=[3, 4])
+    assert result.usage.input > 0
+    assert result.usage.output > 0
+
+
+@pytest.mark.parametrize("make", [openai, anthropic])
+async def test_auto_mode_answers_any_schema(server: FakeLLMServer, make: Any) -> None:
+    provider = make(server)
+    for _ in range(3):
+        result = await provider.complete(ask(Finding))
+        assert result.parsed == Finding(title="x", lines=[])
+    plain = await provider.complete(ask())
+    assert plain.text == "auto reply"
+
+
+@pytest.mark.parametrize("make", [openai, anthropic])
+async def test_tool_step(server: FakeLLMServer, make: Any) -> None:
+    server.script = [{"tool": "search_log", "args": {"pattern": "Traceback"}}, {"text": "done"}]
+    tools = [ToolSpec("search_log", "Search the log", {"type": "object", "properties": {}})]
+    provider = make(server)
+    first = await provider.complete(ask(tools=tools))
+    assert [(c.name, c.arguments) for c in first.tool_calls] == [
+        ("search_log", {"pattern": "Traceback"})
+    ]
+    call = first.tool_calls[0]
+    history = [
+        ChatMessage("user", "find errors"),
+        ChatMessage(
+            "assistant", "", tool_calls=[ToolCallRequest(call.id, call.name, call.arguments)]
+        ),
+        ChatMessage("tool", "no match", tool_call_id=call.id),
+    ]
+    second = await provider.complete(LLMRequest(messages=history, tools=tools))
+    assert second.text == "done"
+
+
+@pytest.mark.parametrize("make", [openai, anthropic])
+async def test_429_then_success_over_http(
+    server: FakeLLMServer, make: Any, sleeps: SleepLog
+) -> None:
+    server.script = [{"status": 429, "headers": {"retry-after": "1"}}, {"text": "ok"}]
+    policy = RetryPolicy(max_attempts=3, sleep=sleeps)
+    result = await call_with_retry(make(server), ask(), policy)
+    assert (result.text, result.attempts) == ("ok", 2)
+    assert sleeps.waits == [1.0]
+    assert len(server.requests) == 2
+    assert all(r["headers"].get("x-stainless-retry-count") == "0" for r in server.requests)
+
+
+@pytest.mark.parametrize("make", [openai, anthropic])
+async def test_errors_until_give_up_carry_the_server_message(
+    server: FakeLLMServer, make: Any, sleeps: SleepLog
+) -> None:
+    server.script = [{"status": 503}, {"status": 503}]
+    with pytest.raises(ProviderError) as info:
+        await call_with_retry(make(server), ask(), RetryPolicy(max_attempts=2, sleep=sleeps))
+    assert info.value.status == 503
+    assert str(info.value).endswith("(HTTP 503): fake error 503")
+
+
+async def test_custom_error_body(server: FakeLLMServer) -> None:
+    server.script = [{"status": 400, "body": {"error": {"message": "context too long"}}}]
+    with pytest.raises(ProviderError, match="context too long"):
+        await call_with_retry(openai(server), ask(), RetryPolicy(max_attempts=1))
+
+
+async def test_delay_beyond_the_timeout(server: FakeLLMServer) -> None:
+    server.script = [{"delay": 0.6}]
+    with pytest.raises(ProviderError, match="timed out"):
+        await call_with_retry(openai(server, timeout=0.1), ask(), RetryPolicy(max_attempts=1))
+
+
+async def test_anthropic_cache_accounting(server: FakeLLMServer) -> None:
+    rules = "Summarize faithfully. " * 100
+    provider = anthropic(server)
+
+    def turn(text: str) -> LLMRequest:
+        return LLMRequest(
+            system=[SystemBlock(rules, cache_breakpoint=True)],
+            messages=[
+                ChatMessage("user", "header", cache_breakpoint=True),
+                ChatMessage("user", text),
+            ],
+        )
+
+    first = await provider.complete(turn("turn one"))
+    second = await provider.complete(turn("turn two, longer"))
+    prefix = tokens(len(rules)) + tokens(len("header"))
+    assert (first.usage.cache_read, first.usage.cache_write) == (0, prefix)
+    assert (second.usage.cache_read, second.usage.cache_write) == (prefix, 0)
+    assert second.usage.input == tokens(len("turn two, longer"))
+    # A changed header still hits the system-prompt breakpoint.
+    changed = turn("turn three")
+    changed.messages[0].content = "new header"
+    third = await provider.complete(changed)
+    assert third.usage.cache_read == tokens(len(rules))
+    assert third.usage.cache_write == tokens(len("new header"))
+
+
+async def test_openai_reports_a_shared_prefix_as_cached(server: FakeLLMServer) -> None:
+    provider = openai(server)
+    context = "stable session context " * 300
+    first = await provider.complete(LLMRequest(messages=[ChatMessage("user", context + "turn 1")]))
+    second = await provider.complete(LLMRequest(messages=[ChatMessage("user", context + "turn 2")]))
+    assert first.usage.cache_read == 0
+    assert second.usage.cache_read >= 1024
+    assert second.usage.cache_read % 128 == 0
+    short = await provider.complete(LLMRequest(messages=[ChatMessage("user", "tiny")]))
+    assert short.usage.cache_read == 0
+
+
+async def test_log_and_masked_headers(tmp_path: Path) -> None:
+    log = tmp_path / "requests.jsonl"
+    with FakeLLMServer([{"text": "a"}], log_path=log, latency=0.05) as fake:
+        started = time.perf_counter()
+        await openai(fake).complete(ask())
+        assert time.perf_counter() - started >= 0.05
+        await anthropic(fake).complete(ask())
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [e["path"] for e in entries] == ["/v1/chat/completions", "/v1/messages"]
+    assert entries[0]["body"]["model"] == "fake-gpt"
+    assert entries[0]["headers"]["authorization"] == "***"
+    anthropic_headers = entries[1]["headers"]
+    assert "***" in (anthropic_headers.get("x-api-key"), anthropic_headers.get("authorization"))
+    assert "sk-test-openai" not in log.read_text()
+
+
+def post(url: str, data: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(url, data=data, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+async def test_auth_routes_and_bad_bodies() -> None:
+    with running() as base_url:
+        auth = {"authorization": "Bearer k"}
+        assert post(f"{base_url}/v1/chat/completions", b"{}", {})[0] == 401
+        assert post(f"{base_url}/v1/other", b"{}", auth)[0] == 404
+        assert post(f"{base_url}/v1/messages", b"not json", {"x-api-key": "k"})[0] == 400
+        status, body = post(f"{base_url}/chat/completions", b'{"messages": []}', auth)
+        assert status == 200
+        assert body["choices"][0]["message"]["content"] == "auto reply"
+        status, body = post(
+            f"{base_url}/v1/messages",
+            json.dumps(
+                {
+                    "system": "plain",
+                    "messages": [{"role": "user", "content": "hi"}],
+                    "tool_choice": {"type": "tool", "name": "missing"},
+                }
+            ).encode(),
+            {"x-api-key": "k"},
+        )
+        assert status == 200
+        assert body["content"][0]["input"] == {}
+        status, body = post(
+            f"{base_url}/v1/messages",
+            json.dumps({"messages": [], "__": 1}).encode(),
+            {"x-api-key": "k"},
+        )
+        assert body["content"] == [{"type": "text", "text": "auto reply"}]
+
+
+async def test_json_step_without_a_forced_tool_is_text_for_anthropic() -> None:
+    with running([{"json": {"a": 1}}]) as base_url:
+        status, body = post(f"{base_url}/v1/messages", b'{"messages": []}', {"x-api-key": "k"})
+    assert status == 200
+    assert body["content"] == [{"type": "text", "text": '{"a": 1}'}]
+
+
+async def test_subprocess_mode(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"status": 500}, {"json": {"title": "t", "lines": [1]}}]))
+    port_file, log = tmp_path / "port", tmp_path / "log.jsonl"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            str(FAKE_SERVER),
+            "--port-file",
+            str(port_file),
+            "--script",
+            str(script),
+            "--log",
+            str(log),
+        ]
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not port_file.exists():
+            assert process.poll() is None
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        provider = openai(f"http://127.0.0.1:{port_file.read_text()}/v1")
+        policy = RetryPolicy(max_attempts=2, multiplier=0.01, max_wait=0.01)
+        result = await call_with_retry(provider, ask(Finding), policy)
+    finally:
+        process.terminate()
+        assert process.wait(timeout=10) == 0
+    assert result.parsed == Finding(title="t", lines=[1])
+    assert result.attempts == 2
+    assert len(log.read_text().splitlines()) == 2

@@ -1,0 +1,167 @@
+"""Lenient JSON extraction, text tool calls and the repair round of complete_structured."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel
+
+from opencode_restore.errors import OutputValidationError
+from opencode_restore.llm.base import ChatMessage, LLMRequest, ToolCallRequest
+from opencode_restore.llm.scripted import ScriptedProvider, ScriptedReply
+from opencode_restore.llm.structured import (
+    StructuredOutputError,
+    balanced_objects,
+    complete_structured,
+    parse_structured,
+    parse_text_tool_calls,
+    strip_trailing_commas,
+)
+from opencode_restore.llm.usage import UsageLedger
+from opencode_restore.model import Usage
+
+pytestmark = pytest.mark.anyio
+
+
+class Summary(BaseModel):
+    request: str
+    outcomes: list[str]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"request": "fix", "outcomes": ["a"]}',
+        '  \n{"request": "fix", "outcomes": ["a"]}\n',
+        'Here you go:\n```json\n{"request": "fix", "outcomes": ["a"]}\n```',
+        '```\n{"request": "fix", "outcomes": ["a"]}\n```',
+        'The summary is {"request": "fix", "outcomes": ["a"]} as asked.',
+        '{"request": "fix", "outcomes": ["a",],}',
+        'Note {"not": "it"} then {"request": "fix", "outcomes": ["a"]}',
+    ],
+)
+def test_lenient_parser_finds_the_object(reply: str) -> None:
+    assert parse_structured(reply, Summary) == (Summary(request="fix", outcomes=["a"]), None)
+
+
+def test_braces_and_quotes_inside_strings_do_not_end_the_object() -> None:
+    reply = 'It\'s done: {"request": "use } and \\" here {", "outcomes": ["x, ]"]} ok'
+    parsed, error = parse_structured(reply, Summary)
+    assert error is None
+    assert parsed is not None
+    assert parsed.request == 'use } and " here {'
+    assert parsed.outcomes == ["x, ]"]
+
+
+def test_balanced_objects_skips_unbalanced_prose() -> None:
+    assert list(balanced_objects('a } b {"x": {"y": 1}} c {"z"')) == ['{"x": {"y": 1}}']
+
+
+def test_strip_trailing_commas_leaves_strings_alone() -> None:
+    assert strip_trailing_commas('{"a": "x,}", "b": [1, 2, ], }') == '{"a": "x,}", "b": [1, 2 ] }'
+    assert strip_trailing_commas('{"a": "q\\",]"}') == '{"a": "q\\",]"}'
+
+
+def test_validation_error_is_reported() -> None:
+    parsed, error = parse_structured('{"request": "fix"}', Summary)
+    assert parsed is None
+    assert error is not None
+    assert "outcomes" in error
+    assert "Field required" in error
+
+
+def test_no_json_at_all() -> None:
+    assert parse_structured("I cannot help with that.", Summary) == (
+        None,
+        "the reply contains no JSON object",
+    )
+
+
+def test_text_tool_calls() -> None:
+    text = (
+        'First <tool_call>{"name": "search_log", "arguments": {"pattern": "OOM"}}</tool_call>'
+        '<tool_call>{"name": "list_artifacts"}</tool_call>'
+        "<tool_call>not json</tool_call>"
+        '<tool_call>{"arguments": {}}</tool_call>'
+    )
+    assert parse_text_tool_calls(text) == [
+        ToolCallRequest("text_call_1", "search_log", {"pattern": "OOM"}),
+        ToolCallRequest("text_call_2", "list_artifacts", {}),
+    ]
+
+
+def request() -> LLMRequest:
+    return LLMRequest(
+        messages=[ChatMessage("user", "summarize")],
+        response_schema=Summary,
+        template="turn_summary.j2",
+        stage="turn_summary",
+    )
+
+
+async def test_valid_first_reply_needs_no_repair() -> None:
+    provider = ScriptedProvider([{"request": "fix", "outcomes": []}])
+    result = await complete_structured(provider, request())
+    assert result.parsed == Summary(request="fix", outcomes=[])
+    assert len(provider.requests) == 1
+
+
+async def test_repair_round_quotes_the_validation_error() -> None:
+    bad = ScriptedReply(text='{"request": "fix"}', usage=Usage(input=100, output=5))
+    good = ScriptedReply(
+        text='{"request": "fix", "outcomes": ["ok"]}', usage=Usage(input=130, output=9)
+    )
+    provider = ScriptedProvider([bad, good])
+    ledger = UsageLedger()
+    result = await complete_structured(provider, request(), ledger=ledger)
+    assert result.parsed == Summary(request="fix", outcomes=["ok"])
+    assert (result.usage.input, result.usage.output, result.attempts) == (230, 14, 2)
+    repair = provider.requests[1]
+    assert [m.role for m in repair.messages] == ["user", "assistant", "user"]
+    assert repair.messages[1].content == '{"request": "fix"}'
+    assert "outcomes" in repair.messages[2].content
+    assert "Field required" in repair.messages[2].content
+    assert [c.template for c in ledger.calls] == ["turn_summary.j2", "turn_summary.j2:repair"]
+    # The caller's request is untouched.
+    assert len(request().messages) == 1
+    assert len(provider.requests[0].messages) == 1
+
+
+async def test_still_invalid_after_repair_raises_with_the_raw_text() -> None:
+    provider = ScriptedProvider(["no json here", ""])
+    with pytest.raises(StructuredOutputError) as info:
+        await complete_structured(provider, request())
+    assert isinstance(info.value, OutputValidationError)
+    assert info.value.error == "the reply contains no JSON object"
+    assert info.value.result.attempts == 2
+    assert provider.requests[1].messages[1].content == "no json here"
+
+
+async def test_empty_reply_gets_repaired() -> None:
+    provider = ScriptedProvider(["", '{"request": "r", "outcomes": []}'])
+    result = await complete_structured(provider, request())
+    assert result.parsed is not None
+    assert provider.requests[1].messages[1].content == "(empty reply)"
+
+
+async def test_zero_retries_fails_fast() -> None:
+    provider = ScriptedProvider(["nope"])
+    with pytest.raises(StructuredOutputError):
+        await complete_structured(provider, request(), retries=0)
+    assert len(provider.requests) == 1
+
+
+async def test_long_errors_are_truncated_in_the_prompt() -> None:
+    class Wide(BaseModel):
+        fields: list[int]
+
+    provider = ScriptedProvider(
+        ['{"fields": [' + ", ".join(['"x"'] * 300) + "]}", '{"fields": []}']
+    )
+    req = LLMRequest(messages=[ChatMessage("user", "go")], response_schema=Wide)
+    await complete_structured(provider, req)
+    assert provider.requests[1].messages[2].content.count(" ...") == 1
+
+
+async def test_requires_a_schema() -> None:
+    with pytest.raises(ValueError, match="response_schema"):
+        await complete_structured(ScriptedProvider(["x"]), LLMRequest(messages=[]))
