@@ -826,5 +826,13 @@ def test_child_scan_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     session = READER.read(parent, WarningSink())
     (child,) = list(session.timeline.root.spans())
     assert list(child.spans()) == []
-    monkeypatch.setattr(threads_mod, "_MAX_SCANNED_FILES", 1)
-    assert threads_mod.find_children("P", parent) == []
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    write(deep / "rollout-deep.jsonl", [spawn_meta("D", "Q", 5)])
+    write(tmp_path / "a" / "rollout-q.jsonl", [meta("Q")])
+    assert threads_mod.find_children("Q", [tmp_path / "a" / "rollout-q.jsonl"]) == [
+        deep / "rollout-deep.jsonl"
+    ]
+    assert threads_mod.find_children("Q", [tmp_path / "rollout-p.jsonl"]) == []  # too deep
+    monkeypatch.setattr(threads_mod, "_MAX_SCANNED_FILES", 2)
+    assert threads_mod.find_children("P", parent) == []  # only dir.jsonl and the parent seen

@@ -11,26 +11,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ...model import Message
-from .items import Where, content_text, is_injected, summary_parts
+from ...model import Message, MessageType
+from .items import Where, content_text, is_injected, new_message, summary_parts
 
 #: Event copies come through two channels that can both repeat one response item.
 EVENT = "event"
 ITEM = "item"
 CHANNELS = (EVENT, ITEM)
-
-
-def _msg(where: Where, msg_id: Any, role: str, type_: str, text: str, **kw: Any) -> Message:
-    return Message(
-        id=msg_id if isinstance(msg_id, str) and msg_id else where.ref,
-        role=role,  # type: ignore[arg-type]
-        type=type_,  # type: ignore[arg-type]
-        text=text,
-        timestamp=where.timestamp,
-        file_index=where.file_index,
-        entry_index=where.line,
-        **kw,
-    )
 
 
 def _user(where: Where, msg_id: Any, text: str, kind: Any = None) -> Message | None:
@@ -40,13 +27,13 @@ def _user(where: Where, msg_id: Any, text: str, kind: Any = None) -> Message | N
     meta: dict[str, Any] = {"from_event": True}
     if synthetic:
         meta["synthetic"] = True
-    return _msg(where, msg_id, "user", "text", text, meta=meta)
+    return new_message(where, msg_id, "user", "text", text, meta=meta)
 
 
-def _assistant(where: Where, msg_id: Any, type_: str, text: str) -> Message | None:
+def _assistant(where: Where, msg_id: Any, type_: MessageType, text: str) -> Message | None:
     if not text.strip():
         return None
-    return _msg(
+    return new_message(
         where, msg_id, "assistant", type_, text, model=where.model, meta={"from_event": True}
     )
 

@@ -61,9 +61,7 @@ _IMAGE = "<image />"
 TOOL_CALL_TYPES = frozenset(
     {"function_call", "custom_tool_call", "local_shell_call", "web_search_call"}
 )
-TOOL_OUTPUT_TYPES = frozenset(
-    {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
-)
+TOOL_OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
 
 
 def _str(value: Any) -> str | None:
@@ -111,11 +109,12 @@ def is_injected(text: str, payload: dict[str, Any] | None = None) -> bool:
     )
 
 
-def _message(
-    where: Where, msg_id: str | None, role: Role, type_: MessageType, text: str, **kw: Any
+def new_message(
+    where: Where, msg_id: Any, role: Role, type_: MessageType, text: str, **kw: Any
 ) -> Message:
+    """A message read at ``where``; ``msg_id`` if it is a non-empty string, else positional."""
     return Message(
-        id=msg_id or where.ref,
+        id=msg_id if isinstance(msg_id, str) and msg_id else where.ref,
         role=role,
         type=type_,
         text=text,
@@ -136,16 +135,16 @@ def response_message(p: dict[str, Any], where: Where) -> Message | None:
     if role == "user":
         if is_injected(text, p):
             meta["synthetic"] = True
-        return _message(where, _str(p.get("id")), "user", "text", text, meta=meta)
+        return new_message(where, _str(p.get("id")), "user", "text", text, meta=meta)
     if role == "assistant":
         if isinstance(p.get("phase"), str):
             meta["phase"] = p["phase"]
-        return _message(
+        return new_message(
             where, _str(p.get("id")), "assistant", "text", text, model=where.model, meta=meta
         )
     if role in ("developer", "system"):
         meta["source_role"] = role
-        return _message(where, _str(p.get("id")), "system", "text", text, meta=meta)
+        return new_message(where, _str(p.get("id")), "system", "text", text, meta=meta)
     return None
 
 
@@ -166,7 +165,7 @@ def reasoning(p: dict[str, Any], where: Where) -> Message | None:
     parts = summary_parts(p.get("summary"))
     if not parts:
         return None
-    return _message(
+    return new_message(
         where, _str(p.get("id")), "assistant", "thinking", "\n\n".join(parts), model=where.model
     )
 
@@ -233,7 +232,7 @@ def tool_call(p: dict[str, Any], where: Where) -> Message | None:
         return None
     if isinstance(p.get("status"), str):
         meta["status"] = p["status"]
-    return _message(
+    return new_message(
         where,
         _str(p.get("id")),
         "assistant",
@@ -294,7 +293,7 @@ def tool_output(p: dict[str, Any], where: Where, tool_name: str | None) -> Messa
     meta: dict[str, Any] = {"item_type": p.get("type")}
     if exit_code is not None:
         meta["exit_code"] = exit_code
-    return _message(
+    return new_message(
         where,
         _str(p.get("id")),
         "tool",
@@ -360,7 +359,7 @@ def compaction(p: dict[str, Any], where: Where) -> Message:
         meta["replacement_history_items"] = len(history)
     if isinstance(p.get("window_number"), int):
         meta["window_number"] = p["window_number"]
-    return _message(
+    return new_message(
         where,
         None,
         "system",
@@ -373,7 +372,7 @@ def compaction(p: dict[str, Any], where: Where) -> Message:
 
 def compaction_event(where: Where) -> Message:
     """A bare ``context_compacted`` event: a marker with no summary."""
-    return _message(
+    return new_message(
         where,
         None,
         "system",

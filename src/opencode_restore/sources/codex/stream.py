@@ -73,7 +73,14 @@ class _File:
 
 
 class ThreadStream:
-    """The de-duplicating, usage-attaching state machine over one thread's lines."""
+    """The de-duplicating, usage-attaching state machine over one thread's lines.
+
+    ``pending`` is the window not yet yielded. An event copy waits there in ``waiting``
+    until its response item arrives (then the copy is dropped); response items already
+    read are remembered in ``seen`` (a later copy is dropped); copies released before
+    their response item arrived are remembered in ``shown_events`` (that response item
+    is dropped). All three forget old entries, so memory stays bounded.
+    """
 
     def __init__(self, header: Header, sink: WarningSink) -> None:
         self.header = header
@@ -289,9 +296,10 @@ def iter_thread(files: Sequence[Path], sink: WarningSink, header: Header) -> Ite
             for lineno, obj in iter_json_lines(path, sink):
                 if chained:
                     digest = hash(orjson.dumps(obj))
-                    if index > 0 and digest in earlier:
+                    if digest in earlier:
                         continue
-                    current.add(digest)
+                    if index < len(files) - 1:
+                        current.add(digest)
                 try:
                     stream.line(obj, f, lineno)
                 except (TypeError, ValueError, AttributeError, KeyError) as exc:

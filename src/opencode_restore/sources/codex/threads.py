@@ -1,14 +1,15 @@
 """Timeline building, and sub-agent threads found next to their parent's rollout file.
 
 A child thread's ``session_meta.payload.source.subagent.thread_spawn.parent_thread_id``
-names its parent. Children are looked for in the parent file's directory tree (Codex
-writes both into the same day folder), read as their own threads, and attached as
-``agent`` spans right after the parent's spawn call.
+names its parent. Children are looked for next to the parent file (its folder and the
+folders right below it: Codex writes both into the same day folder), read as their own
+threads, and attached as ``agent`` spans right after the parent's spawn call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
@@ -59,20 +60,25 @@ def first_meta(path: Path) -> dict[str, Any] | None:
     return payload if isinstance(payload, dict) else None
 
 
+def _candidates(root: Path) -> list[Path]:
+    """``*.jsonl`` files in ``root`` and one folder below, at most ``_MAX_SCANNED_FILES``.
+
+    Not a full recursive walk: a log passed from a big folder (a home directory) must not
+    make the reader crawl it. Codex keeps a parent and its children in one day folder.
+    """
+    found = islice(chain(root.glob("*.jsonl"), root.glob("*/*.jsonl")), _MAX_SCANNED_FILES)
+    try:
+        return sorted(found)
+    except OSError:
+        return []
+
+
 def find_children(parent_id: str, files: Sequence[Path]) -> list[Path]:
-    """Rollout files under the folders of ``files`` whose thread was spawned by ``parent_id``."""
+    """Rollout files next to ``files`` whose thread was spawned by ``parent_id``."""
     own = {p.resolve() for p in files}
     found: list[Path] = []
-    scanned = 0
     for root in dict.fromkeys(p.parent for p in files):
-        try:
-            candidates = sorted(root.rglob("*.jsonl"))
-        except OSError:
-            continue
-        for path in candidates:
-            if scanned >= _MAX_SCANNED_FILES:
-                return found
-            scanned += 1
+        for path in _candidates(root):
             if path.resolve() in own or not path.is_file():
                 continue
             meta = first_meta(path)
