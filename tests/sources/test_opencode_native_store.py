@@ -355,3 +355,19 @@ def test_open_failures_are_source_errors(tmp_path: Path, monkeypatch: pytest.Mon
     with pytest.raises(SourceError, match="cannot open the database"):
         READER.read([db], sink)
     assert "cannot open read-only (unable to open database file)" in sink.warnings[0].message
+
+
+def test_parent_cycles_do_not_recurse(tmp_path: Path) -> None:
+    db = tmp_path / "opencode.db"
+    conn = _new_db(db)
+    _session(conn, "ses_a", "A", "ses_b", 0)
+    _session(conn, "ses_b", "B", "ses_a", 10)
+    _session(conn, "ses_c", "C", "ses_c", 5)
+    _message(conn, "ses_a", "msg_a1", 1, *_user("in A"))
+    conn.commit()
+    conn.close()
+    # No session lacks a parent: the most recently updated one is read.
+    session = READER.read([db], WarningSink())
+    assert [s.id for s in session.timeline.root.walk()] == ["ses_b", "ses_a"]
+    own_parent = read_session(db, "ses_c", WarningSink())
+    assert [s.id for s in own_parent.timeline.root.walk()] == ["ses_c"]

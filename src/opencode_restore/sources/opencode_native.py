@@ -122,9 +122,9 @@ def _span(
     known = {e.uuid for e in events}
     after: dict[str, list[TimelineSpan]] = {}
     tail: list[TimelineSpan] = []
-    children = [i for i in infos if i.get("parentID") == sid and i.get("id") not in seen]
+    children = [i for i in infos if i.get("parentID") == sid]
     for child in sorted(children, key=lambda i: as_int(as_dict(i.get("time")).get("created"))):
-        if child["id"] in seen:
+        if child["id"] in seen:  # a parent cycle, or one session listed twice
             continue
         span = _span(store, child, infos, sink, seen)
         link = converter.task_links.get(span.id)

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from ..model import Compaction, Message, Role, Usage
+from ..model import Compaction, Message, MessageType, Role, Usage
 from .base import WarningSink, parse_timestamp
 
 #: A part with its 1-based ordinal in the session (or its line in an event stream).
@@ -148,11 +148,10 @@ class PartConverter:
         compaction = self._held_compaction
         if compaction is None:
             # Builds before the compaction part wrote only the summary message.
+            compaction = Compaction(kind="summary")
             first = parts[0][0] if parts else 0
-            marker = self._compaction_message(f"{info.get('id')}:compaction", first, info, {})
+            marker = self._marker(info, f"{info.get('id')}:compaction", first, compaction, {})
             self._held.append(marker)
-            compaction = marker.compaction
-            assert compaction is not None
         summary = "\n\n".join(m.text for m in current if m.type == "summary")
         compaction.summary = summary or None
         tokens = as_dict(info.get("tokens"))
@@ -197,7 +196,7 @@ class PartConverter:
         info: dict[str, Any],
         mid: str,
         role: Role,
-        mtype: Any,
+        mtype: MessageType,
         text: str,
         index: int,
         *,
@@ -219,20 +218,32 @@ class PartConverter:
             **fields,
         )
 
-    def _compaction_message(
-        self, mid: str, index: int, info: dict[str, Any], part: dict[str, Any]
+    def _marker(
+        self,
+        info: dict[str, Any],
+        mid: str,
+        index: int,
+        compaction: Compaction,
+        meta: dict[str, Any],
     ) -> Message:
-        auto = part.get("auto")
-        trigger = "auto" if auto is True else "manual" if auto is False else None
-        tail = part.get("tail_start_id")
-        compaction = Compaction(
-            kind="summary", trigger=trigger, first_kept_id=tail if isinstance(tail, str) else None
-        )
-        meta = {"overflow": True} if part.get("overflow") is True else {}
+        trigger = compaction.trigger
         text = f"Conversation compacted ({trigger})" if trigger else "Conversation compacted"
         return self._msg(
             info, mid, "system", "compaction", text, index, compaction=compaction, meta=meta
         )
+
+    def _compaction_part(
+        self, info: dict[str, Any], mid: str, index: int, part: dict[str, Any]
+    ) -> Message:
+        auto = part.get("auto")
+        tail = part.get("tail_start_id")
+        compaction = Compaction(
+            kind="summary",
+            trigger="auto" if auto is True else "manual" if auto is False else None,
+            first_kept_id=tail if isinstance(tail, str) else None,
+        )
+        meta = {"overflow": True} if part.get("overflow") is True else {}
+        return self._marker(info, mid, index, compaction, meta)
 
     def _part(
         self,
@@ -262,7 +273,7 @@ class PartConverter:
             if not text:
                 return []
             synthetic = part.get("synthetic") is True or part.get("ignored") is True
-            mtype = "summary" if is_summary else "text"
+            mtype: MessageType = "summary" if is_summary else "text"
             meta = {"synthetic": True} if synthetic else {}
             return [self._msg(info, pid, role, mtype, text, index, time=start, meta=meta)]
         if ptype == "tool":
@@ -282,7 +293,7 @@ class PartConverter:
         if ptype == "file":
             return [self._file(info, role, pid, index, part)]
         if ptype == "compaction":
-            return [self._compaction_message(pid, index, info, part)]
+            return [self._compaction_part(info, pid, index, part)]
         if ptype == "subtask":
             prompt = part.get("prompt")
             meta = {
