@@ -44,11 +44,11 @@ _SEQ_BYTES = re.compile(f"{_CSI}|{_OTHER_SEQ}|{_C0}".encode(), re.DOTALL)
 # sequence, so an editing CSI survives intact. Stray C0 bytes go by ``bytes.translate``.
 _NON_EDITING = re.compile(
     (
-        r"\x1b(?:\[[0-?]*[ -/]*[@-BE-FH-JL-~]"
-        r"|\][^\x07\x1b]*(?:\x07|\x1b\\|$)"
-        r"|[P^_X](?:\x1b\x1b|[^\x1b])*?\x1b\\"
-        r"|[ -/]*[0-Z\\-~]|(?!\[))"
-    ).encode(),
+        rb"\x1b(?:\[[0-?]*[ -/]*[@-BE-FH-JL-~]"
+        rb"|\][^\x07\x1b]*(?:\x07|\x1b\\|$)"
+        rb"|[P^_X](?:\x1b\x1b|[^\x1b])*?\x1b\\"
+        rb"|[ -/]*[0-Z\\-~]|(?!\[))"
+    ),
     re.DOTALL | re.MULTILINE,
 )
 _STRAY_C0 = bytes([*range(0x08), 0x0B, 0x0C, *range(0x0E, 0x1B), *range(0x1C, 0x20), 0x7F])

@@ -21,14 +21,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from ..model import Message, Session, Timeline, TimelineEvent, TimelineSpan
+from . import terminal_screen
 from .ansi import iter_lines, remove_sequences
 from .base import WarningSink
-from .terminal_lines import LineScanner, cut_sidebar
+from .terminal_layout import cut_sidebar
+from .terminal_lines import LineScanner
 from .terminal_patterns import TerminalPatterns, default_patterns, load_terminal_patterns
 
-__all__ = ["READER", "TerminalReader", "TerminalPatterns", "load_terminal_patterns"]
+__all__ = ["READER", "TerminalPatterns", "TerminalReader", "load_terminal_patterns"]
 
 _ALT_SCREEN = b"\x1b[?1049h"
 _STRONG_MARKERS = ("▣  ", "→ Read", "← Edit", "← Write", "⎿", "● ", "❯ ", "Claude Code v", "• Ran")
@@ -86,13 +89,11 @@ class TerminalReader:
         yield from scanner.finish()
 
     def _screen_lines(self, path: Path, fh: object, sink: WarningSink) -> Iterator[tuple[int, str]]:
-        from typing import BinaryIO, cast
+        from typing import cast
 
         stream = cast(BinaryIO, fh)
         head = stream.read(64 * 1024)
         stream.seek(0)
-        from . import terminal_screen
-
         full_screen = _ALT_SCREEN in head
         if full_screen or terminal_screen.is_inline_redraw(head):
             if terminal_screen.available():

@@ -16,57 +16,18 @@ Each message is identified by the raw line it starts on (``"{file_index}:{line}"
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import Compaction, Message, Role
+from ..model import Compaction, Message, MessageType, Role
+from .terminal_layout import dedent, tool_call
 from .terminal_patterns import TerminalPatterns
 
-#: Lines kept back to find the sidebar column before the first of them is cut.
-SIDEBAR_LOOKAHEAD = 64
-#: The sidebar never starts left of this column (conversation text can hold its words).
-SIDEBAR_MIN_COLUMN = 40
 #: Preamble lines (shell prompt, banner) held back until the agent's UI shows up.
 PREAMBLE_LIMIT = 400
 
-_PATH_TOOLS = {"Read": "Read", "Edit": "Edit", "Update": "Edit", "Write": "Write"}
-_NAMED_TOOLS = {"Web Search": "WebSearch", "Fetch": "WebFetch", "Bash": "Bash"}
 _CODEX_VERBS = {"Ran": "Bash", "Edited": "Edit", "Added": "Write", "Deleted": "Delete"}
 _COLLAPSED_VERBS = {"Read": "Read", "Searched": "Grep", "Listed": "LS", "Wrote": "Write"}
-
-
-def cut_sidebar(
-    lines: Iterable[tuple[int, str]], patterns: TerminalPatterns
-) -> Iterator[tuple[int, str]]:
-    """Cut the right-hand sidebar off two-column screens; strip trailing blanks.
-
-    The sidebar column is where at least two ``sidebar_marker`` rows start their
-    right part; a small lookahead finds it before the rows above it are emitted.
-    """
-    window: deque[tuple[int, str]] = deque()
-    seen: dict[int, int] = {}
-    boundary: int | None = None
-    for item in lines:
-        m = patterns.sidebar_marker.search(item[1])
-        if m is not None and m.start("side") >= SIDEBAR_MIN_COLUMN:
-            col = m.start("side")
-            seen[col] = seen.get(col, 0) + 1
-            if seen[col] >= 2:
-                boundary = col
-        window.append(item)
-        if len(window) > SIDEBAR_LOOKAHEAD:
-            yield _cut(window.popleft(), boundary)
-    for item in window:
-        yield _cut(item, boundary)
-
-
-def _cut(item: tuple[int, str], boundary: int | None) -> tuple[int, str]:
-    lineno, text = item
-    if boundary is not None and len(text) > boundary and not text[boundary - 2 : boundary].strip():
-        text = text[:boundary]
-    return lineno, text.rstrip()
 
 
 @dataclass(slots=True)
@@ -118,7 +79,7 @@ class LineScanner:
         self._end_preamble()
         return self.drain()
 
-    def _emit(self, role: Role, type_: str, text: str, line: int, **kw: Any) -> Message:
+    def _emit(self, role: Role, type_: MessageType, text: str, line: int, **kw: Any) -> Message:
         mid = f"{self.file_index}:{line}"
         n = 1
         while mid in self._ids:
@@ -130,7 +91,7 @@ class LineScanner:
             role=role,
             type=type_,
             text=text,
-            file_index=self.file_index,  # type: ignore[arg-type]
+            file_index=self.file_index,
             entry_index=line,
             **kw,
         )
@@ -164,9 +125,9 @@ class LineScanner:
         while b.lines and not b.lines[-1].strip():
             b.lines.pop()
         if b.marked and b.lines:
-            text = "\n".join([b.lines[0], _dedent(b.lines[1:])]).strip("\n")
+            text = "\n".join([b.lines[0], dedent(b.lines[1:])]).strip("\n")
         else:
-            text = _dedent(b.lines)
+            text = dedent(b.lines)
         if b.kind == "summary":
             comp = Compaction(kind="summary", summary=text or None)
             self._emit("system", "compaction", text, b.line, compaction=comp)
@@ -196,18 +157,8 @@ class LineScanner:
         self._emit("user", "text", text, line, meta=meta)
 
     def _emit_tool(self, name: str, args: str, line: int, collapsed: bool = False) -> None:
-        tool = _PATH_TOOLS.get(name) or _NAMED_TOOLS.get(name) or name.replace(" ", "")
-        if tool in ("Read", "Edit", "Write", "Delete") and not collapsed:
-            tool_input: dict[str, Any] = {"file_path": args}
-        elif tool == "Bash":
-            tool_input = {"command": args}
-        elif tool == "WebSearch":
-            tool_input = {"query": args.strip('"')}
-        elif tool == "WebFetch":
-            tool_input = {"url": args}
-        else:
-            tool_input = {"args": args} if args and not collapsed else {}
-        text = f"{name} {args}".strip() if not collapsed else args
+        tool, tool_input = tool_call(name, args, collapsed)
+        text = args if collapsed else f"{name} {args}".strip()
         meta = {"collapsed": True} if collapsed else {}
         self._emit(
             "assistant", "tool_use", text, line, tool_name=tool, tool_input=tool_input, meta=meta
@@ -242,10 +193,10 @@ class LineScanner:
         if user_line is None and not consumed and self._rail_tool(head, line):
             rest = [i for i in range(first + 1, len(contents)) if contents[i].strip()]
             if rest:
-                body = _dedent(contents[rest[0] : rest[-1] + 1])
+                body = dedent(contents[rest[0] : rest[-1] + 1])
                 self._emit("tool", "tool_result", body, rail[rest[0]][0])
             return False
-        text = _dedent(contents[first:]).strip("\n")
+        text = dedent(contents[first:]).strip("\n")
         if user_line is not None or consumed or first > 0 or rail[first][2]:
             self._emit_user(text, line, {})
         else:  # output of a tool block whose header scrolled off the top
@@ -444,10 +395,3 @@ class LineScanner:
             self._flush()
             return
         b.lines.append(line)
-
-
-def _dedent(lines: list[str]) -> str:
-    """Join lines, removing their common leading indentation."""
-    indents = [len(t) - len(t.lstrip()) for t in lines if t.strip()]
-    cut = min(indents, default=0)
-    return "\n".join(t[cut:] if t.strip() else "" for t in lines).strip("\n")

@@ -89,7 +89,8 @@ def load_terminal_patterns(config_path: Path | None = None) -> TerminalPatterns:
         except re.error as exc:
             raise re.error(f"[terminal] {key}: {exc.msg}", exc.pattern, exc.pos) from exc
     noise = section.get("noise", [])
-    compiled["noise"] = re.compile("|".join(f"(?:{p})" for p in noise) or r"(?!)")
+    parts = [str(p) for p in noise] if isinstance(noise, list) else [str(noise)]
+    compiled["noise"] = re.compile("|".join(f"(?:{p})" for p in parts) or r"(?!)")
     return TerminalPatterns(**compiled)
 
 

@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from .terminal_lines import cut_sidebar
+from .terminal_layout import cut_sidebar
 from .terminal_patterns import TerminalPatterns
 
 #: Without synchronized-update markers, take a frame every this many bytes.
@@ -175,21 +175,22 @@ def iter_screen_lines(fh: BinaryIO, patterns: TerminalPatterns) -> Iterator[tupl
         pos = 0
         while pos < len(chunk):
             m = _EVENT.search(chunk, pos)
-            end = len(chunk) if m is None else m.end()
-            piece = chunk[pos:end]
-            pos = end
-            if m is not None and m.group() == _ALT_OFF and alt:
-                # Leaving the alternate screen: its last frame is final; the main
-                # screen drawn afterwards (exit banners) is not part of the session.
-                yield from _frame(screen, stitcher, patterns, newlines + 1)
+            start, end = (len(chunk), len(chunk)) if m is None else m.span()
+            piece = chunk[pos:start]
             stream.feed(piece)
             newlines += piece.count(b"\n")
             since_frame += len(piece)
-            if m is not None and m.group() != _FRAME_END:
-                alt = m.group() == _ALT_ON
-            elif alt and (m is not None or since_frame >= FRAME_BYTES):
+            pos = end
+            event = b"" if m is None else m.group()
+            if alt and (event in (_FRAME_END, _ALT_OFF) or since_frame >= FRAME_BYTES):
+                # A frame ends; leaving the alternate screen makes its last frame final
+                # (the main screen drawn afterwards, exit banners, is not the session).
                 since_frame = 0
                 yield from _frame(screen, stitcher, patterns, newlines + 1)
+            if event:
+                stream.feed(event)
+                if event != _FRAME_END:
+                    alt = event == _ALT_ON
         chunk = fh.read(_CHUNK)
     if alt:
         yield from _frame(screen, stitcher, patterns, newlines + 1)
