@@ -124,6 +124,17 @@ def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
+def _without_none(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Flags left unset (None) must not override lower layers."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, Mapping):
+            out[key] = _without_none(value)
+        elif value is not None:
+            out[key] = value
+    return out
+
+
 def load_config(
     path: Path | None = None,
     *,
@@ -137,7 +148,7 @@ def load_config(
         data = _merge(data, _read_toml(user))
     data = _merge(data, _env_overrides(os.environ if env is None else env))
     if overrides:
-        data = _merge(data, {k: v for k, v in overrides.items() if v is not None})
+        data = _merge(data, _without_none(overrides))
     try:
         return Config.model_validate(data)
     except ValidationError as exc:

@@ -32,10 +32,17 @@ def _turn_summary(f: dict[str, Any]) -> dict[str, Any]:
     first_label = labels[0] if labels else None
     request = _short(f.get("user_request") or "(no user request in this turn)")
     last = f.get("last_assistant")
-    outcomes: list[str] = []
+    # One outcome per (action, file), citing every message that shows it.
+    changed: dict[tuple[str, str], list[str]] = {}
     for a in f.get("artifacts", []):
         if a["action"] != "read":
-            outcomes.append(_cite(f"{a['action'].capitalize()} `{a['path']}`", a.get("label")))
+            labels = changed.setdefault((a["action"], a["path"]), [])
+            if a.get("label") and a["label"] not in labels:
+                labels.append(a["label"])
+    outcomes = [
+        f"{action.capitalize()} `{path}`" + (f" [{', '.join(labels)}]" if labels else "")
+        for (action, path), labels in changed.items()
+    ]
     for c in f.get("commands", []):
         status = ""
         if c.get("exit_code") is not None:
