@@ -1,0 +1,180 @@
+"""Secret redaction: a corpus of secret shapes that must go, and look-alikes that must stay.
+
+Secrets are assembled at run time so that secret scanners do not flag this file.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+import uuid
+
+import pytest
+
+from opencode_restore.redact import Redactor, redact
+
+ALNUM = "aB3dE5fG7hJ9kL2mN4pQ6rS8tU0vW1xY"  # 32 mixed characters
+
+
+def rep(chunk: str, size: int) -> str:
+    return (chunk * (size // len(chunk) + 1))[:size]
+
+
+OPENAI = "sk-" + rep(ALNUM, 48)
+OPENAI_PROJECT = "sk-proj-" + rep(ALNUM + "-_", 120)
+ANTHROPIC = "sk-ant-api03-" + rep(ALNUM + "-_", 93) + "AA"
+AWS_ACCESS = "AKIA" + rep("Q7R2XZ5V3N8M", 16)
+AWS_SECRET = rep("wJalrXUtnFEMI/K7MDENG/bPxRfiCY", 40)
+GITHUB_CLASSIC = "ghp_" + rep(ALNUM, 36)
+GITHUB_OAUTH = "gho_" + rep(ALNUM, 36)
+GITHUB_FINE = "github_pat_11ABCDEFG0" + rep(ALNUM + "_", 70)
+GITLAB = "glpat-" + rep(ALNUM, 20)
+SLACK = "xoxb-" + "123456789012-1234567890123-" + rep(ALNUM, 24)
+SLACK_HOOK = "https://hooks.slack.com/services/T00000000/B00000000/" + rep(ALNUM, 24)
+GOOGLE = "AIza" + rep(ALNUM + "-_", 35)
+STRIPE_LIVE = "sk_live_" + rep(ALNUM, 24)
+STRIPE_RESTRICTED = "rk_live_" + rep(ALNUM, 24)
+HUGGINGFACE = "hf_" + rep(ALNUM, 34)
+JWT = ".".join(
+    base64.urlsafe_b64encode(part.encode()).decode().rstrip("=")
+    for part in (
+        '{"alg":"HS256","typ":"JWT"}',
+        '{"sub":"1234567890","name":"A"}',
+        "signature-bytes",
+    )
+)
+PRIVATE_KEY = (
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA"
+    + rep(ALNUM, 64)
+    + "\n"
+    + rep(ALNUM, 64)
+    + "==\n-----END RSA PRIVATE KEY-----"
+)
+OPENSSH_KEY = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA"
+    + rep(ALNUM, 40)
+    + "\n-----END OPENSSH PRIVATE KEY-----"
+)
+
+# (text, the secret that must disappear, the label that must replace it)
+SECRETS = [
+    (f"export OPENAI_API_KEY={OPENAI}", OPENAI, "openai-key"),
+    (f'client = OpenAI(api_key="{OPENAI_PROJECT}")', OPENAI_PROJECT, "openai-key"),
+    (f"key: {ANTHROPIC} (rotated)", ANTHROPIC, "anthropic-key"),
+    (f"aws configure set aws_access_key_id {AWS_ACCESS}", AWS_ACCESS, "aws-access-key"),
+    (f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}", AWS_SECRET, "secret"),
+    (f"[default]\naws_secret_access_key = {AWS_SECRET}\n", AWS_SECRET, "secret"),
+    (f"git clone https://{GITHUB_CLASSIC}@github.com/o/r.git", GITHUB_CLASSIC, "github-token"),
+    (f"token {GITHUB_OAUTH}", GITHUB_OAUTH, "github-token"),
+    (f"GH_PAT={GITHUB_FINE}", GITHUB_FINE, "github-token"),
+    (f"glab auth login --token {GITLAB}", GITLAB, "gitlab-token"),
+    (f"SLACK_BOT={SLACK}", SLACK, "slack-token"),
+    (f"curl -X POST {SLACK_HOOK} -d '{{}}'", SLACK_HOOK, "slack-webhook"),
+    (f"maps?key={GOOGLE}&q=x", GOOGLE, "google-api-key"),
+    (f"stripe.api_key = '{STRIPE_LIVE}'", STRIPE_LIVE, "stripe-key"),
+    (f"restricted: {STRIPE_RESTRICTED}", STRIPE_RESTRICTED, "stripe-key"),
+    (f"huggingface-cli login --token {HUGGINGFACE}", HUGGINGFACE, "hf-token"),
+    (f'{{"id_token": "{JWT}"}}', JWT, "jwt"),
+    (f"cookie session={JWT};", JWT, "jwt"),
+    (f"key file:\n{PRIVATE_KEY}\ndone", PRIVATE_KEY, "private-key"),
+    (OPENSSH_KEY, OPENSSH_KEY, "private-key"),
+    (
+        "Authorization: Bearer ya29.a0AfH6SMBx3kq9Zr_f8-Lm",
+        "ya29.a0AfH6SMBx3kq9Zr_f8-Lm",
+        "bearer-token",
+    ),
+    (
+        "DATABASE_URL=postgres://app:s3cr3t-P4ss@db.internal:5432/prod",
+        "s3cr3t-P4ss",
+        "url-password",
+    ),
+    ("redis://:hunter2@localhost:6379/0", "hunter2", "url-password"),
+    ("DB_PASSWORD=correct-horse-battery", "correct-horse-battery", "secret"),
+    ("  export SECRET_KEY=django-insecure-abc", "django-insecure-abc", "secret"),
+    ('{"username": "bob", "password": "Tr0ub4dor&3"}', "Tr0ub4dor&3", "secret"),
+    ("config = {'apiKey': 'abc123def456'}", "abc123def456", "secret"),
+    ('client_secret = "0a1b2c3d4e5f"', "0a1b2c3d4e5f", "secret"),
+    ("database:\n  password: hunter2\n  host: db", "hunter2", "secret"),
+    ("mysql -u root --password=hunter2 app", "hunter2", "secret"),
+    ("login(user, password='pa55word')", "pa55word", "secret"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret", "label"), SECRETS, ids=[s[2] for s in SECRETS])
+def test_secret_is_redacted(text: str, secret: str, label: str) -> None:
+    redacted, count = redact(text)
+    assert secret not in redacted
+    assert f"[REDACTED:{label}]" in redacted
+    assert count >= 1
+
+
+def test_context_around_a_secret_is_kept() -> None:
+    text = "DATABASE_URL=postgres://app:s3cr3t@db:5432/prod"
+    assert redact(text) == ("DATABASE_URL=postgres://app:[REDACTED:url-password]@db:5432/prod", 1)
+    assert redact('{"password": "x1"}') == ('{"password": "[REDACTED:secret]"}', 1)
+    assert redact("Authorization: Bearer abcdef0123456789xyz") == (
+        "Authorization: Bearer [REDACTED:bearer-token]",
+        1,
+    )
+
+
+SHA = "3f786850e387550fdab836ed7e6dc881de23001b"
+SURVIVORS = [
+    f"commit {SHA}",
+    f"git checkout {SHA[:7]} && git log {SHA[:12]}",
+    f"session id {uuid.UUID(int=0x1234567890ABCDEF1234567890ABCDEF)}",
+    "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "We use sk-learn for the classifier and the sk- prefix means secret key.",
+    "pip install scikit-learn-intelex-extension-package",
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+    "+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==",
+    "See https://github.com/anthropics/claude-code/issues/123?tab=comments#top",
+    "http://localhost:8080/api/v1/sessions?since=2026-01-01T00:00:00Z",
+    "git@github.com:owner/repo.git and ssh://git@example.com:22/repo",
+    "Reset your password from the settings page; the token expires after an hour.",
+    "Password: the user must choose one at first login",
+    "TOKEN_COUNT=5\nMAX_TOKENS=4096\nmax_tokens = 4096",
+    '{"max_tokens": 4096, "tokens": 1200, "token_type": "bearer", "secret": false}',
+    "def login(user: str, password: str) -> Token:\n    password: str\n",
+    "api_key = api_key\ntoken = self.token\npassword = getpass()",
+    "PASSWORD=\nAPI_KEY=${API_KEY}\nSECRET_KEY=$SECRET\n",
+    '{"password": "<your-password>", "apiKey": "${OPENAI_API_KEY}", "token": "****"}',
+    "Bearer tokens are sent in the Authorization header.",
+    "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----",
+    "the JWT starts with eyJ and has three parts",
+    "monkey: banana\nprimaryKey: id\ntokenizer: o200k",
+    "OLDPWD=/home/user/project",
+    "--password-file /run/secrets/db",
+]
+
+
+@pytest.mark.parametrize("text", SURVIVORS)
+def test_look_alike_survives(text: str) -> None:
+    assert redact(text) == (text, 0)
+
+
+def test_redacting_twice_changes_nothing() -> None:
+    corpus = "\n".join(text for text, _, _ in SECRETS)
+    once, count = redact(corpus)
+    assert count >= len(SECRETS)
+    assert redact(once) == (once, 0)
+
+
+def test_redactor_accumulates_counts_by_kind() -> None:
+    redactor = Redactor()
+    redactor.redact(f"a {OPENAI} b {OPENAI}")
+    redactor.redact("DB_PASSWORD=x9 and https://u:p@h")
+    assert redactor.count == 4
+    assert redactor.by_kind == {"openai-key": 2, "secret": 1, "url-password": 1}
+
+
+def test_large_text_is_fast() -> None:
+    # Tool output in agent logs can be megabytes; redaction must not dominate a run.
+    chunk = "\n".join(SURVIVORS) + f"\nexport OPENAI_API_KEY={OPENAI}\n"
+    text = chunk * (2_000_000 // len(chunk))
+    started = time.perf_counter()
+    redacted, count = redact(text)
+    elapsed = time.perf_counter() - started
+    assert count == text.count(OPENAI)
+    assert OPENAI not in redacted
+    assert elapsed < 2, f"{len(text) / 1e6:.1f} MB took {elapsed:.2f} s"
