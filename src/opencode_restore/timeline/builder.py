@@ -30,8 +30,12 @@ from typing import Any
 from ..model import Timeline, TimelineEvent, TimelineSpan
 from .builder_branches import branch_anchor, detect_rerolls
 from .builder_events import chat_messages_to_messages, to_timeline_event
-from .builder_utility import RawEvents, attach_agent_results, classify_utility_agents
-from .builder_utility import wrap_utility_calls as _wrap_utility_calls
+from .builder_utility import (
+    RawEvents,
+    attach_agent_results,
+    classify_utility_agents,
+    wrap_utility_calls,
+)
 
 __all__ = ["build_timeline", "chat_messages_to_messages", "total_tokens"]
 
@@ -273,8 +277,9 @@ def build_timeline(
     ``root_name`` renames the root span (inspect_ai's own builder calls it ``main``;
     by default an agent root keeps its span's name). ``detect_reroll_branches`` turns
     model calls re-sent with an identical input into branches (compaction events are
-    hard boundaries); it is off by default, as in current inspect_ai, because bridge
-    agents legitimately repeat an input. Items that are not objects are ignored.
+    hard boundaries). It is off by default: bridge agents legitimately repeat an input,
+    and inspect_ai's own fixtures (``utility_header_only_prompt``) expect no branch
+    there. Items that are not objects are ignored.
     """
     raw = [ev for ev in events if isinstance(ev, dict)]
     b = _Builder(raw)
@@ -299,7 +304,7 @@ def build_timeline(
         root = agent
         if detect_reroll_branches:
             detect_rerolls(root, b.raw)
-        _wrap_utility_calls(root, b.raw)
+        wrap_utility_calls(root, b.raw)
         classify_utility_agents(root)
         attach_agent_results(root)
     if init is not None:
