@@ -11,6 +11,7 @@ from opencode_restore.model import Message, Usage
 from opencode_restore.sources import detect
 from opencode_restore.sources.base import SNIFF_BYTES, WarningSink
 from opencode_restore.sources.gemini import READER
+from opencode_restore.sources.gemini_replay import parts_text
 
 GEMINI = Path(__file__).resolve().parents[2] / "fixtures" / "gemini"
 OWN = GEMINI / "own"
@@ -374,3 +375,31 @@ def test_an_unsuffixed_jsonl_file_is_replayed(tmp_path: Path) -> None:
         '{"id":"a","type":"user","content":"one, edited"}\n'
     )
     assert [(m.text, m.entry_index) for m in _read(str(path))] == [("one, edited", 3)]
+
+
+def test_odd_parts_are_skipped_quietly(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text(
+        '{"sessionId":"s","projectHash":"p"}\n'
+        '{"id":"g","type":"gemini","content":["said",{"functionCall":"no"}],"thoughts":["x"],'
+        '"toolCalls":[{"id":"1","name":"a","result":[{},{"functionResponse":{"id":"1"}}]}]}\n'
+    )
+    msgs = READER.read([path], WarningSink()).messages()
+    assert [(m.type, m.text) for m in msgs] == [
+        ("text", "said"),
+        ("tool_use", "{}"),
+        ("tool_result", ""),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("content", "text"),
+    [
+        ({"text": "one part"}, "one part"),
+        (42, ""),
+        (None, ""),
+        (["a", {"text": "b"}, {"functionCall": {}}, 3], "a\nb"),
+    ],
+)
+def test_parts_text(content: object, text: str) -> None:
+    assert parts_text(content) == text

@@ -396,3 +396,28 @@ def test_a_v1_header_alone_still_names_the_model(tmp_path: Path) -> None:
 def test_read_needs_a_file() -> None:
     with pytest.raises(ValueError, match="at least one file"):
         READER.read([], WarningSink())
+
+
+def test_deeply_nested_branches_do_not_exhaust_the_stack(tmp_path: Path) -> None:
+    # n1 -> n2 -> … each written first; every n_k also gets a leaf l_k written later than
+    # all of n_k's subtree, so each n_{k+1} hangs off the branch above it as a new level.
+    depth = 1200
+
+    def msg(id_: str, parent: str | None) -> bytes:
+        entry = {"type": "message", "id": id_, "parentId": parent, "message": {"role": "user"}}
+        return orjson.dumps(entry)
+
+    lines = [orjson.dumps({"type": "session", "version": 3, "id": "deep"}), msg("r", None)]
+    lines += [msg(f"n{k}", "r" if k == 1 else f"n{k - 1}") for k in range(1, depth + 1)]
+    lines += [msg(f"l{k}", f"n{k}") for k in range(depth, 0, -1)]
+    lines.append(msg("active", "r"))
+    path = tmp_path / "deep.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    session = READER.read([path], WarningSink())
+    assert [m.id for m in session.messages()] == ["r", "active"]
+    levels, span = 0, next(session.timeline.root.spans(), None)
+    while span is not None:
+        levels += 1
+        assert [m.id for m in span.messages()] == [f"n{levels}", f"l{levels}"]
+        span = next(span.spans(), None)
+    assert levels == depth

@@ -400,3 +400,20 @@ def test_v1_entry_id_is_8_hex(index: int) -> None:
     value = pi_tree.v1_entry_id(index)
     assert len(value) == 8
     assert int(value, 16) == index
+
+
+def test_a_shadowed_duplicate_is_not_a_branch(tmp_path: Path) -> None:
+    pi = _load(
+        _write(
+            tmp_path,
+            HEADER3,
+            _msg("r", None, "user"),
+            _msg("d", "r", "user", "first d"),
+            _msg("d", "r", "user", "second d"),
+            _msg("z", "d", "assistant"),
+        )
+    )
+    path = pi_tree.active_path(pi)
+    assert [e.id for e in path] == ["r", "d", "z"]
+    assert path[1].data["message"]["content"] == "second d"
+    assert pi_tree.abandoned_branches(pi, path) == []

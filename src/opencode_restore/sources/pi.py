@@ -266,14 +266,28 @@ class _FileReader:
     def span_content(
         self, entries: Sequence[PiEntry], branches: Sequence[PiBranch]
     ) -> list[TimelineEvent | TimelineSpan]:
-        forks: dict[str | None, list[PiBranch]] = {}
-        for br in branches:
-            forks.setdefault(br.from_id, []).append(br)
-        content: list[TimelineEvent | TimelineSpan] = [self._span(b) for b in forks.get(None, [])]
-        for e in entries:
-            content.extend(_event(m) for m in self.messages([e]))
-            content.extend(self._span(b) for b in forks.get(e.id, []))
-        return content
+        """Events of ``entries``, each branch's span right after the entry it forked from.
+
+        Built from a work list, not by recursion: branches nest as deep as the file says.
+        """
+        top: list[TimelineEvent | TimelineSpan] = []
+        work: list[tuple[Sequence[PiEntry], Sequence[PiBranch], list[Any]]] = [
+            (entries, branches, top)
+        ]
+        while work:
+            path, path_branches, out = work.pop()
+            forks: dict[str | None, list[PiBranch]] = {}
+            for br in path_branches:
+                forks.setdefault(br.from_id, []).append(br)
+
+            for entry in (None, *path):  # None: branches that are second roots
+                if entry is not None:
+                    out.extend(_event(m) for m in self.messages([entry]))
+                for br in forks.get(entry.id if entry is not None else None, ()):
+                    span = self._span(br)
+                    out.append(span)
+                    work.append((br.entries, br.branches, span.content))
+        return top
 
     def _span(self, branch: PiBranch) -> TimelineSpan:
         first = branch.entries[0]
@@ -281,7 +295,6 @@ class _FileReader:
             id=f"branch:{first.id}",
             name=self.labels.get(first.id, f"branch {first.id}"),
             span_type="branch",
-            content=self.span_content(branch.entries, branch.branches),
             branched_from=branch.from_id,
             meta={"leaf_id": branch.entries[-1].id},
         )

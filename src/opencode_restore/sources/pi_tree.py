@@ -324,15 +324,14 @@ def children_of(pi: PiFile, by_id: dict[str, PiEntry]) -> dict[str | None, list[
 
 
 def _latest_in_subtree(root: PiEntry, children: dict[str | None, list[PiEntry]]) -> PiEntry:
-    latest, stack, seen = root, [root], {root.id}
+    # No cycle guard needed: a cycle's members are nobody else's children, so a walk
+    # down from a node outside the cycle never enters it.
+    latest, stack = root, [root]
     while stack:
         node = stack.pop()
         if node.index > latest.index:
             latest = node
-        for child in children.get(node.id, ()):
-            if child.id not in seen:
-                seen.add(child.id)
-                stack.append(child)
+        stack.extend(children.get(node.id, ()))
     return latest
 
 
