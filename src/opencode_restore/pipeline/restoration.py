@@ -71,6 +71,20 @@ class ReferenceRow(BaseModel):
     type: str | None = None
 
 
+class BranchSummaryRow(BaseModel):
+    """An abandoned branch of the conversation and what happened on it."""
+
+    branch_id: str
+    from_id: str | None = None
+    from_citation: str | None = None
+    leaf_id: str
+    label: str | None = None
+    messages: int = 0
+    #: ``session`` (the log's own branch summary), ``llm`` or ``generated`` (offline digest).
+    source: str
+    summary: str
+
+
 class CitationStats(BaseModel):
     cited: int = 0
     removed_unknown: int = 0
@@ -116,6 +130,7 @@ class Restoration(BaseModel):
     turn_count: int = 0
     failed_turns: list[FailedTurnRow] = Field(default_factory=list)
     evidence: list[EvidenceItem] = Field(default_factory=list)
+    branch_summaries: list[BranchSummaryRow] = Field(default_factory=list)
     references: list[ReferenceRow] = Field(default_factory=list)
     citations: CitationStats = Field(default_factory=CitationStats)
     usage: UsageReport = Field(default_factory=UsageReport)

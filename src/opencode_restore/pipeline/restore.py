@@ -10,6 +10,7 @@ from ..llm.base import Provider
 from ..llm.retry import RetryPolicy
 from ..llm.usage import PriceTable, UsageLedger
 from ..model import Session, Turn
+from .branches import summarize_branches
 from .context import StageContext
 from .restoration import (
     CommandRow,
@@ -173,12 +174,13 @@ async def restore_session(
         warnings=[str(w) for w in session.warnings]
         + ([f"synthesis fell back to the offline summary: {fallback}"] if fallback else []),
     )
+    restoration.branch_summaries = await summarize_branches(session, ctx)
     labels = [label for f in files for label in f.citations]
     labels += [c.citation for c in commands if c.citation]
     labels += [c.citation for c in restoration.compactions if c.citation]
     if restoration.last_user_request and restoration.last_user_request.citation:
         labels.append(restoration.last_user_request.citation)
-    cited_text = restoration.model_dump_json(include={"summary", "turns"})
+    cited_text = restoration.model_dump_json(include={"summary", "turns", "branch_summaries"})
     restoration.references = _references(
         cited_text + " " + " ".join(f"[{label}]" for label in labels), ctx, session
     )
