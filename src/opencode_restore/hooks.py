@@ -1,0 +1,201 @@
+"""``opencode-restore hook``: record an agent's session and transcript path from a hook.
+
+Agents run this on their own events, so it must be quick and must never get in
+the way: it imports only the standard library and the store's SQLite module, prints
+nothing on stdout (Claude Code adds a SessionStart hook's stdout to the context;
+Gemini CLI parses it as JSON), and always exits 0. Problems go to ``hook.log`` in
+the data directory.
+
+Payloads understood:
+
+* Claude Code hooks (stdin JSON): ``session_id``, ``transcript_path``, ``cwd``,
+  ``hook_event_name`` (SessionStart, UserPromptSubmit, PreCompact, Stop, SessionEnd, ...).
+* Gemini CLI hooks (stdin JSON, same common fields; events such as BeforeAgent,
+  AfterAgent, PreCompress) – told apart by event name, a transcript under
+  ``~/.gemini`` or ``--agent gemini``.
+* Codex ``notify`` (JSON as the last argument): ``{"type": "agent-turn-complete",
+  "thread-id": ..., "cwd": ..., "input-messages": [...]}``. It names no file, so the
+  rollout ``rollout-*-<thread-id>.jsonl`` is looked up under ``$CODEX_HOME/sessions``
+  (default ``~/.codex``), today's and yesterday's folders first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .store.db import connect, now_iso, record_transcript
+from .store.paths import data_dir, db_path
+
+LOG_NAME = "hook.log"
+_TITLE_CHARS = 80
+#: Event names only Gemini CLI sends (both agents send SessionStart / SessionEnd).
+_GEMINI_EVENTS = frozenset(
+    {
+        "BeforeAgent",
+        "AfterAgent",
+        "BeforeModel",
+        "AfterModel",
+        "BeforeTool",
+        "AfterTool",
+        "BeforeToolSelection",
+        "PreCompress",
+    }
+)
+
+
+@dataclass(slots=True)
+class HookEvent:
+    """What a hook payload tells the store."""
+
+    session_id: str
+    agent: str
+    transcript_path: str | None
+    cwd: str | None
+    event: str | None
+    title: str | None = None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _title(text: Any) -> str | None:
+    if isinstance(text, list):
+        text = next((t for t in text if isinstance(t, str) and t.strip()), None)
+    if not isinstance(text, str) or not text.strip():
+        return None
+    first = text.strip().splitlines()[0]
+    return first if len(first) <= _TITLE_CHARS else first[: _TITLE_CHARS - 1] + "…"
+
+
+def _agent_of(payload: dict[str, Any], hint: str | None) -> str:
+    if hint:
+        return hint
+    event = payload.get("hook_event_name")
+    path = _str(payload.get("transcript_path")) or ""
+    if event in _GEMINI_EVENTS or "/.gemini/" in path:
+        return "gemini"
+    if "/.codex/" in path:
+        return "codex"
+    return "claude-code"
+
+
+def codex_rollout(thread_id: str, env: dict[str, str] | None = None) -> str | None:
+    """The rollout file of Codex thread ``thread_id``, or None when not found."""
+    env = dict(os.environ) if env is None else env
+    home = Path(env.get("CODEX_HOME") or os.path.expanduser("~/.codex"))
+    pattern = f"rollout-*{thread_id}.jsonl"
+    now = time.time()
+    days = {
+        time.strftime("%Y/%m/%d", clock(now - back))
+        for back in (0, 86400)
+        for clock in (time.gmtime, time.localtime)
+    }
+    for day in sorted(days, reverse=True):
+        found = sorted((home / "sessions" / day).glob(pattern))
+        if found:
+            return str(found[-1])
+    for root in (home / "sessions", home / "archived_sessions"):
+        found = sorted(root.rglob(pattern))
+        if found:
+            return str(found[-1])
+    return None
+
+
+def parse_payload(payload: Any, agent: str | None = None) -> HookEvent | None:
+    """The event a hook payload describes, or None when it names no session."""
+    if not isinstance(payload, dict):
+        return None
+    if payload.get("type") == "agent-turn-complete" or "thread-id" in payload:
+        thread = _str(payload.get("thread-id")) or _str(payload.get("thread_id"))
+        if thread is None:
+            return None
+        return HookEvent(
+            session_id=thread,
+            agent=agent or "codex",
+            transcript_path=codex_rollout(thread),
+            cwd=_str(payload.get("cwd")),
+            event=_str(payload.get("type")),
+            title=_title(payload.get("input-messages")),
+        )
+    session_id = _str(payload.get("session_id"))
+    if session_id is None:
+        return None
+    path = _str(payload.get("transcript_path"))
+    return HookEvent(
+        session_id=session_id,
+        agent=_agent_of(payload, agent),
+        transcript_path=os.path.abspath(path) if path else None,
+        cwd=_str(payload.get("cwd")),
+        event=_str(payload.get("hook_event_name")),
+        title=_title(payload.get("prompt")),
+    )
+
+
+def _log(directory: Path, message: str) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with (directory / LOG_NAME).open("a", encoding="utf-8") as fh:
+            fh.write(f"{now_iso()} pid {os.getpid()} {message}\n")
+    except OSError:
+        pass  # nowhere left to report to; the agent must still go on
+
+
+def record(event: HookEvent, directory: Path) -> bool:
+    """Write ``event`` to the store in ``directory``; True when a new file joined the chain."""
+    conn = connect(db_path(directory))
+    try:
+        return record_transcript(
+            conn,
+            event.session_id,
+            event.agent,
+            event.transcript_path,
+            cwd=event.cwd,
+            title=event.title,
+            event=event.event,
+            source="hook",
+        )
+    finally:
+        conn.close()
+
+
+def run(agent: str | None, payload_text: str | None) -> int:
+    """Handle one hook call; always returns 0 (errors are logged, never raised)."""
+    directory = data_dir()
+    try:
+        if payload_text is None:
+            payload_text = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+        if not payload_text.strip():
+            _log(directory, "empty hook payload; nothing recorded")
+            return 0
+        event = parse_payload(json.loads(payload_text), agent)
+        if event is None:
+            _log(directory, f"hook payload names no session: {payload_text[:200]!r}")
+            return 0
+        if event.transcript_path is None:
+            _log(directory, f"{event.agent} session {event.session_id}: no transcript path found")
+        record(event, directory)
+    except Exception as exc:  # noqa: BLE001 - a hook must never fail the agent
+        _log(directory, f"{type(exc).__name__}: {exc}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m opencode_restore.hooks [--agent NAME] [JSON]`` (the fastest entry point)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    agent = None
+    if len(args) >= 2 and args[0] == "--agent":
+        agent, args = args[1], args[2:]
+    elif args and args[0].startswith("--agent="):
+        agent, args = args[0].split("=", 1)[1], args[1:]
+    return run(agent, args[-1] if args else None)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""A stored session's messages: its transcript chain, stitched oldest first, filtered.
+
+Only files registered in the session's chain are ever opened. A ``since`` request
+on a format with tail reads (``checkpoints.TAIL_FORMATS``) seeks each file to its
+last checkpoint older than ``since``; every other request streams the reader's
+``iter_messages`` over the whole chain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from ..errors import SourceError
+from ..model import Message
+from ..sources import filter_messages, iter_messages, readers
+from ..sources.base import WarningSink
+from .checkpoints import TAIL_FORMATS, Checkpoint, tail_start, update_index
+from .store import SessionRow, Store
+from .tail import claude_tail
+
+
+@dataclass(slots=True)
+class Fetch:
+    """How a request was served: ``mode`` is ``tail``, ``full`` or ``empty``."""
+
+    messages: Iterator[Message]
+    mode: str
+    missing: list[str]
+
+
+def _chain(row: SessionRow) -> tuple[list[Path], list[int], list[str]]:
+    """The chain files that exist, their positions in the chain, and the missing ones."""
+    present: list[Path] = []
+    positions: list[int] = []
+    missing: list[str] = []
+    for f in row.files:
+        p = Path(f.path)
+        if p.is_file() or (p.is_dir() and row.agent == "opencode"):
+            present.append(p)
+            positions.append(f.position)
+        else:
+            missing.append(f.path)
+    return present, positions, missing
+
+
+def _renumber(messages: Iterator[Message], positions: list[int]) -> Iterator[Message]:
+    """Give each message the chain position of its file (missing files leave gaps)."""
+    if positions == list(range(len(positions))):
+        yield from messages
+        return
+    for m in messages:
+        m.file_index = positions[m.file_index]
+        yield m
+
+
+def _tail(
+    store: Store, files: list[Path], since: datetime, sink: WarningSink
+) -> Iterator[Message] | None:
+    cutoff = since.timestamp()
+    starts: list[Checkpoint | None] = []
+    for path in files:
+        state = update_index(store.conn, path)
+        if state is None:
+            return None
+        if state.max_ts is not None and state.max_ts <= cutoff:
+            starts.append(None)  # nothing newer in this file (a line being written waits)
+        else:
+            starts.append(tail_start(store.conn, path, cutoff) or Checkpoint(0, 0))
+    if all(s is not None and s.offset == 0 for s in starts):
+        return None  # the tail is the whole chain
+    return claude_tail(files, starts, sink)
+
+
+def _opencode(row: SessionRow, files: list[Path], sink: WarningSink) -> Iterator[Message]:
+    from ..sources.opencode_native import read_session
+
+    # One database holds many sessions: ask for this one by id, from the newest source.
+    return iter(read_session(files[-1], row.id, sink).messages())
+
+
+def session_messages(
+    store: Store,
+    row: SessionRow,
+    sink: WarningSink,
+    *,
+    since: datetime | None = None,
+    include_tools: bool = False,
+    include_thinking: bool = False,
+) -> Fetch:
+    """Plan and start reading ``row``'s messages (raises ``SourceError`` when none is readable).
+
+    Planning (and the checkpoint index update) happens now; messages are read lazily.
+    """
+    files, positions, missing = _chain(row)
+    if not files:
+        raise SourceError(row.id, "no transcript file of this session exists")
+    stream: Iterator[Message] | None = None
+    mode = "full"
+    if since is not None and row.agent in TAIL_FORMATS:
+        stream = _tail(store, files, since, sink)
+        mode = "tail" if stream is not None else "full"
+    if stream is None:
+        if row.agent == "opencode":
+            stream = _opencode(row, files, sink)
+        else:
+            known = any(r.name == row.agent for r in readers())
+            stream = iter_messages(files, sink, row.agent if known else None)
+    filtered = filter_messages(
+        _renumber(stream, positions),
+        since=since,
+        include_tools=include_tools,
+        include_thinking=include_thinking,
+    )
+    return Fetch(filtered, mode, missing)

@@ -1,0 +1,279 @@
+"""The session store: sessions, their transcript chains, restorations and runs."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .db import connect, now_iso, record_transcript, write
+
+
+@dataclass(slots=True)
+class ChainFile:
+    """One transcript file of a session, at its place in the chain (0 = oldest)."""
+
+    position: int
+    path: str
+    added_at: str
+    source: str
+
+
+@dataclass(slots=True)
+class SessionRow:
+    """A stored session; ``native_log_file`` is the newest file of ``files``."""
+
+    id: str
+    agent: str
+    native_log_file: str | None
+    cwd: str | None
+    title: str | None
+    created_at: str
+    updated_at: str
+    last_event: str | None
+    file_count: int = 0
+    files: list[ChainFile] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class RestorationRow:
+    """One stored restore result."""
+
+    id: int
+    session_id: str
+    created_at: str
+    provider: str | None
+    summary_markdown: str | None
+    summary: Any
+    usage: Any
+    errors: Any
+
+
+@dataclass(slots=True)
+class RunRow:
+    """A background job (a restore started through the API, or a CLI run)."""
+
+    id: str
+    session_id: str | None
+    kind: str
+    status: str
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    error: str | None
+    restoration_id: int | None
+
+
+_SESSION_COLUMNS = (
+    "s.id, s.agent, s.native_log_file, s.cwd, s.title, s.created_at, s.updated_at,"
+    " s.last_event, (SELECT COUNT(*) FROM transcript_files f WHERE f.session_id = s.id)"
+)
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _dumps(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, default=str)
+
+
+class Store:
+    """The SQLite store at ``path`` (one connection per thread)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()
+        self.conn  # noqa: B018 - create and migrate the file now, not on first use
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """This thread's connection."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = connect(self.path)
+            self._local.conn = conn
+        return conn
+
+    def close(self) -> None:
+        """Close this thread's connection."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    # sessions and chains
+
+    def register(
+        self,
+        session_id: str,
+        agent: str,
+        path: str | None,
+        *,
+        cwd: str | None = None,
+        title: str | None = None,
+        event: str | None = None,
+        source: str = "scan",
+        created_at: str | None = None,
+        updated_at: str | None = None,
+    ) -> bool:
+        """Create or touch a session and append ``path`` to its chain (see ``record_transcript``)."""
+        return record_transcript(
+            self.conn,
+            session_id,
+            agent,
+            path,
+            cwd=cwd,
+            title=title,
+            event=event,
+            source=source,
+            created_at=created_at,
+            updated_at=updated_at,
+        )
+
+    def session(self, session_id: str) -> SessionRow | None:
+        """The session with its chain, or None."""
+        row = self.conn.execute(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.id = ?", (session_id,)
+        ).fetchone()
+        if row is None:
+            return None
+        s = SessionRow(*row)
+        s.files = self.chain(session_id)
+        return s
+
+    def chain(self, session_id: str) -> list[ChainFile]:
+        """The session's transcript files, oldest first."""
+        rows = self.conn.execute(
+            "SELECT position, path, added_at, source FROM transcript_files"
+            " WHERE session_id = ? ORDER BY position",
+            (session_id,),
+        ).fetchall()
+        return [ChainFile(*r) for r in rows]
+
+    def sessions(
+        self,
+        *,
+        agent: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> tuple[list[SessionRow], int]:
+        """One page of sessions, most recently updated first, and the total that match.
+
+        ``since`` / ``until`` bound ``updated_at`` (store text times, see ``iso_utc``).
+        """
+        where, args = [], []
+        if agent is not None:
+            where.append("s.agent = ?")
+            args.append(agent)
+        if since is not None:
+            where.append("s.updated_at > ?")
+            args.append(since)
+        if until is not None:
+            where.append("s.updated_at <= ?")
+            args.append(until)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        total = self.conn.execute(f"SELECT COUNT(*) FROM sessions s{clause}", args).fetchone()[0]
+        rows = self.conn.execute(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions s{clause}"
+            " ORDER BY s.updated_at DESC, s.id LIMIT ? OFFSET ?",
+            [*args, limit, offset],
+        ).fetchall()
+        return [SessionRow(*r) for r in rows], total
+
+    # restorations
+
+    def add_restoration(
+        self,
+        session_id: str,
+        *,
+        provider: str | None,
+        summary_markdown: str | None,
+        summary: Any,
+        usage: Any,
+        errors: Any,
+    ) -> int:
+        """Store a restore result; returns its id."""
+
+        def tx(c: sqlite3.Connection) -> int:
+            cur = c.execute(
+                "INSERT INTO restorations (session_id, created_at, provider, summary_markdown,"
+                " summary_json, usage_json, errors_json) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    session_id,
+                    now_iso(),
+                    provider,
+                    summary_markdown,
+                    _dumps(summary),
+                    _dumps(usage),
+                    _dumps(errors),
+                ),
+            )
+            return int(cur.lastrowid or 0)
+
+        return write(self.conn, tx)
+
+    def latest_restoration(self, session_id: str) -> RestorationRow | None:
+        """The newest restore result of a session, or None."""
+        row = self.conn.execute(
+            "SELECT id, session_id, created_at, provider, summary_markdown, summary_json,"
+            " usage_json, errors_json FROM restorations WHERE session_id = ?"
+            " ORDER BY id DESC LIMIT 1",
+            (session_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        return RestorationRow(*row[:5], _loads(row[5]), _loads(row[6]), _loads(row[7]))
+
+    # runs
+
+    def create_run(self, session_id: str | None, kind: str) -> str:
+        """Record a queued run; returns its id."""
+        run_id = uuid.uuid4().hex
+        write(
+            self.conn,
+            lambda c: c.execute(
+                "INSERT INTO runs (id, session_id, kind, status, created_at)"
+                " VALUES (?, ?, ?, 'queued', ?)",
+                (run_id, session_id, kind, now_iso()),
+            ),
+        )
+        return run_id
+
+    def update_run(
+        self,
+        run_id: str,
+        status: str,
+        *,
+        error: str | None = None,
+        restoration_id: int | None = None,
+    ) -> None:
+        """Move a run to ``status`` (``running`` stamps the start, ``done``/``failed`` the end)."""
+        stamp = now_iso()
+        started = stamp if status == "running" else None
+        finished = stamp if status in ("done", "failed") else None
+        write(
+            self.conn,
+            lambda c: c.execute(
+                "UPDATE runs SET status = ?, error = COALESCE(?, error),"
+                " restoration_id = COALESCE(?, restoration_id),"
+                " started_at = COALESCE(?, started_at), finished_at = COALESCE(?, finished_at)"
+                " WHERE id = ?",
+                (status, error, restoration_id, started, finished, run_id),
+            ),
+        )
+
+    def run(self, run_id: str) -> RunRow | None:
+        """A run by id, or None."""
+        row = self.conn.execute(
+            "SELECT id, session_id, kind, status, created_at, started_at, finished_at, error,"
+            " restoration_id FROM runs WHERE id = ?",
+            (run_id,),
+        ).fetchone()
+        return None if row is None else RunRow(*row)

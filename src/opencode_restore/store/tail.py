@@ -1,0 +1,141 @@
+"""Claude Code tail reads: the messages after checkpoints, converted by the reader's own code.
+
+The full reader walks the whole conversation tree to keep only the live branch. A
+tail read sees only the lines after a checkpoint, so it first checks (pass 1, ids
+and links only) that the tail is one unbranched continuation (see ``_Links``). If
+the check fails it returns None and the caller reads the whole chain instead.
+Pass 2 converts each tail line with ``claude_convert.Converter``, the same code the
+full reader uses, so both paths produce identical messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import orjson
+
+from ..model import Message
+from ..sources.base import WarningSink
+from ..sources.claude_convert import Converter, attach_summaries
+from ..sources.claude_line import DECODER, NOISE, PROMPT, Line, classify, coerce
+from .checkpoints import Checkpoint, is_complete_line
+
+_CONVERSATION = frozenset({"user", "assistant", "system"})
+
+
+def _lines(path: Path, start: Checkpoint) -> Iterator[tuple[int, bytes]]:
+    """Complete lines from ``start`` on, with their 1-based line numbers."""
+    with path.open("rb") as fh:
+        fh.seek(start.offset)
+        for lineno, raw in enumerate(fh, start.lines_before + 1):
+            if not raw.endswith(b"\n") and not is_complete_line(raw):
+                return  # still being written
+            if raw.strip():
+                yield lineno, raw
+
+
+def _decode(raw: bytes) -> Line | None:
+    try:
+        return DECODER.decode(raw)
+    except ValueError:
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return None
+        return coerce(obj) if isinstance(obj, dict) else None
+
+
+class _Links:
+    """Pass 1 state: the uuids the tail holds and which parents already have children.
+
+    A Claude Code rewind always starts with a prompt written under an older entry, so
+    a tail is a plain continuation unless, after its first conversation line, a prompt
+    hangs under an entry outside the tail, a prompt shares its parent with another
+    entry (in either order), or a conversation line starts a new root.
+    """
+
+    __slots__ = ("children", "first", "seen")
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+        #: parent uuid -> True when one of its children is a prompt
+        self.children: dict[str, bool] = {}
+        self.first = True
+
+    def add(self, line: Line) -> bool:
+        """Record one line; False when the tail is not a plain continuation."""
+        uid = line.uuid
+        if uid is not None and uid in self.seen:
+            return True  # a repeated copy: both readers keep the first
+        conversation = line.type in _CONVERSATION
+        kind = classify(line) if conversation else NOISE
+        boundary = line.type == "system" and line.subtype == "compact_boundary"
+        parent = line.logicalParentUuid if boundary else line.parentUuid
+        prompt = kind == PROMPT
+        if conversation and kind != NOISE and not self.first:
+            if parent is None or (prompt and parent not in self.seen):
+                return False
+        if kind != NOISE:
+            self.first = False
+        if parent is not None:
+            had_prompt = self.children.get(parent)
+            if had_prompt is not None and (prompt or had_prompt):
+                return False
+            self.children[parent] = bool(had_prompt) or prompt
+        if uid is not None:
+            self.seen.add(uid)
+        return True
+
+
+def _plain_continuation(
+    files: Sequence[Path], starts: Sequence[Checkpoint | None], sink: WarningSink
+) -> bool:
+    links = _Links()
+    for path, start in zip(files, starts, strict=True):
+        if start is None:
+            continue
+        for lineno, raw in _lines(path, start):
+            line = _decode(raw)
+            if line is None:
+                sink.warn(path, lineno, "invalid JSON; skipped")
+                continue
+            if line.isSidechain is not True and not links.add(line):
+                return False
+    return True
+
+
+def claude_tail(
+    files: Sequence[Path], starts: Sequence[Checkpoint | None], sink: WarningSink
+) -> Iterator[Message] | None:
+    """Messages of the tails of ``files`` (``starts[i]`` None: skip file i), or None.
+
+    None means the tails are not a plain continuation and the chain must be read whole.
+    """
+    if not _plain_continuation(files, starts, sink):
+        return None
+    return attach_summaries(_messages(files, starts))
+
+
+def _messages(files: Sequence[Path], starts: Sequence[Checkpoint | None]) -> Iterator[Message]:
+    conv = Converter()
+    emitted: set[str] = set()
+    loads = orjson.loads
+    for fi, (path, start) in enumerate(zip(files, starts, strict=True)):
+        if start is None:
+            continue
+        for lineno, raw in _lines(path, start):
+            try:
+                obj = loads(raw)
+            except orjson.JSONDecodeError:
+                continue  # reported by pass 1
+            if type(obj) is not dict or obj.get("isSidechain") is True:
+                continue
+            if obj.get("type") not in _CONVERSATION:
+                continue
+            uid = obj.get("uuid")
+            uid = uid if isinstance(uid, str) else f"{fi}:{lineno}"
+            if uid in emitted:
+                continue
+            emitted.add(uid)
+            yield from conv.convert(obj, uid, fi, lineno)
