@@ -137,7 +137,11 @@ def main() -> None:
     "--max-turns", type=click.IntRange(min=1), default=None, help="Summarize at most N turns."
 )
 @click.option("--dump-turns", is_flag=True, help="Print the turn-by-turn summaries instead.")
-@click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown")
+@click.option(
+    "--format", "fmt", type=click.Choice(["markdown", "json", "html"]), default="markdown"
+)
+@click.option("--leaf", default=None, help="Restore the branch ending at this entry id.")
+@click.option("--label", default=None, help="Restore the branch through this labelled entry.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write here.")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None)
 @click.option("--base-url", default=None, help="OpenAI-compatible server URL (Ollama, vLLM, ...).")
@@ -150,6 +154,8 @@ def restore(
     max_turns: int | None,
     dump_turns: bool,
     fmt: str,
+    leaf: str | None,
+    label: str | None,
     output: Path | None,
     config_path: Path | None,
     base_url: str | None,
@@ -165,9 +171,22 @@ def restore(
         max_turns=max_turns,
         dump_turns=dump_turns,
         fmt=fmt,
+        leaf=leaf,
+        label=label,
         output=output,
         config_path=config_path,
         base_url=base_url,
         quiet=quiet,
     )
     sys.exit(code)
+
+
+from .tree_cmds import export_branch, migrate, report, tree  # noqa: E402  (needs the helpers above)
+
+for _command in (migrate, export_branch, report, tree):
+    cli.add_command(_command)
+
+from .store_cmds import hook, serve, sessions  # noqa: E402  (needs the helpers above)
+
+for _store_command in (hook, sessions, serve):
+    cli.add_command(_store_command)

@@ -15,9 +15,11 @@ from ..llm.settings import ModelPrice, ProviderSettings
 from ..llm.usage import UsageLedger
 from ..pipeline.restoration import Restoration
 from ..pipeline.restore import RestoreOptions, restore_session
+from ..report.html import session_html
 from ..report.summary import summary_markdown, turns_summary_markdown
 from ..sources import open_session
 from ..sources.base import WarningSink, stderr_sink
+from ..tree import select_branch
 
 
 def provider_settings(config: Config) -> ProviderSettings:
@@ -58,12 +60,14 @@ def run_restore(
     config_path: Path | None,
     base_url: str | None,
     quiet: bool,
+    leaf: str | None = None,
+    label: str | None = None,
 ) -> int:
     """Run one restore; the exit code is 0 when complete, 1 when some turns failed."""
     config = load_config(config_path, overrides={"llm": {"model": model, "base_url": base_url}})
     provider = get_provider(config.llm.model, provider_settings(config))
     sink = WarningSink() if quiet else stderr_sink()
-    session = open_session(paths, sink, agent)
+    session = select_branch(open_session(paths, sink, agent), leaf, label)
     show_progress = not quiet and sys.stderr.isatty()
     console = Console(stderr=True)
     with Progress(
@@ -88,7 +92,11 @@ def run_restore(
                 session, config, provider, options=RestoreOptions(max_turns), progress=progress
             )
         )
-    text = render(restoration, fmt, dump_turns)
+    text = (
+        session_html(session, restoration)
+        if fmt == "html"
+        else render(restoration, fmt, dump_turns)
+    )
     if output is not None:
         output.write_text(text, encoding="utf-8")
     else:

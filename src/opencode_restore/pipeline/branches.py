@@ -53,11 +53,13 @@ def digest(messages: list[Message]) -> str:
     replies = [m for m in messages if m.role == "assistant" and m.type == "text" and m.text.strip()]
     tools = Counter(m.tool_name or "tool" for m in messages if m.type == "tool_use")
     errors = [m for m in messages if m.is_error and m.text.strip()]
-    parts = [f"{len(messages)} messages."]
+    parts = [f"{len(messages)} message{'s' if len(messages) != 1 else ''}."]
     if asks:
         parts.append(f"The user asked: “{_short(asks[0].text, 200)}”.")
         if len(asks) > 1:
-            parts.append(f"Then {len(asks) - 1} more requests, the last: “{_short(asks[-1].text, 160)}”.")
+            parts.append(
+                f"Then {len(asks) - 1} more requests, the last: “{_short(asks[-1].text, 160)}”."
+            )
     if tools:
         parts.append("Tools: " + ", ".join(f"{n} ×{c}" for n, c in tools.most_common(6)) + ".")
     if errors:
@@ -90,7 +92,11 @@ def _own_summary(span: TimelineSpan, tree: SessionTree) -> TreeNode | None:
     first = tree.get(span.messages()[0].id) if span.messages() else None
     if fork is None or first is None:
         return None
-    siblings = [c for c in tree.nodes[fork].children if c.kind != "branch_summary"] if fork in tree.nodes else []
+    siblings = (
+        [c for c in tree.nodes[fork].children if c.kind != "branch_summary"]
+        if fork in tree.nodes
+        else []
+    )
     for node in sorted(candidates, key=lambda n: n.order):
         if node.parent_id != fork:
             continue
@@ -100,11 +106,15 @@ def _own_summary(span: TimelineSpan, tree: SessionTree) -> TreeNode | None:
     return None
 
 
-async def _llm_summary(span: TimelineSpan, messages: list[Message], ctx: StageContext) -> str | None:
+async def _llm_summary(
+    span: TimelineSpan, messages: list[Message], ctx: StageContext
+) -> str | None:
     transcript = await ctx.numbering.messages_as_str(messages)
     if len(transcript) > MAX_BRANCH_CHARS:
         half = MAX_BRANCH_CHARS // 2
-        transcript = f"{transcript[:half]}\n[… middle of the branch omitted …]\n{transcript[-half:]}"
+        transcript = (
+            f"{transcript[:half]}\n[… middle of the branch omitted …]\n{transcript[-half:]}"
+        )
     fork = ctx.numbering.label_for(span.branched_from) if span.branched_from else None
     where = f"It forked after message [{fork}]." if fork else "It forked from the conversation."
     prompt = RenderedPrompt(
@@ -115,11 +125,17 @@ async def _llm_summary(span: TimelineSpan, messages: list[Message], ctx: StageCo
     )
     request = ctx.request(prompt, "branch_summary", response_schema=_BranchOut)
     try:
-        result = await complete_structured(ctx.provider, request, policy=ctx.policy, ledger=ctx.ledger)
+        result = await complete_structured(
+            ctx.provider, request, policy=ctx.policy, ledger=ctx.ledger
+        )
     except (ProviderError, RestoreError):
         return None
     parsed = result.parsed
-    return parsed.summary.strip() if isinstance(parsed, _BranchOut) and parsed.summary.strip() else None
+    return (
+        parsed.summary.strip()
+        if isinstance(parsed, _BranchOut) and parsed.summary.strip()
+        else None
+    )
 
 
 async def summarize_branches(
@@ -140,7 +156,9 @@ async def summarize_branches(
         row = BranchSummaryRow(
             branch_id=span.id,
             from_id=span.branched_from,
-            from_citation=ctx.numbering.label_for(span.branched_from) if span.branched_from else None,
+            from_citation=ctx.numbering.label_for(span.branched_from)
+            if span.branched_from
+            else None,
             leaf_id=leaf if isinstance(leaf, str) else messages[-1].id,
             label=span.name if not span.name.startswith(("branch ", "branch@")) else None,
             messages=len(messages),

@@ -82,6 +82,14 @@ def summary_markdown(r: Restoration) -> str:
         out += ["", *_bullets(s.compaction_notes, "")]
     else:
         out.append("_The log was not compacted._")
+    if r.branch_summaries:
+        out += ["", "## Abandoned branches", ""]
+        for b in r.branch_summaries:
+            at = f" after [{b.from_citation}]" if b.from_citation else ""
+            at = at or (f" after entry `{b.from_id}`" if b.from_id else "")
+            name = f" “{b.label}”" if b.label else ""
+            size = f"{b.messages} message{'s' if b.messages != 1 else ''}"
+            out.append(f"- branch{name}{at} ({size}, {b.source}): {b.summary}")
     if r.evidence:
         out += ["", "## Evidence", ""]
         for e in r.evidence:

@@ -66,7 +66,9 @@ def pi_file_tree(files: Sequence[Path], sink: WarningSink) -> SessionTree:
 def _kind(m: Message) -> str:
     if m.type == "compaction":
         return "compaction"
-    if m.type == "summary" and (m.meta.get("from_id") or m.meta.get("summary_of") == "branchSummary"):
+    if m.type == "summary" and (
+        m.meta.get("from_id") or m.meta.get("summary_of") == "branchSummary"
+    ):
         return "branch_summary"
     return "message"
 
