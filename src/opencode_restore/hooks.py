@@ -181,7 +181,7 @@ def run(agent: str | None, payload_text: str | None) -> int:
         if event.transcript_path is None:
             _log(directory, f"{event.agent} session {event.session_id}: no transcript path found")
         record(event, directory)
-    except Exception as exc:  # noqa: BLE001 - a hook must never fail the agent
+    except Exception as exc:  # a hook must never fail the agent
         _log(directory, f"{type(exc).__name__}: {exc}")
     return 0
 

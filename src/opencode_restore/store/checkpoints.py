@@ -127,7 +127,9 @@ def update_index(conn: sqlite3.Connection, path: Path) -> FileState | None:
                     break  # still being written: a later update indexes it
                 lines += 1
                 ts, can_start = _line_facts(raw)
-                if (last_cp < 0 and done == 0) or (can_start and done - last_cp >= CHECKPOINT_EVERY):
+                if (last_cp < 0 and done == 0) or (
+                    can_start and done - last_cp >= CHECKPOINT_EVERY
+                ):
                     found.append((done, lines, max_ts))
                     last_cp = done
                 if ts is not None and (max_ts is None or ts > max_ts):

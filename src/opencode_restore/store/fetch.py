@@ -31,7 +31,7 @@ class Fetch:
     missing: list[str]
 
 
-def _chain(row: SessionRow) -> tuple[list[Path], list[int], list[str]]:
+def existing_files(row: SessionRow) -> tuple[list[Path], list[int], list[str]]:
     """The chain files that exist, their positions in the chain, and the missing ones."""
     present: list[Path] = []
     positions: list[int] = []
@@ -94,7 +94,7 @@ def session_messages(
 
     Planning (and the checkpoint index update) happens now; messages are read lazily.
     """
-    files, positions, missing = _chain(row)
+    files, positions, missing = existing_files(row)
     if not files:
         raise SourceError(row.id, "no transcript file of this session exists")
     stream: Iterator[Message] | None = None

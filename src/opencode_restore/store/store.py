@@ -121,7 +121,7 @@ class Store:
         created_at: str | None = None,
         updated_at: str | None = None,
     ) -> bool:
-        """Create or touch a session and append ``path`` to its chain (see ``record_transcript``)."""
+        """Create or touch a session and append ``path`` to its chain (``record_transcript``)."""
         return record_transcript(
             self.conn,
             session_id,
@@ -229,7 +229,16 @@ class Store:
         ).fetchone()
         if row is None:
             return None
-        return RestorationRow(*row[:5], _loads(row[5]), _loads(row[6]), _loads(row[7]))
+        return RestorationRow(
+            id=row[0],
+            session_id=row[1],
+            created_at=row[2],
+            provider=row[3],
+            summary_markdown=row[4],
+            summary=_loads(row[5]),
+            usage=_loads(row[6]),
+            errors=_loads(row[7]),
+        )
 
     # runs
 

@@ -73,9 +73,9 @@ class _Links:
         boundary = line.type == "system" and line.subtype == "compact_boundary"
         parent = line.logicalParentUuid if boundary else line.parentUuid
         prompt = kind == PROMPT
-        if conversation and kind != NOISE and not self.first:
-            if parent is None or (prompt and parent not in self.seen):
-                return False
+        shows = conversation and kind != NOISE
+        if shows and not self.first and (parent is None or (prompt and parent not in self.seen)):
+            return False
         if kind != NOISE:
             self.first = False
         if parent is not None:

@@ -1,0 +1,135 @@
+"""Response and request bodies of the HTTP API (they also document the OpenAPI schema)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ..store.store import RunRow, SessionRow
+
+
+class ChainFileOut(BaseModel):
+    """One transcript file of a session's chain."""
+
+    index: int = Field(description="Position in the chain, 0 = oldest (= a message's file_index)")
+    path: str
+    added_at: str
+    source: str = Field(description="`hook` or `scan`: how the file joined the chain")
+
+
+class SessionOut(BaseModel):
+    """A session in the store."""
+
+    id: str
+    agent: str
+    native_log_file: str | None = Field(description="The newest file of the chain")
+    cwd: str | None
+    title: str | None
+    created_at: str
+    updated_at: str
+    last_event: str | None
+    file_count: int
+    files: list[ChainFileOut] | None = Field(
+        default=None, description="The chain, oldest first (only on GET /sessions/{id})"
+    )
+
+    @classmethod
+    def of(cls, row: SessionRow, with_files: bool = False) -> SessionOut:
+        """The API shape of a stored session."""
+        files = None
+        if with_files:
+            files = [
+                ChainFileOut(index=f.position, path=f.path, added_at=f.added_at, source=f.source)
+                for f in row.files
+            ]
+        return cls(
+            id=row.id,
+            agent=row.agent,
+            native_log_file=row.native_log_file,
+            cwd=row.cwd,
+            title=row.title,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            last_event=row.last_event,
+            file_count=len(row.files) if with_files else row.file_count,
+            files=files,
+        )
+
+
+class SessionList(BaseModel):
+    """One page of sessions, most recently updated first."""
+
+    sessions: list[SessionOut]
+    total: int
+    limit: int
+    offset: int
+
+
+class MessageOut(BaseModel):
+    """One message (seed 004 FR2); tool fields appear on tool blocks only."""
+
+    id: str
+    role: Literal["user", "assistant", "system", "tool"]
+    type: Literal["text", "compaction", "tool_use", "tool_result", "thinking", "summary"]
+    text: str
+    timestamp: str | None
+    entry_index: int = Field(description="Line (or record) number in the file, from 1")
+    file_index: int = Field(description="Position of the file in the session's chain")
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    tool_input: dict[str, Any] | None = None
+    is_error: bool | None = None
+
+
+class MessagesOut(BaseModel):
+    """A session's messages, oldest first across the chain (streamed)."""
+
+    session_id: str
+    agent: str
+    messages: list[MessageOut]
+
+
+class SummaryOut(BaseModel):
+    """The latest restoration of a session."""
+
+    id: int
+    session_id: str
+    created_at: str
+    provider: str | None
+    markdown: str | None
+    summary: dict[str, Any] | None
+    usage: dict[str, Any] | None
+    errors: dict[str, Any] | None
+
+
+class RestoreRequest(BaseModel):
+    """Options of a background restore."""
+
+    max_turns: int | None = Field(default=None, ge=1, description="Summarize at most N turns")
+
+
+class JobOut(BaseModel):
+    """A background job and where it stands."""
+
+    id: str
+    session_id: str | None
+    kind: str
+    status: Literal["queued", "running", "done", "failed"]
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    error: str | None
+    restoration_id: int | None
+
+    @classmethod
+    def of(cls, run: RunRow) -> JobOut:
+        """The API shape of a stored run."""
+        return cls.model_validate(run, from_attributes=True)
+
+
+class Health(BaseModel):
+    """Liveness."""
+
+    status: Literal["ok"]
+    version: str

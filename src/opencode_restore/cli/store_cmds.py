@@ -1,0 +1,134 @@
+"""Store commands: ``hook``, ``sessions scan``, ``sessions list`` and ``serve``."""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+from pathlib import Path
+
+import click
+
+from . import friendly_errors
+
+
+@click.command(context_settings={"ignore_unknown_options": True})
+@click.option("--agent", default=None, help="The agent sending the payload (codex, gemini, ...).")
+@click.argument("payload", nargs=-1)
+def hook(agent: str | None, payload: tuple[str, ...]) -> None:
+    """Record a session from an agent hook (JSON on stdin, or as the last argument).
+
+    Always exits 0, whatever happens; problems go to hook.log in the data directory.
+    """
+    from ..hooks import run
+
+    sys.exit(run(agent, payload[-1] if payload else None))
+
+
+@click.group()
+def sessions() -> None:
+    """The session store: find sessions on disk and list them."""
+
+
+def _store() -> object:
+    from ..config import load_config
+    from ..store import open_store
+
+    return open_store(load_config().data_dir)
+
+
+@sessions.command("scan")
+@click.option("--agent", default=None, help="Only this agent (claude-code, codex, gemini, ...).")
+@click.option(
+    "--root",
+    type=click.Path(path_type=Path, exists=True, file_okay=False),
+    default=None,
+    help="Search this folder instead of the agents' default locations.",
+)
+@friendly_errors
+def scan_cmd(agent: str | None, root: Path | None) -> None:
+    """Find sessions where each agent writes them and register them."""
+    from ..sources.base import stderr_sink
+    from ..store.discovery import scan
+    from ..store.store import Store
+
+    store = _store()
+    assert isinstance(store, Store)
+    result = scan(store, agent=agent, root=root, sink=stderr_sink())
+    per_agent: dict[str, set[str]] = {}
+    for item in result.found:
+        per_agent.setdefault(item.agent, set()).add(item.session_id)
+    for name, ids in sorted(per_agent.items()):
+        click.echo(f"{name:<12} {len(ids)} sessions")
+    total = sum(len(ids) for ids in per_agent.values())
+    click.echo(f"{total} sessions found, {result.appended} new transcript files registered")
+
+
+@sessions.command("list")
+@click.option("--agent", default=None, help="Only this agent's sessions.")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@friendly_errors
+def list_cmd(agent: str | None, limit: int, fmt: str) -> None:
+    """List stored sessions, most recently updated first."""
+    import orjson
+
+    from ..store.store import Store
+
+    store = _store()
+    assert isinstance(store, Store)
+    rows, total = store.sessions(agent=agent, limit=limit)
+    if fmt == "json":
+        out = [
+            {
+                "id": r.id,
+                "agent": r.agent,
+                "updated_at": r.updated_at,
+                "files": r.file_count,
+                "native_log_file": r.native_log_file,
+                "cwd": r.cwd,
+                "title": r.title,
+            }
+            for r in rows
+        ]
+        click.echo(orjson.dumps({"sessions": out, "total": total}).decode())
+        return
+    for r in rows:
+        label = r.title or r.cwd or ""
+        click.echo(f"{r.updated_at[:19]}  {r.agent:<11} {r.id:<38} {r.file_count:>2}  {label}")
+    click.echo(f"{len(rows)} of {total} sessions")
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
+@click.option(
+    "--token",
+    envvar="OPENCODE_RESTORE_TOKEN",
+    default=None,
+    help="Require 'Authorization: Bearer TOKEN' (env OPENCODE_RESTORE_TOKEN).",
+)
+@friendly_errors
+def serve(host: str, port: int, token: str | None) -> None:
+    """Serve the HTTP API over the session store (docs at /docs)."""
+    if not _loopback(host) and not token:
+        raise click.UsageError(
+            f"refusing to bind {host} (not loopback) without --token; the API reads your sessions"
+        )
+    import uvicorn
+
+    from ..api import create_app
+    from ..config import load_config
+    from ..store import open_store
+
+    config = load_config()
+    app = create_app(open_store(config.data_dir), token=token, config=config)
+    uvicorn.run(app, host=host, port=port, log_level="info")

@@ -1,0 +1,268 @@
+"""``sessions scan``: find sessions where each agent writes them and register them.
+
+Default locations (``--root DIR`` replaces them; the same patterns are then searched
+recursively under DIR):
+
+==============  ===============================================================
+claude-code     ``~/.claude/projects/<encoded-cwd>/<session>.jsonl`` (sub-agent
+                files under ``<session>/subagents/`` and ``agent-*.jsonl`` skipped)
+codex           ``$CODEX_HOME`` or ``~/.codex``: ``sessions/**/rollout-*.jsonl`` and
+                ``archived_sessions/**/rollout-*.jsonl``
+gemini          ``~/.gemini/tmp/<project>/chats/session-*.json`` / ``.jsonl``
+opencode        ``~/.local/share/opencode``: ``opencode.db`` and the ``storage/`` tree
+                (one entry per top-level session; sub-agent sessions stay inside)
+pi              ``~/.pi/agent/sessions/--<cwd>--/<time>_<uuid>.jsonl``
+==============  ===============================================================
+
+A file is registered only when format detection agrees it belongs to the agent.
+Files of one session (a Codex thread resumed into a new rollout, a Gemini legacy
+``.json`` continued as ``.jsonl``) join one chain, oldest first.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..errors import SourceError
+from ..sources import detect
+from ..sources.base import WarningSink, parse_timestamp
+from .db import iso_utc
+from .store import Store
+
+AGENTS = ("claude-code", "codex", "gemini", "opencode", "pi")
+_HEAD_LINES = 40
+_HEAD_BYTES = 256 * 1024
+_GEMINI_ID = re.compile(rb'"sessionId"\s*:\s*"([^"]+)"')
+_UUID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
+
+
+@dataclass(slots=True)
+class Found:
+    """One session file found on disk."""
+
+    agent: str
+    session_id: str
+    path: Path
+    cwd: str | None = None
+    title: str | None = None
+    started: datetime | None = None
+    updated: datetime | None = None
+
+
+@dataclass(slots=True)
+class ScanResult:
+    """What a scan registered: sessions seen and chain files newly appended."""
+
+    found: list[Found]
+    appended: int
+
+
+def default_roots(agent: str, home: Path | None = None) -> list[Path]:
+    """Where ``agent`` writes sessions by default."""
+    home = home or Path(os.path.expanduser("~"))
+    if agent == "claude-code":
+        return [home / ".claude" / "projects"]
+    if agent == "codex":
+        codex = Path(os.environ["CODEX_HOME"]) if os.environ.get("CODEX_HOME") else None
+        base = codex or home / ".codex"
+        return [base / "sessions", base / "archived_sessions"]
+    if agent == "gemini":
+        return [home / ".gemini" / "tmp"]
+    if agent == "opencode":
+        return [home / ".local" / "share" / "opencode"]
+    if agent == "pi":
+        return [home / ".pi" / "agent" / "sessions"]
+    raise SourceError(agent, f"unknown agent; choose one of: {', '.join(AGENTS)}")
+
+
+def _head_objects(path: Path) -> Iterator[dict[str, Any]]:
+    """The JSON objects on the first lines of a JSONL file (bad lines skipped)."""
+    try:
+        with path.open("rb") as fh:
+            for k, raw in enumerate(fh):
+                if k >= _HEAD_LINES:
+                    return
+                try:
+                    obj = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(obj, dict):
+                    yield obj
+    except OSError:
+        return
+
+
+def _mtime(path: Path) -> datetime | None:
+    try:
+        return datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    except OSError:
+        return None
+
+
+def _claude(path: Path) -> Found | None:
+    if "subagents" in path.parts or path.name.startswith("agent-"):
+        return None
+    found = Found("claude-code", path.stem, path, updated=_mtime(path))
+    for obj in _head_objects(path):
+        found.cwd = found.cwd or _text(obj.get("cwd"))
+        found.started = found.started or parse_timestamp(obj.get("timestamp"))
+        if found.cwd and found.started:
+            break
+    return found
+
+
+def _codex(path: Path) -> Found | None:
+    meta = next(iter(_head_objects(path)), None)
+    payload = meta.get("payload") if meta and meta.get("type") == "session_meta" else None
+    payload = payload if isinstance(payload, dict) else {}
+    sid = _text(payload.get("id"))
+    if sid is None:
+        match = _UUID.search(path.name)
+        sid = match.group(1) if match else path.stem
+    started = parse_timestamp(payload.get("timestamp")) or parse_timestamp(
+        (meta or {}).get("timestamp")
+    )
+    return Found("codex", sid, path, _text(payload.get("cwd")), None, started, _mtime(path))
+
+
+def _gemini(path: Path) -> Found | None:
+    if not path.name.startswith("session-"):
+        return None
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(_HEAD_BYTES)
+    except OSError:
+        return None
+    match = _GEMINI_ID.search(head)
+    sid = match.group(1).decode("utf-8", "replace") if match else path.stem
+    started = None
+    stamp = re.search(rb'"startTime"\s*:\s*"([^"]+)"', head)
+    if stamp:
+        started = parse_timestamp(stamp.group(1).decode("ascii", "replace"))
+    return Found("gemini", sid, path, None, None, started, _mtime(path))
+
+
+def _pi(path: Path) -> Found | None:
+    header = next(iter(_head_objects(path)), None) or {}
+    sid = _text(header.get("id")) if header.get("type") == "session" else None
+    started = parse_timestamp(header.get("timestamp"))
+    cwd = _text(header.get("cwd"))
+    return Found("pi", sid or path.stem, path, cwd, None, started, _mtime(path))
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+_FILE_RULES: dict[str, tuple[tuple[str, ...], Callable[[Path], Found | None]]] = {
+    "claude-code": (("*.jsonl",), _claude),
+    "codex": (("rollout-*.jsonl",), _codex),
+    "gemini": (("session-*.json", "session-*.jsonl"), _gemini),
+    "pi": (("*.jsonl",), _pi),
+}
+
+
+def _files(root: Path, patterns: Sequence[str]) -> list[Path]:
+    out: set[Path] = set()
+    for pattern in patterns:
+        out.update(p for p in root.rglob(pattern) if p.is_file())
+    return sorted(out)
+
+
+def _belongs(path: Path, agent: str) -> bool:
+    try:
+        return detect(path).name == agent
+    except SourceError:
+        return False
+
+
+def _opencode(root: Path, sink: WarningSink) -> list[Found]:
+    from ..sources.opencode_native import list_sessions
+
+    sources = [p for p in root.rglob("opencode.db") if p.is_file()]
+    sources += [p for p in root.rglob("storage") if (p / "session").is_dir()]
+    found: list[Found] = []
+    for src in sorted(sources):
+        try:
+            infos = list_sessions(src, sink)
+        except (SourceError, OSError) as exc:
+            sink.warn(src, 0, f"cannot list opencode sessions: {exc}")
+            continue
+        for info in infos:
+            sid = info.get("id")
+            if not isinstance(sid, str) or info.get("parent_id"):
+                continue
+            found.append(
+                Found(
+                    "opencode",
+                    sid,
+                    src,
+                    _text(info.get("directory")),
+                    _text(info.get("title")),
+                    info.get("created"),
+                    info.get("updated"),
+                )
+            )
+    return found
+
+
+def find_sessions(
+    agents: Sequence[str], roots: Sequence[Path] | None, sink: WarningSink
+) -> list[Found]:
+    """Session files of ``agents`` under ``roots`` (default: each agent's own locations)."""
+    found: list[Found] = []
+    for agent in agents:
+        for root in roots if roots is not None else default_roots(agent):
+            if not root.is_dir():
+                continue
+            if agent == "opencode":
+                found.extend(_opencode(root, sink))
+                continue
+            patterns, describe = _FILE_RULES[agent]
+            for path in _files(root, patterns):
+                item = describe(path)
+                if item is not None and _belongs(path, agent):
+                    found.append(item)
+    return found
+
+
+def _order(item: Found) -> tuple[str, str]:
+    started = item.started or item.updated
+    return (iso_utc(started) if started else "", str(item.path))
+
+
+def scan(
+    store: Store,
+    *,
+    agent: str | None = None,
+    root: Path | None = None,
+    sink: WarningSink | None = None,
+) -> ScanResult:
+    """Find sessions (one agent or all) and register them with their chains."""
+    sink = sink or WarningSink()
+    agents = [agent] if agent else list(AGENTS)
+    for name in agents:
+        if name not in AGENTS:
+            raise SourceError(name, f"unknown agent; choose one of: {', '.join(AGENTS)}")
+    found = find_sessions(agents, [root] if root is not None else None, sink)
+    appended = 0
+    for item in sorted(found, key=_order):
+        appended += store.register(
+            item.session_id,
+            item.agent,
+            str(item.path.resolve()),
+            cwd=item.cwd,
+            title=item.title,
+            source="scan",
+            created_at=iso_utc(first) if (first := item.started or item.updated) else None,
+            updated_at=iso_utc(item.updated) if item.updated else None,
+        )
+    return ScanResult(found, appended)
