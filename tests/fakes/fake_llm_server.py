@@ -171,12 +171,13 @@ class FakeLLMServer:
             message["tool_calls"] = tool_calls
         prompt = tokens(_text_chars([body.get("messages"), body.get("tools")]))
         cached = self._openai_cached(body)
-        usage = {
+        completion = tokens(len(text or "") + _text_chars(tool_calls))
+        usage: dict[str, Any] = {
             "prompt_tokens": prompt,
-            "completion_tokens": tokens(len(text or "") + _text_chars(tool_calls)),
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
             "prompt_tokens_details": {"cached_tokens": cached},
         }
-        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         usage.update(step.get("usage", {}))
         return {
             "id": f"chatcmpl-fake-{number}",

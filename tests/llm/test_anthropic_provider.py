@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx2
 import pytest
 from pydantic import BaseModel
@@ -27,7 +29,7 @@ class TurnVerdict(BaseModel):
     files: list[str] = []
 
 
-def provider(recorder: Recorder, **settings: object) -> AnthropicProvider:
+def provider(recorder: Recorder, **settings: Any) -> AnthropicProvider:
     return AnthropicProvider(
         "claude-test", ProviderSettings(**settings), "sk-ant-test", http_client=recorder.client()
     )

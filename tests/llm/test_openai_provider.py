@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import httpx2
 import pytest
@@ -31,7 +32,7 @@ class Verdict(BaseModel):
     score: int
 
 
-def provider(recorder: Recorder, **settings: object) -> OpenAIProvider:
+def provider(recorder: Recorder, **settings: Any) -> OpenAIProvider:
     return OpenAIProvider(
         "gpt-test", ProviderSettings(**settings), "sk-test", http_client=recorder.client()
     )

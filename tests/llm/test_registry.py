@@ -10,7 +10,7 @@ import pytest
 from opencode_restore.errors import ConfigError
 from opencode_restore.llm.anthropic_provider import AnthropicProvider
 from opencode_restore.llm.openai_provider import OpenAIProvider
-from opencode_restore.llm.registry import get_provider, parse_spec
+from opencode_restore.llm.registry import close_provider, get_provider, parse_spec
 from opencode_restore.llm.scripted import ScriptedProvider
 from opencode_restore.llm.settings import ProviderSettings
 
@@ -96,3 +96,12 @@ def test_offline_is_imported_lazily(monkeypatch: pytest.MonkeyPatch) -> None:
     module.OfflineProvider = FakeOffline  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "opencode_restore.llm.offline", module)
     assert isinstance(get_provider("offline"), FakeOffline)
+
+
+@pytest.mark.anyio
+async def test_close_provider_ignores_providers_without_connections() -> None:
+    provider = ScriptedProvider()
+    await close_provider(provider)
+    network = get_provider("anthropic:c")
+    await close_provider(network)
+    assert network.should_retry(ValueError("not an API error")) is False

@@ -6,7 +6,7 @@ import pytest
 from pydantic import BaseModel
 
 from opencode_restore.errors import OutputValidationError
-from opencode_restore.llm.base import ChatMessage, LLMRequest, ToolCallRequest
+from opencode_restore.llm.base import ChatMessage, LLMRequest, LLMResult, ToolCallRequest
 from opencode_restore.llm.scripted import ScriptedProvider, ScriptedReply
 from opencode_restore.llm.structured import (
     StructuredOutputError,
@@ -165,3 +165,23 @@ async def test_long_errors_are_truncated_in_the_prompt() -> None:
 async def test_requires_a_schema() -> None:
     with pytest.raises(ValueError, match="response_schema"):
         await complete_structured(ScriptedProvider(["x"]), LLMRequest(messages=[]))
+
+
+class RawTextProvider:
+    """A provider that never parses (as a custom or offline one may not)."""
+
+    name = "raw"
+    model = "raw-1"
+    supports_native_tools = False
+
+    async def complete(self, request: LLMRequest) -> LLMResult:
+        return LLMResult(text='{"request": "r", "outcomes": ["o"]}')
+
+    def should_retry(self, exc: BaseException) -> bool:
+        return False
+
+
+async def test_unparsed_valid_text_is_parsed_without_a_repair_call() -> None:
+    result = await complete_structured(RawTextProvider(), request())
+    assert result.parsed == Summary(request="r", outcomes=["o"])
+    assert result.attempts == 1
