@@ -25,6 +25,7 @@ from opencode_restore.tree import (
     tree_of,
 )
 
+
 class PiWriter:
     """Appends entries as children of the current leaf (``appendXXX``), ``branch`` moves it."""
 
@@ -46,9 +47,7 @@ class PiWriter:
         self.count += 1
         entry_id = f"e{self.count:07x}"
         stamp = f"2026-01-05T10:{self.count // 60:02d}:{self.count % 60:02d}.000Z"
-        self.lines.append(
-            {"id": entry_id, "parentId": self.leaf, "timestamp": stamp, **entry}
-        )
+        self.lines.append({"id": entry_id, "parentId": self.leaf, "timestamp": stamp, **entry})
         self.leaf = entry_id
         self.flush()
         return entry_id
@@ -112,15 +111,20 @@ def test_append_advances_the_leaf_and_path_walks_to_the_root(tmp_path: Path) -> 
     u2 = w.user("second")
     a2 = w.assistant("reply two")
     tree, session = _tree(w.path)
-    assert tree.leaf_id == a2 and tree.leaf is not None and tree.leaf.id == a2
+    assert tree.leaf_id == a2
+    assert tree.leaf is not None
+    assert tree.leaf.id == a2
     assert _ids(tree.path()) == [u1, a1, u2, a2]
     assert _ids(tree.path(u2)) == [u1, a1, u2]
     assert tree.path("nope") == []
-    assert tree.get(a1) is not None and tree.get(a1).kind == "message"  # type: ignore[union-attr]
+    assert tree.get(a1) is not None
+    assert tree.get(a1).kind == "message"
     assert [m.id for m in session.messages()] == [u1, a1, u2, a2]
-    assert len(tree) == 4 and _ids(tree.roots) == [u1]
+    assert len(tree) == 4
+    assert _ids(tree.roots) == [u1]
     assert [(n.id, d) for n, d in tree.iter_dfs()] == [(u1, 0), (a1, 1), (u2, 2), (a2, 3)]
-    assert tree.branch_points() == [] and _ids(tree.leaves()) == [a2]
+    assert tree.branch_points() == []
+    assert _ids(tree.leaves()) == [a2]
 
 
 # -- phase 3: branching ---------------------------------------------------------------
@@ -145,7 +149,9 @@ def test_branch_moves_the_leaf_and_the_old_path_becomes_a_branch(tmp_path: Path)
     assert _ids(tree.leaves()) == [aa, ab]
     assert _ids(tree.branch_summaries()) == [summary]
     (branch,) = tree.abandoned()
-    assert branch.from_id == a1 and _ids(branch.nodes) == [ua, aa] and branch.leaf.id == aa
+    assert branch.from_id == a1
+    assert _ids(branch.nodes) == [ua, aa]
+    assert branch.leaf.id == aa
     assert tree.latest_leaf(a1).id == ab  # type: ignore[union-attr]
     # the reader lays the same tree out: active path in the root, the rest as a branch span
     spans = [s for s in session.timeline.root.walk() if s.span_type == "branch"]
@@ -166,11 +172,10 @@ def test_select_branch_relays_the_session_along_another_leaf(tmp_path: Path) -> 
     picked = select_branch(session, leaf=aa)
     assert [m.id for m in picked.messages()] == [u1, a1, ua, aa]
     spans = [s for s in picked.timeline.root.walk() if s.span_type == "branch"]
-    assert [(s.id, s.branched_from, s.meta["leaf_id"]) for s in spans] == [
-        (f"branch:{ub}", a1, ab)
-    ]
+    assert [(s.id, s.branched_from, s.meta["leaf_id"]) for s in spans] == [(f"branch:{ub}", a1, ab)]
     assert [m.id for m in spans[0].messages()] == [ub, ab]
-    assert picked.meta["leaf_id"] == aa and picked.meta["session_leaf"] == ab
+    assert picked.meta["leaf_id"] == aa
+    assert picked.meta["session_leaf"] == ab
     # the original is untouched, and no choice means the session as read
     assert [m.id for m in session.messages()] == [u1, a1, ub, ab]
     assert select_branch(session) is session
@@ -191,8 +196,12 @@ def test_second_roots_and_parent_loops_stay_reachable(tmp_path: Path) -> None:
     r2 = w.user("one, again")
     a2 = w.assistant("better")
     # a loop no root reaches: x -> y -> x
-    w.lines.append({"type": "message", "id": "x", "parentId": "y", "message": {"role": "user", "content": "x"}})
-    w.lines.append({"type": "message", "id": "y", "parentId": "x", "message": {"role": "user", "content": "y"}})
+    w.lines.append(
+        {"type": "message", "id": "x", "parentId": "y", "message": {"role": "user", "content": "x"}}
+    )
+    w.lines.append(
+        {"type": "message", "id": "y", "parentId": "x", "message": {"role": "user", "content": "y"}}
+    )
     w.flush()
     tree, session = _tree(w.path)
     assert _ids(tree.roots)[:2] == [u1, r2]
@@ -201,7 +210,8 @@ def test_second_roots_and_parent_loops_stay_reachable(tmp_path: Path) -> None:
     assert _ids(tree.path("y")) == ["x", "y"]
     picked = select_branch(session, leaf=a2, tree=tree)
     roots = [s for s in picked.timeline.root.spans() if s.branched_from is None]
-    assert roots and [m.id for m in roots[0].messages()][0] == u1
+    assert roots
+    assert next(m.id for m in roots[0].messages()) == u1
 
 
 # -- labels -----------------------------------------------------------------------------
@@ -225,19 +235,22 @@ def test_labels_set_clear_and_select_by_label(tmp_path: Path) -> None:
     assert tree.find_label("tmp") is None
     # the label names a branch: restore follows it to the branch's end
     end = resolve_leaf(tree, label="approach-a")
-    assert end.kind == "label" and _ids(tree.path(end.id))[-3:] == [ua, aa, end.id]
+    assert end.kind == "label"
+    assert _ids(tree.path(end.id))[-3:] == [ua, aa, end.id]
     picked = select_branch(session, label="approach-a")
     assert [m.id for m in picked.messages()][-2:] == [ua, aa]
     labelled = next(m for m in picked.messages() if m.id == ua)
     assert labelled.meta["label"] == "approach-a"
     with pytest.raises(UsageError, match=r"no entry is labelled 'nope' \(labels: approach-a\)"):
         select_branch(session, label="nope")
-    assert tree.leaf_id == ab and u1 in tree.nodes
+    assert tree.leaf_id == ab
+    assert u1 in tree.nodes
 
 
 def test_tree_of_the_v3_fixture(fixtures: Path) -> None:
     tree, _ = _tree(fixtures / "pi" / "own" / "tree-v3.jsonl")
-    assert len(tree) == 22 and tree.leaf_id == "c300000f"
+    assert len(tree) == 22
+    assert tree.leaf_id == "c300000f"
     assert tree.labels == {"b2000001": "approach-a"}
     assert _ids(tree.branch_points()) == ["a1000004", "b2000001"]
     assert _ids(tree.branch_summaries()) == ["c3000001"]
@@ -263,9 +276,11 @@ def test_compaction_entries_keep_from_an_entry_id(tmp_path: Path) -> None:
     w.user("five")
     tree, session = _tree(w.path)
     (c,) = tree.compactions()
-    assert c.id == comp and c.messages[0].compaction is not None
+    assert c.id == comp
+    assert c.messages[0].compaction is not None
     first_kept = c.messages[0].compaction.first_kept_id
-    assert first_kept == kept and first_kept in _ids(tree.path())
+    assert first_kept == kept
+    assert first_kept in _ids(tree.path())
     assert c.messages[0].compaction.tokens_before == 50_000
     # the compaction is a marker in the full history, not a cut
     assert [m.type for m in session.messages()].count("compaction") == 1
@@ -283,8 +298,10 @@ def test_v1_fixture_compactions_get_entry_ids(fixtures: Path) -> None:
     assert [c.messages[0].compaction.tokens_before for c in comps] == [175004, 185014]  # type: ignore[union-attr]
     for k in kept:
         node = tree.get(k)
-        assert node is not None and node.messages[0].role == "user"
-    assert tree.branch_points() == [] and len(tree.roots) == 1
+        assert node is not None
+        assert node.messages[0].role == "user"
+    assert tree.branch_points() == []
+    assert len(tree.roots) == 1
 
 
 # -- other agents: the timeline's branch spans ----------------------------------------------
@@ -300,12 +317,14 @@ def test_claude_rewind_tree(fixtures: Path) -> None:
     assert _ids(tree.path()) == ["u1", "a1", "b2u", "b2a", "b2u2", "b2a2", "cb", "cs", "p1u", "p1a"]
     assert _ids(tree.branch_points()) == ["a1"]
     (branch,) = tree.abandoned()
-    assert branch.from_id == "a1" and _ids(branch.nodes) == ["b1u", "b1a"]
+    assert branch.from_id == "a1"
+    assert _ids(branch.nodes) == ["b1u", "b1a"]
     assert _ids(tree.compactions()) == ["cb"]
     picked = select_branch(session, leaf="b1a")
     assert [m.id for m in picked.messages()] == ["u1", "a1", "b1u", "b1a"]
     (live,) = [s for s in picked.timeline.root.walk() if s.span_type == "branch"]
-    assert live.branched_from == "a1" and [m.id for m in live.messages()][-1] == "p1a"
+    assert live.branched_from == "a1"
+    assert [m.id for m in live.messages()][-1] == "p1a"
 
 
 def test_gemini_tree_is_linear(fixtures: Path) -> None:
@@ -315,4 +334,5 @@ def test_gemini_tree_is_linear(fixtures: Path) -> None:
     tree = tree_of(session)
     ids = [m.id for m in session.messages()]
     assert [n.id for n in tree.path()] == ids
-    assert tree.branch_points() == [] and tree.leaf_id == ids[-1]
+    assert tree.branch_points() == []
+    assert tree.leaf_id == ids[-1]

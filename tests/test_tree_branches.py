@@ -40,7 +40,8 @@ def test_offline_restore_uses_the_sessions_own_branch_summary(fixtures: Path) ->
     ]
     own, nested = r.branch_summaries
     assert own.summary == "Tried approach A; it failed on an argparse conflict."
-    assert own.label == "approach-a" and own.leaf_id == "b2000003"
+    assert own.label == "approach-a"
+    assert own.leaf_id == "b2000003"
     assert own.from_citation is not None  # the fork point was shown to the summarizer
     assert nested.summary == "1 message. Last reply: “A, first attempt”."
     md = summary_markdown(r)
@@ -55,9 +56,11 @@ def test_restore_along_a_label_summarizes_the_branch_left(fixtures: Path) -> Non
     assert [m.id for m in session.messages()][-2:] == ["b2000001", "b2000003"]
     r = _restore(session, OfflineProvider())
     main = r.branch_summaries[0]
-    assert main.branch_id == "branch:c3000001" and main.source == "generated"
+    assert main.branch_id == "branch:c3000001"
+    assert main.source == "generated"
     assert "The user asked: “use approach B”" in main.summary
-    assert "Tools: bash ×1" in main.summary and "Last reply: “Fixed; all tests pass.”" in main.summary
+    assert "Tools: bash ×1" in main.summary
+    assert "Last reply: “Fixed; all tests pass.”" in main.summary
 
 
 def test_pi_branch_summary_hanging_off_the_fork_point(tmp_path: Path) -> None:
@@ -95,7 +98,8 @@ def test_a_failed_llm_call_falls_back_to_the_digest(fixtures: Path) -> None:
     provider = ScriptedProvider([ProviderError("scripted", "x", "down")])
     ctx = make_context(session, load_config(env={}), provider)
     rows = anyio.run(lambda: summarize_branches(session, ctx))
-    assert rows[1].source == "generated" and rows[1].summary.startswith("1 message.")
+    assert rows[1].source == "generated"
+    assert rows[1].summary.startswith("1 message.")
 
 
 def test_linear_sessions_have_no_branch_summaries(fixtures: Path) -> None:
@@ -112,6 +116,6 @@ def test_digest_counts_requests_tools_and_errors() -> None:
         Message("5", "assistant", "text", "gave up"),
     ]
     assert digest(msgs) == (
-        "5 messages. The user asked: “first ask”. Then 1 more requests, the last: "
+        "5 messages. The user asked: “first ask”. Then 1 more request, the last: "
         "“second ask”. Tools: bash ×1. Errors: 1, the last: “boom”. Last reply: “gave up”."
     )

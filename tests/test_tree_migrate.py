@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from opencode_restore.errors import SourceError, UsageError
-from opencode_restore.sources import open_session
-from opencode_restore.sources import pi_tree
+from opencode_restore.sources import open_session, pi_tree
 from opencode_restore.sources.base import WarningSink
 from opencode_restore.sources.pi_migrate import (
     backup_path,
@@ -34,7 +33,9 @@ def _lines(path: Path) -> list[dict]:  # type: ignore[type-arg]
     return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
 
 
-def test_v1_migrates_to_v3_with_ids_parents_and_first_kept_id(fixtures: Path, tmp_path: Path) -> None:
+def test_v1_migrates_to_v3_with_ids_parents_and_first_kept_id(
+    fixtures: Path, tmp_path: Path
+) -> None:
     src = _copy(fixtures, "own/small-v1.jsonl", tmp_path)
     original = src.read_bytes()
     sink = WarningSink()
@@ -44,11 +45,25 @@ def test_v1_migrates_to_v3_with_ids_parents_and_first_kept_id(fixtures: Path, tm
     assert src.read_bytes() == original  # the source is never touched without --in-place
     assert [w.line for w in sink.warnings] == [4]  # the invalid line is reported, then dropped
     header, *entries = _lines(result.written)
-    assert header["version"] == 3 and header["id"] == "sess-v1-0001"
-    assert [e["id"] for e in entries] == ["00000001", "00000002", "00000003", "00000004", "00000005"]
-    assert [e["parentId"] for e in entries] == [None, "00000001", "00000002", "00000003", "00000004"]
+    assert header["version"] == 3
+    assert header["id"] == "sess-v1-0001"
+    assert [e["id"] for e in entries] == [
+        "00000001",
+        "00000002",
+        "00000003",
+        "00000004",
+        "00000005",
+    ]
+    assert [e["parentId"] for e in entries] == [
+        None,
+        "00000001",
+        "00000002",
+        "00000003",
+        "00000004",
+    ]
     comp = entries[3]
-    assert comp["type"] == "compaction" and "firstKeptEntryIndex" not in comp
+    assert comp["type"] == "compaction"
+    assert "firstKeptEntryIndex" not in comp
     assert comp["firstKeptEntryId"] == "00000003"  # index 3 counts the header
     assert entries[2]["message"]["content"] == "three"
 
@@ -59,7 +74,8 @@ def test_migration_is_idempotent_and_reads_the_same(fixtures: Path, tmp_path: Pa
     assert first.written is not None
     migrated = first.written.read_bytes()
     again = migrate_file(first.written)
-    assert again.written is None and again.from_version == 3
+    assert again.written is None
+    assert again.from_version == 3
     assert first.written.read_bytes() == migrated
     # same message ids, roles and texts as the in-memory migration of the original
     before = open_session([src], WarningSink()).messages()
@@ -67,15 +83,18 @@ def test_migration_is_idempotent_and_reads_the_same(fixtures: Path, tmp_path: Pa
     assert [(m.id, m.role, m.text) for m in before] == [(m.id, m.role, m.text) for m in after]
     # a re-parse + migrate of the written file changes nothing
     pi = pi_tree.parse_file(first.written, WarningSink())
-    assert pi.version == 3 and not pi_tree.migrate(pi)
+    assert pi.version == 3
+    assert not pi_tree.migrate(pi)
 
 
 def test_v2_hook_message_becomes_custom(fixtures: Path, tmp_path: Path) -> None:
     src = _copy(fixtures, "own/hook-v2.jsonl", tmp_path)
     result = migrate_file(src, tmp_path / "out.jsonl")
-    assert result.written == tmp_path / "out.jsonl" and result.from_version == 2
+    assert result.written == tmp_path / "out.jsonl"
+    assert result.from_version == 2
     roles = [e["message"]["role"] for e in _lines(result.written)[1:] if e["type"] == "message"]
-    assert "custom" in roles and "hookMessage" not in roles
+    assert "custom" in roles
+    assert "hookMessage" not in roles
     assert "hookMessage" in src.read_text()
 
 
@@ -84,7 +103,8 @@ def test_in_place_keeps_a_backup_and_never_overwrites_one(fixtures: Path, tmp_pa
     original = src.read_bytes()
     src.with_name(src.name + ".bak").write_text("an older backup")
     result = migrate_file(src, in_place=True)
-    assert result.written == src and result.backup == tmp_path / "small-v1.jsonl.bak.1"
+    assert result.written == src
+    assert result.backup == tmp_path / "small-v1.jsonl.bak.1"
     assert result.backup.read_bytes() == original
     assert (tmp_path / "small-v1.jsonl.bak").read_text() == "an older backup"
     assert _lines(src)[0]["version"] == 3
@@ -117,17 +137,22 @@ def test_export_pi_branch_writes_the_path_and_fresh_labels(fixtures: Path, tmp_p
     dest = tmp_path / "branch.jsonl"
     result = export_pi_branch(src, "b2000002", dest)
     header, *entries = _lines(dest)
-    assert header["type"] == "session" and header["version"] == 3
-    assert header["parentSession"] == str(src) and header["id"] == result.session_id
+    assert header["type"] == "session"
+    assert header["version"] == 3
+    assert header["parentSession"] == str(src)
+    assert header["id"] == result.session_id
     assert header["cwd"] == "/work/demo"
     ids = [e["id"] for e in entries]
     assert ids[:-1] == ["a1000001", "a1000002", "a1000003", "a1000004", "b2000001", "b2000002"]
     label = entries[-1]
-    assert label["type"] == "label" and label["targetId"] == "b2000001"
-    assert label["label"] == "approach-a" and label["parentId"] == "b2000002"
+    assert label["type"] == "label"
+    assert label["targetId"] == "b2000001"
+    assert label["label"] == "approach-a"
+    assert label["parentId"] == "b2000002"
     assert (result.entries, result.labels) == (7, 1)
     tree = tree_of(open_session([dest], WarningSink()))
-    assert tree.branch_points() == [] and tree.labels == {"b2000001": "approach-a"}
+    assert tree.branch_points() == []
+    assert tree.labels == {"b2000001": "approach-a"}
     with pytest.raises(UsageError, match="no entry with id 'zzz'"):
         export_pi_branch(src, "zzz", tmp_path / "x.jsonl")
 
@@ -136,7 +161,11 @@ def test_export_branch_of_a_v1_file_uses_migrated_ids(fixtures: Path, tmp_path: 
     src = fixtures / PI / "own" / "small-v1.jsonl"
     n = export_branch(src, "pi", "00000003", tmp_path / "b.jsonl")
     assert n == 3
-    assert [e.get("id") for e in _lines(tmp_path / "b.jsonl")[1:]] == ["00000001", "00000002", "00000003"]
+    assert [e.get("id") for e in _lines(tmp_path / "b.jsonl")[1:]] == [
+        "00000001",
+        "00000002",
+        "00000003",
+    ]
 
 
 def test_export_claude_branch_drops_the_other_branch(fixtures: Path, tmp_path: Path) -> None:

@@ -56,10 +56,10 @@ def digest(messages: list[Message]) -> str:
     parts = [f"{len(messages)} message{'s' if len(messages) != 1 else ''}."]
     if asks:
         parts.append(f"The user asked: “{_short(asks[0].text, 200)}”.")
-        if len(asks) > 1:
-            parts.append(
-                f"Then {len(asks) - 1} more requests, the last: “{_short(asks[-1].text, 160)}”."
-            )
+        more = len(asks) - 1
+        if more:
+            last = _short(asks[-1].text, 160)
+            parts.append(f"Then {more} more request{'s' if more > 1 else ''}, the last: “{last}”.")
     if tools:
         parts.append("Tools: " + ", ".join(f"{n} ×{c}" for n, c in tools.most_common(6)) + ".")
     if errors:
