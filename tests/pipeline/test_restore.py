@@ -23,6 +23,8 @@ def turn(n: int, **kw: Any) -> dict[str, Any]:
 
 
 def run(provider: Any, **opts: Any) -> Any:
+    # These scripts cover the turn and synthesis stages; evidence search has its own tests.
+    opts.setdefault("skip_evidence_search", True)
     config = load_config(env={})
     config.llm.max_attempts = 2
     return anyio.run(

@@ -12,6 +12,7 @@ from ..llm.usage import PriceTable, UsageLedger
 from ..model import Session, Turn
 from .branches import summarize_branches
 from .context import StageContext
+from .evidence_gatherer import EvidenceOptions, gather_evidence
 from .restoration import (
     CommandRow,
     CompactionPoint,
@@ -35,7 +36,12 @@ ProgressFn = Callable[[int, int, UsageLedger], None]
 
 @dataclass
 class RestoreOptions:
+    """Per-run options; None means the value from the config's ``[restore]`` section."""
+
     max_turns: int | None = None
+    skip_evidence_search: bool | None = None
+    max_searches: int | None = None
+    workspace: str | None = None
 
 
 def _last_request(turns: list[Turn], ctx: StageContext) -> Quote | None:
@@ -132,6 +138,19 @@ async def restore_session(
         progress=(lambda i, n: progress(i, n, ctx.ledger)) if progress else None,
     )
     evidence: list[EvidenceItem] = []
+    evidence_warnings: list[str] = []
+    skip = options.skip_evidence_search
+    if not (config.restore.skip_evidence_search if skip is None else skip):
+        found = await gather_evidence(
+            turns,
+            state,
+            ctx,
+            EvidenceOptions(
+                max_searches=options.max_searches or config.restore.max_searches,
+                workspace=options.workspace or config.restore.workspace,
+            ),
+        )
+        evidence, evidence_warnings = found.items, found.warnings
     summary, turn_summaries, stats, fallback = await synthesize(turns, state, ctx, evidence)
     files = [
         FileRow(
@@ -172,12 +191,14 @@ async def restore_session(
         citations=stats,
         redactions=ctx.redactor.count,
         warnings=[str(w) for w in session.warnings]
+        + evidence_warnings
         + ([f"synthesis fell back to the offline summary: {fallback}"] if fallback else []),
     )
     restoration.branch_summaries = await summarize_branches(session, ctx)
     labels = [label for f in files for label in f.citations]
     labels += [c.citation for c in commands if c.citation]
     labels += [c.citation for c in restoration.compactions if c.citation]
+    labels += [label for e in evidence for label in e.citations]
     if restoration.last_user_request and restoration.last_user_request.citation:
         labels.append(restoration.last_user_request.citation)
     cited_text = restoration.model_dump_json(include={"summary", "turns", "branch_summaries"})
