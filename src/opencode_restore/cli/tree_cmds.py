@@ -10,7 +10,13 @@ import click
 from ..errors import UsageError
 from ..sources import open_session, resolve
 from ..sources.base import WarningSink, stderr_sink
-from . import agent_option, friendly_errors, paths_argument
+from . import friendly_errors
+
+# Declared here, not imported: this module is imported by the package's __init__.
+paths_argument = click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+agent_option = click.option(
+    "--agent", default=None, help="Force a log format (see `opencode-restore formats`)."
+)
 
 leaf_option = click.option(
     "--leaf", default=None, help="Follow the branch ending at this entry (or message) id."

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import UsageError
-from ..model import Session, TimelineEvent, TimelineSpan
+from ..model import EventKind, Session, TimelineEvent, TimelineSpan
 from ..sources.base import WarningSink
 from .build import tree_of
 from .core import Branch, SessionTree, TreeNode
@@ -48,7 +48,7 @@ def resolve_leaf(tree: SessionTree, leaf: str | None = None, label: str | None =
 def _events(node: TreeNode) -> list[TimelineEvent | TimelineSpan]:
     out: list[TimelineEvent | TimelineSpan] = []
     for m in node.messages:
-        kind = "compaction" if m.type == "compaction" else "message"
+        kind: EventKind = "compaction" if m.type == "compaction" else "message"
         out.append(TimelineEvent(m.id, kind, m, compaction=m.compaction, timestamp=m.timestamp))
     out.extend(node.spans)
     return out
