@@ -1,7 +1,9 @@
 """``opencode-restore hook``: record an agent's session and transcript path from a hook.
 
 Agents run this on their own events, so it must be quick and must never get in
-the way: it imports only the standard library and the store's SQLite module, prints
+the way: it imports only light standard modules (no ``pathlib``, ``dataclasses``,
+pydantic or SDKs; ``python -X importtime`` shows the list) and the store's SQLite
+module, prints
 nothing on stdout (Claude Code adds a SessionStart hook's stdout to the context;
 Gemini CLI parses it as JSON), and always exits 0. Problems go to ``hook.log`` in
 the data directory.
@@ -25,12 +27,10 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from .store.db import connect, now_iso, record_transcript
-from .store.paths import data_dir, db_path
+from .store.db import DB_NAME, connect, now_iso, record_transcript
+from .store.paths import data_dir_str
 
 LOG_NAME = "hook.log"
 _TITLE_CHARS = 80
@@ -49,16 +49,38 @@ _GEMINI_EVENTS = frozenset(
 )
 
 
-@dataclass(slots=True)
 class HookEvent:
-    """What a hook payload tells the store."""
+    """What a hook payload tells the store (a plain class: ``dataclasses`` is slow to import)."""
 
-    session_id: str
-    agent: str
-    transcript_path: str | None
-    cwd: str | None
-    event: str | None
-    title: str | None = None
+    __slots__ = ("agent", "cwd", "event", "session_id", "title", "transcript_path")
+
+    def __init__(
+        self,
+        session_id: str,
+        agent: str,
+        transcript_path: str | None,
+        cwd: str | None,
+        event: str | None,
+        title: str | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.agent = agent
+        self.transcript_path = transcript_path
+        self.cwd = cwd
+        self.event = event
+        self.title = title
+
+    def _key(self) -> tuple[str | None, ...]:
+        return (self.session_id, self.agent, self.transcript_path, self.cwd, self.event, self.title)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, HookEvent) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"HookEvent{self._key()!r}"
 
 
 def _str(value: Any) -> str | None:
@@ -88,6 +110,8 @@ def _agent_of(payload: dict[str, Any], hint: str | None) -> str:
 
 def codex_rollout(thread_id: str, env: dict[str, str] | None = None) -> str | None:
     """The rollout file of Codex thread ``thread_id``, or None when not found."""
+    from pathlib import Path  # only Codex needs a directory search
+
     env = dict(os.environ) if env is None else env
     home = Path(env.get("CODEX_HOME") or os.path.expanduser("~/.codex"))
     pattern = f"rollout-*{thread_id}.jsonl"
@@ -138,18 +162,18 @@ def parse_payload(payload: Any, agent: str | None = None) -> HookEvent | None:
     )
 
 
-def _log(directory: Path, message: str) -> None:
+def _log(directory: str, message: str) -> None:
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        with (directory / LOG_NAME).open("a", encoding="utf-8") as fh:
+        os.makedirs(directory, exist_ok=True)
+        with open(os.path.join(directory, LOG_NAME), "a", encoding="utf-8") as fh:
             fh.write(f"{now_iso()} pid {os.getpid()} {message}\n")
     except OSError:
         pass  # nowhere left to report to; the agent must still go on
 
 
-def record(event: HookEvent, directory: Path) -> bool:
+def record(event: HookEvent, directory: str) -> bool:
     """Write ``event`` to the store in ``directory``; True when a new file joined the chain."""
-    conn = connect(db_path(directory))
+    conn = connect(os.path.join(directory, DB_NAME))
     try:
         return record_transcript(
             conn,
@@ -167,7 +191,7 @@ def record(event: HookEvent, directory: Path) -> bool:
 
 def run(agent: str | None, payload_text: str | None) -> int:
     """Handle one hook call; always returns 0 (errors are logged, never raised)."""
-    directory = data_dir()
+    directory = data_dir_str()
     try:
         if payload_text is None:
             payload_text = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()

@@ -9,12 +9,11 @@ retried a few times if SQLite still reports the database as locked.
 
 from __future__ import annotations
 
-import random
+import os
 import sqlite3
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TypeVar
 
 #: The store's file name inside the data directory.
@@ -103,9 +102,9 @@ def iso_utc(ts: datetime) -> str:
     return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def connect(path: Path) -> sqlite3.Connection:
+def connect(path: str | os.PathLike[str]) -> sqlite3.Connection:
     """Open (creating and migrating if needed) the store at ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    os.makedirs(os.path.dirname(os.fspath(path)) or ".", exist_ok=True)
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
@@ -144,7 +143,9 @@ def retry(fn: Callable[[], T]) -> T:
         except sqlite3.OperationalError as exc:
             if not _locked(exc) or attempt == _RETRIES - 1:
                 raise
-            time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
+            # Jitter from the clock and pid: ``random`` costs the hook an import.
+            jitter = (time.perf_counter_ns() + os.getpid()) % 40 / 1000
+            time.sleep((0.01 + jitter) * (attempt + 1))
     raise AssertionError("unreachable")  # pragma: no cover
 
 

@@ -1,27 +1,34 @@
-"""Where the store lives, resolved without pydantic (the hook must start fast).
+"""Where the store lives, resolved cheaply (the hook imports this on every agent event).
 
 Same precedence as ``config.load_config`` for ``paths.data_dir``: the packaged
-``config.toml`` < the user file < ``OPENCODE_RESTORE_DATA_DIR`` /
-``OPENCODE_RESTORE_PATHS_DATA_DIR``.
+default < the user file < ``OPENCODE_RESTORE_DATA_DIR`` /
+``OPENCODE_RESTORE_PATHS_DATA_DIR``. The packaged default is not parsed here (a
+test checks that ``DEFAULT_DATA_DIR`` matches the packaged ``config.toml``), and
+``tomllib`` / ``pathlib`` are imported only when needed.
 """
 
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..resources import data_path
 from .db import DB_NAME
 
-_USER_CONFIG = "~/.config/opencode-restore/config.toml"
-_FALLBACK = "~/.local/share/opencode-restore"
+if TYPE_CHECKING:
+    from pathlib import Path
+
+USER_CONFIG = "~/.config/opencode-restore/config.toml"
+DEFAULT_DATA_DIR = "~/.local/share/opencode-restore"
 
 
-def _from_toml(path: Path) -> str | None:
+def _from_toml(path: str) -> str | None:
+    if not os.path.isfile(path):
+        return None
+    import tomllib
+
     try:
-        with path.open("rb") as fh:
+        with open(path, "rb") as fh:
             paths = tomllib.load(fh).get("paths")
     except (OSError, tomllib.TOMLDecodeError):
         return None
@@ -29,15 +36,20 @@ def _from_toml(path: Path) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def data_dir(env: Mapping[str, str] | None = None) -> Path:
-    """The data directory the configuration names."""
+def data_dir_str(env: Mapping[str, str] | None = None) -> str:
+    """The configured data directory, as a string (no ``pathlib`` import)."""
     env = os.environ if env is None else env
     value = env.get("OPENCODE_RESTORE_DATA_DIR") or env.get("OPENCODE_RESTORE_PATHS_DATA_DIR")
     if not value:
-        value = _from_toml(Path(os.path.expanduser(_USER_CONFIG)))
-    if not value:
-        value = _from_toml(data_path("config.toml")) or _FALLBACK
-    return Path(os.path.expanduser(value))
+        value = _from_toml(os.path.expanduser(USER_CONFIG)) or DEFAULT_DATA_DIR
+    return os.path.expanduser(value)
+
+
+def data_dir(env: Mapping[str, str] | None = None) -> Path:
+    """The configured data directory."""
+    from pathlib import Path
+
+    return Path(data_dir_str(env))
 
 
 def db_path(directory: Path | None = None) -> Path:
