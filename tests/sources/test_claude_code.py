@@ -73,7 +73,8 @@ def test_scout_simple_conversation() -> None:
     assert s.meta["slug"] == "simple-conv-slug"
     assert "session_ids" not in s.meta
     assert s.cwd == "/Users/test/project"
-    assert s.started_at is not None and s.started_at.isoformat() == "2026-01-31T10:00:00+00:00"
+    assert s.started_at is not None
+    assert s.started_at.isoformat() == "2026-01-31T10:00:00+00:00"
 
 
 def test_scout_tool_call_conversation() -> None:
@@ -86,7 +87,8 @@ def test_scout_tool_call_conversation() -> None:
     assert calls[0].tool_input == {"file_path": "/Users/test/project/README.md"}
     assert calls[0].tool_call_id == "toolu_read_001"
     thinking = [m for m in response if m.type == "thinking"]
-    assert len(thinking) == 1 and thinking[0].meta["signature"] == "sig_abc123"
+    assert len(thinking) == 1
+    assert thinking[0].meta["signature"] == "sig_abc123"
     assert [m.id for m in response] == ["tool-002#0", "tool-002#1", "tool-002#2"]
     # usage is counted once per response: 200 + 50 + 100 + 50, then 250 + 40
     assert [m.usage.total for m in msgs if m.usage] == [400, 290]
@@ -99,11 +101,16 @@ def test_scout_agent_session_links_the_old_layout_agent_file() -> None:
     msgs = s.messages()
     assert len(msgs) >= 2
     task = next(m for m in msgs if m.tool_name == "Task")
-    assert task.tool_input is not None and task.tool_input["subagent_type"] == "Explore"
-    result = next(m for m in msgs if m.tool_call_id == task.tool_call_id and m.type == "tool_result")
+    assert task.tool_input is not None
+    assert task.tool_input["subagent_type"] == "Explore"
+    result = next(
+        m for m in msgs if m.tool_call_id == task.tool_call_id and m.type == "tool_result"
+    )
     assert result.text.splitlines()[-1].startswith("agentId: atest01 ")
     content = s.timeline.root.content
-    at = next(i for i, e in enumerate(content) if isinstance(e, TimelineEvent) and e.uuid == task.id)
+    at = next(
+        i for i, e in enumerate(content) if isinstance(e, TimelineEvent) and e.uuid == task.id
+    )
     agent = content[at + 1]
     assert isinstance(agent, TimelineSpan)
     assert (agent.name, agent.span_type, agent.id) == ("Explore", "agent", "agent-atest01")
@@ -165,8 +172,10 @@ def test_compact_after_rewind_continues_the_live_branch(
     assert _render_order(root) == ["u1", "a1", "b1u", "b1a", *live]
     assert _ids(list(READER.iter_messages([CCLOG / name], WarningSink()))) == ["u1", "a1", *live]
     cb = next(m for m in s.messages() if m.id == "cb")
-    assert cb.compaction is not None and cb.compaction.tokens_before == 150000
-    assert cb.compaction.summary is not None and "ran out of context" in cb.compaction.summary
+    assert cb.compaction is not None
+    assert cb.compaction.tokens_before == 150000
+    assert cb.compaction.summary is not None
+    assert "ran out of context" in cb.compaction.summary
 
 
 def test_edge_cases_reports_non_object_lines_and_keeps_going() -> None:
@@ -180,15 +189,20 @@ def test_edge_cases_reports_non_object_lines_and_keeps_going() -> None:
     assert s.warnings == sink.warnings
     msgs = s.messages()
     special = next(m for m in msgs if m.id == "edge_011")
-    assert "café" in special.text and special.entry_index == 12  # the usable copy of the uuid
+    assert "café" in special.text
+    assert special.entry_index == 12
     error = next(m for m in msgs if m.type == "tool_result")
-    assert error.is_error and error.text.startswith("Error:")
-    assert [m.meta.get("injected") for m in msgs if m.id in ("edge_006", "edge_007", "edge_008")] == [
+    assert error.is_error
+    assert error.text.startswith("Error:")
+    assert [
+        m.meta.get("injected") for m in msgs if m.id in ("edge_006", "edge_007", "edge_008")
+    ] == [
         "command",
         "command",
         "command",
     ]
-    assert s.title is not None and s.title.startswith("Tested various edge cases")
+    assert s.title is not None
+    assert s.title.startswith("Tested various edge cases")
 
 
 @pytest.mark.parametrize(
@@ -199,7 +213,9 @@ def test_edge_cases_reports_non_object_lines_and_keeps_going() -> None:
         ("todowrite_examples.jsonl", 11, 2, ["TodoWrite"] * 3),
     ],
 )
-def test_other_claude_code_log_samples(name: str, count: int, humans: int, tools: list[str]) -> None:
+def test_other_claude_code_log_samples(
+    name: str, count: int, humans: int, tools: list[str]
+) -> None:
     msgs = _read(CCLOG / name).messages()
     assert len(msgs) == count
     assert sum(m.is_human for m in msgs) == humans
@@ -261,14 +277,16 @@ def test_spotter_session_with_compaction_and_subagents() -> None:
     assert (guide.name, guide.utility) == ("claude-code-guide", False)
     assert guide.meta["tool_use_id"] == "toolu_01VmaERAwhb19LGUwu9GenaK"
     before = content[content.index(guide) - 1]
-    assert isinstance(before, TimelineEvent) and before.message is not None
+    assert isinstance(before, TimelineEvent)
+    assert before.message is not None
     assert before.message.tool_call_id == "toolu_01VmaERAwhb19LGUwu9GenaK"
     assert before.message.tool_name == "Task"
     assert len(guide.messages()) == 8
     compact = spans["agent-acompact-fffbd0"]
     assert compact.utility
     before = content[content.index(compact) - 1]
-    assert isinstance(before, TimelineEvent) and before.compaction is not None
+    assert isinstance(before, TimelineEvent)
+    assert before.compaction is not None
     assert compact.messages()[-1].text.lstrip().startswith("<analysis>")
 
 
@@ -286,7 +304,8 @@ def test_spotter_small_sessions(name: str, lines: int, messages: int, humans: in
 def test_spotter_subagent_without_its_file_keeps_the_task_call() -> None:
     s = _read(SPOTTER / "subagent.jsonl")
     task = next(m for m in s.messages() if m.tool_name == "Task")
-    assert task.tool_input is not None and task.tool_input["subagent_type"] == "Plan"
+    assert task.tool_input is not None
+    assert task.tool_input["subagent_type"] == "Plan"
     assert list(s.timeline.root.spans()) == []
 
 
@@ -308,7 +327,11 @@ def test_recorded_tui_compact() -> None:
         "Also mention the new flag in the README.",
         "Show me the git diff summary and we're done.",
     ]
-    assert _turn_tools(msgs) == [["Read", "Bash", "Edit", "Write", "Bash"], ["Read", "Edit"], ["Bash"]]
+    assert _turn_tools(msgs) == [
+        ["Read", "Bash", "Edit", "Write", "Bash"],
+        ["Read", "Edit"],
+        ["Bash"],
+    ]
     (boundary,) = [m for m in msgs if m.type == "compaction"]
     (summary,) = [m for m in msgs if m.type == "summary"]
     assert boundary.compaction is not None
@@ -327,8 +350,13 @@ def test_recorded_tui_compact() -> None:
 def test_recorded_print_continue() -> None:
     msgs = _read(PRINT).messages()
     assert sum(m.is_human for m in msgs) == 3
-    assert _turn_tools(msgs) == [["Read", "Bash", "Edit", "Write", "Bash"], ["Read", "Edit"], ["Bash"]]
+    assert _turn_tools(msgs) == [
+        ["Read", "Bash", "Edit", "Write", "Bash"],
+        ["Read", "Edit"],
+        ["Bash"],
+    ]
     assert not [m for m in msgs if m.type == "compaction"]
     thinking = [m for m in msgs if m.type == "thinking"]
-    assert len(thinking) == 2 and all(m.role == "assistant" for m in thinking)
+    assert len(thinking) == 2
+    assert all(m.role == "assistant" for m in thinking)
     assert all(m.file_index == 0 and m.entry_index > 0 for m in msgs)

@@ -169,16 +169,13 @@ class _Scanner:
         for lineno, raw in enumerate(fh, 1):
             try:
                 line = decode(raw)
-            except msgspec.ValidationError:
+                if not raw.isascii():
+                    raw.decode()  # msgspec does not check the UTF-8 of fields it skips
+            except ValueError:  # bad JSON, bad UTF-8, or fields of unexpected types
                 found = _fallback(raw, path, lineno, sink)
                 if found is None:
                     continue
                 line = found
-            except msgspec.DecodeError as exc:
-                if raw.strip():
-                    what = "truncated last line" if not raw.endswith(b"\n") else "invalid JSON"
-                    sink.warn(path, lineno, f"{what} ({exc}); skipped")
-                continue
             typ = line.type
             uid = line.uuid
             if typ == "progress" and uid is not None:
@@ -218,10 +215,12 @@ class _Scanner:
 
 
 def _fallback(raw: bytes, path: Path, lineno: int, sink: WarningSink) -> Line | None:
-    """A line whose fields have unexpected types: parse it generically, keep what fits."""
+    """A line the typed decoder refused: report it, or keep the fields that fit."""
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
+        if not raw.strip():
+            return None
         what = "truncated last line" if not raw.endswith(b"\n") else "invalid JSON"
         sink.warn(path, lineno, f"{what} ({exc.msg}); skipped")
         return None

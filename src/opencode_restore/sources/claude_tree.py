@@ -58,16 +58,16 @@ def build_tree(s: Scan, with_side_runs: bool = True) -> Tree:
                 p = parent[i]
                 if p >= 0 and in_main[p] != in_main[i]:
                     parent[i] = NO_PARENT
-                    s.roots.setdefault(i, (NO_PARENT, NO_PARENT))
+                    _make_root(s, in_main, i)
     else:
         # A sub-agent's own file is all side chain: read it as the main conversation.
         in_main = bytearray(b"\x01") * n
     if s.backward:
-        _break_loops(s)
+        _break_loops(s, in_main)
     _attach_boundaries(s, in_main)
     _attach_restarts(s, in_main, has_main)
     if s.backward:
-        _break_loops(s)
+        _break_loops(s, in_main)
     members: Sequence[int] = range(n) if not has_main or 1 not in s.side else _main_ids(in_main)
     main = _layout(s, members, None, 0)
     runs: list[Layout] = []
@@ -112,7 +112,16 @@ def _attach_boundaries(s: Scan, in_main: bytearray) -> None:
         parent[b] = before
 
 
-def _break_loops(s: Scan) -> None:
+def _make_root(s: Scan, in_main: bytearray, i: int) -> None:
+    """Make ``i`` a restart: it will continue from the newest conversation entry before it."""
+    kind = s.kind
+    j = i - 1
+    while j >= 0 and not (kind[j] and in_main[j] == in_main[i]):
+        j -= 1
+    s.roots[i] = (j, j)
+
+
+def _break_loops(s: Scan, in_main: bytearray) -> None:
     """Cut parent loops (only logs with parents written after children can have them)."""
     parent = s.parent
     state = bytearray(len(parent))  # 0 new, 1 on the current walk, 2 done
@@ -125,7 +134,7 @@ def _break_loops(s: Scan) -> None:
             node = parent[node]
         if node >= 0 and state[node] == 1:
             parent[path[-1]] = NO_PARENT
-            s.roots.setdefault(path[-1], (NO_PARENT, NO_PARENT))
+            _make_root(s, in_main, path[-1])
         for x in path:
             state[x] = 2
 
