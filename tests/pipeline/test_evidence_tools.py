@@ -373,3 +373,30 @@ def test_malformed_and_unknown_text_calls() -> None:
 def test_text_calls_are_capped() -> None:
     calls = parse_text_calls("[LIST_ARTIFACTS]" * 100, NAMES)
     assert len(calls) == MAX_CALLS
+
+
+def test_which_logs_are_addressed_by_line() -> None:
+    def session(agent: str, **meta: str) -> Session:
+        s = make_session([], agent=agent)
+        s.meta.update(meta)
+        return s
+
+    assert line_addressed(session("gemini"), "chats/session-1.jsonl")
+    assert not line_addressed(session("gemini"), "chats/session-1.json")
+    assert line_addressed(session("opencode", source="events"), "turn3.jsonl")
+    assert not line_addressed(session("opencode", source="export"), "export.json")
+    assert not line_addressed(session("inspect"), "run.eval")
+    assert line_addressed(session("codex"), "rollout.jsonl")
+
+
+def test_hit_cap_stops_before_the_next_log_file(tmp_path: Path) -> None:
+    paths = []
+    for n in (1, 2):
+        path = tmp_path / f"part{n}.jsonl"
+        path.write_text("needle\n" * 3)
+        paths.append(str(path))
+    msgs = [Message("u1", "user", "text", "x", entry_index=1)]
+    tools, _, _ = tools_for(make_session(msgs, files=paths), max_hits=3)
+    result = tools.run("SEARCH_LOG", {"pattern": "needle", "context_lines": 0})
+    assert result.text.startswith("3 hit(s)")
+    assert "part2.jsonl" not in result.text

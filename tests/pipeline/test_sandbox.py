@@ -19,6 +19,7 @@ from opencode_restore.pipeline.sandbox import (
     Matcher,
     Refused,
     Workspace,
+    _kind_refusal,
     clip_line,
     grep,
     open_regular,
@@ -355,3 +356,27 @@ def test_clip_line_centres_on_the_match() -> None:
     assert clipped.endswith("…")
     assert clip_line("short", None, 60) == "short"
     assert clip_line("z" * 100, None, 10) == "z" * 9 + "…"
+
+
+def test_odd_inputs_to_the_primitives(layout: tuple[Path, Path]) -> None:
+    ws, _ = layout
+    chosen = Workspace.choose(str(ws), None)
+    with pytest.raises(Refused, match="empty path"):
+        chosen.resolve("   ")
+    # A file used as a directory: lstat fails with ENOTDIR, reported as the reason.
+    with pytest.raises(Refused, match="Not a directory"):
+        chosen.read_text("README.md/child")
+    with pytest.raises(Refused, match="empty pattern"):
+        Matcher("")
+    assert _kind_refusal(0) == "is not a regular file"
+    # No recorded cwd: an absolute path is taken as it is (and refused when outside).
+    with pytest.raises(Refused, match="outside the workspace"):
+        Workspace(chosen.root).resolve("/etc/hostname")
+
+
+def test_context_after_the_last_allowed_hit_is_kept() -> None:
+    lines = enumerate(["hit", "a", "hit", "b", "hit"], start=1)
+    found = grep(lines, Matcher("hit"), 1, 1)
+    assert [(g.number, g.is_match) for g in found.lines] == [(1, True), (2, False)]
+    assert found.hit_cap
+    assert found.hits == 1

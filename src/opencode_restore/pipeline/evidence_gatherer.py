@@ -239,7 +239,8 @@ class _Loop:
             if left <= 0:
                 final = True
                 self.history.append(ChatMessage("user", _finish_now(self.options.max_searches)))
-        _warn(run, "evidence search: stopped after too many rounds")
+        # Unreachable: every round spends budget, nudges once, or is the last one.
+        _warn(run, "evidence search: stopped after too many rounds")  # pragma: no cover
 
     def _calls(self, result: LLMResult) -> list[_Call]:
         if result.tool_calls:

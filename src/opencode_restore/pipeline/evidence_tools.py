@@ -119,7 +119,9 @@ def arguments_from_text(call: TextCall) -> dict[str, Any]:
     """Named arguments for a text-protocol call (positional ones mapped by `POSITIONAL`)."""
     if call.error:
         raise BadArguments(call.error)
-    names = POSITIONAL.get(call.name, ())
+    if call.name not in POSITIONAL:
+        return dict(call.keywords)  # `EvidenceTools.run` answers "unknown tool"
+    names = POSITIONAL[call.name]
     if len(call.positional) > len(names):
         shown = ", ".join(names) or "no arguments"
         raise BadArguments(f"{call.name} takes at most {len(names)} argument(s): {shown}")

@@ -145,8 +145,6 @@ class Workspace:
             lexical = Path(os.path.normpath(candidate))
             why = "a symlink that points" if _inside(lexical, self.root) else "a path"
             raise Refused(f"{why} outside the workspace ({self.root}); not read")
-        if any(_inside(real, p) for p in PSEUDO_FILESYSTEMS):
-            raise Refused("a pseudo-filesystem path; not read")
         if SECRET_NAMES.intersection(real.relative_to(self.root).parts):
             raise Refused("a credentials file or directory; not read")
         return real
