@@ -138,6 +138,24 @@ def main() -> None:
 )
 @click.option("--dump-turns", is_flag=True, help="Print the turn-by-turn summaries instead.")
 @click.option(
+    "--skip-evidence-search",
+    is_flag=True,
+    default=None,
+    help="No evidence search before the summary.",
+)
+@click.option(
+    "--max-searches",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Evidence-search tool calls at most (default 8).",
+)
+@click.option(
+    "--workspace",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Directory the evidence search may read when the session's cwd is not on this machine.",
+)
+@click.option(
     "--format", "fmt", type=click.Choice(["markdown", "json", "html"]), default="markdown"
 )
 @click.option("--leaf", default=None, help="Restore the branch ending at this entry id.")
@@ -153,6 +171,9 @@ def restore(
     model: str | None,
     max_turns: int | None,
     dump_turns: bool,
+    skip_evidence_search: bool | None,
+    max_searches: int | None,
+    workspace: Path | None,
     fmt: str,
     leaf: str | None,
     label: str | None,
@@ -171,6 +192,9 @@ def restore(
         max_turns=max_turns,
         dump_turns=dump_turns,
         fmt=fmt,
+        skip_evidence_search=skip_evidence_search,
+        max_searches=max_searches,
+        workspace=workspace,
         leaf=leaf,
         label=label,
         output=output,

@@ -62,9 +62,20 @@ def run_restore(
     quiet: bool,
     leaf: str | None = None,
     label: str | None = None,
+    skip_evidence_search: bool | None = None,
+    max_searches: int | None = None,
+    workspace: Path | None = None,
 ) -> int:
     """Run one restore; the exit code is 0 when complete, 1 when some turns failed."""
-    config = load_config(config_path, overrides={"llm": {"model": model, "base_url": base_url}})
+    evidence = {
+        "skip_evidence_search": skip_evidence_search,
+        "max_searches": max_searches,
+        "workspace": str(workspace) if workspace is not None else None,
+    }
+    config = load_config(
+        config_path,
+        overrides={"llm": {"model": model, "base_url": base_url}, "restore": evidence},
+    )
     provider = get_provider(config.llm.model, provider_settings(config))
     sink = WarningSink() if quiet else stderr_sink()
     session = select_branch(open_session(paths, sink, agent), leaf, label)
@@ -106,6 +117,8 @@ def run_restore(
         failed = len(restoration.failed_turns)
         tokens = u.input_tokens + u.output_tokens
         note = f"{restoration.turn_count} turns, {u.calls} calls, {tokens} tokens"
+        if restoration.evidence:
+            note += f", {len(restoration.evidence)} evidence items"
         if restoration.redactions:
             note += f", {restoration.redactions} secrets redacted"
         if failed:

@@ -35,6 +35,8 @@ class Limits:
     max_hits: int = 50
     max_result_chars: int = 6000
     line_width: int = 300
+    # Context lines of a JSONL log are mostly record metadata: shown narrower than hits.
+    context_width: int = 120
     max_read_lines: int = 200
     max_context: int = 10
     search_seconds: float = 2.0
@@ -145,15 +147,16 @@ class LogSearch:
 
     def _show(self, text: str, span: tuple[int, int] | None) -> str:
         """A redacted, clipped view of one line, centred on the match."""
-        if span is not None and len(text) > 2 * _WINDOW:
-            lead = max(0, span[0] - _WINDOW)
+        if len(text) > 2 * _WINDOW:
+            lead = max(0, span[0] - _WINDOW) if span is not None else 0
             text = text[lead : lead + 2 * _WINDOW]
-            span = (span[0] - lead, span[1] - lead)
+            span = (span[0] - lead, span[1] - lead) if span is not None else None
         red = self.redact(text)
         if red != text and span is not None:
             scale = len(red) / max(len(text), 1)
             span = (int(span[0] * scale), int(span[1] * scale))
-        return clip_line(red, span, self.limits.line_width)
+        width = self.limits.line_width if span is not None else self.limits.context_width
+        return clip_line(red, span, width)
 
     def _format_raw(self, index: int, found: GrepResult, cited: list[str]) -> list[str]:
         name = self._names[index]
