@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
 from ..config import Config, load_config
-from ..llm.registry import get_provider
+from ..llm.registry import close_provider, get_provider
 from ..llm.settings import ModelPrice, ProviderSettings
 from ..llm.usage import UsageLedger
 from ..pipeline.restoration import Restoration
@@ -98,11 +98,16 @@ def run_restore(
             cost = f"${t.cost:.4f}" if t.cost else ""
             bar.update(task, completed=done, total=total, tokens=t.usage.total, cost=cost)
 
-        restoration = anyio.run(
-            lambda: restore_session(
-                session, config, provider, options=RestoreOptions(max_turns), progress=progress
-            )
-        )
+        async def job() -> Restoration:
+            try:
+                return await restore_session(
+                    session, config, provider, options=RestoreOptions(max_turns), progress=progress
+                )
+            finally:
+                # SDK connection pools must close inside the event loop that opened them.
+                await close_provider(provider)
+
+        restoration = anyio.run(job)
     text = (
         session_html(session, restoration)
         if fmt == "html"
