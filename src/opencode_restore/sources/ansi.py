@@ -20,7 +20,7 @@ with ``\\r``, backspace or in-line cursor moves go through the small line emulat
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import BinaryIO
 
 #: A raw line longer than this is cut into pieces (memory stays bounded on streams
@@ -53,6 +53,9 @@ _NON_EDITING = re.compile(
 )
 _STRAY_C0 = bytes([*range(0x08), 0x0B, 0x0C, *range(0x0E, 0x1B), *range(0x1C, 0x20), 0x7F])
 _NEEDS_REPLAY = re.compile(r"[\r\x08\x1b]")
+# A carriage return then an erase of the whole line: the row is blank again.
+_RESET = re.compile(r"\r\x1b\[[02]?K")
+_FORWARD = re.compile(r"\x1b\[([0-?]*)[ -/]*C")
 _TOKEN = re.compile(
     r"(?P<csi>\x1b\[(?P<params>[0-?]*)[ -/]*(?P<final>[@-~]))"
     f"|(?P<seq>{_OTHER_SEQ})"
@@ -68,7 +71,7 @@ def _count(params: str, default: int = 1) -> int:
     return int(head) if head.isdigit() and int(head) > 0 else default
 
 
-def _emulate(line: str) -> str:
+def _replay(line: str) -> str:
     """Replay one line's text and in-line cursor controls on a one-row buffer."""
     buf: list[str] = []
     cur = 0
@@ -101,8 +104,50 @@ def _emulate(line: str) -> str:
     return "".join(buf)
 
 
+def _emulate(line: str) -> str:
+    """:func:`_replay`, with shortcuts for the common shapes of redrawn lines.
+
+    A spinner redraws with ``\\r`` then ``ESC[K`` (the buffer is empty again, so only
+    the text after the last such reset counts); a line with ``\\r`` as its only control
+    overlays its segments; a box row padded with ``ESC[nC`` only moves forward, so
+    each move is blanks before the next text.
+    """
+    if "\r\x1b[" in line:
+        line = _RESET.split(line)[-1]
+    if "\x1b" not in line:
+        if "\x08" in line:
+            return _replay(line)
+        parts = line.split("\r")
+        buf = parts[0]
+        for part in parts[1:]:
+            buf = part + buf[len(part) :]
+        return buf
+    if "\r" in line or "\x08" in line:
+        return _replay(line)
+    parts = _FORWARD.split(line)
+    if any("\x1b" in t for t in parts[::2]):
+        return _replay(line)
+    pieces, pad = [parts[0]], 0
+    for i in range(1, len(parts), 2):
+        pad += _count(parts[i])
+        if text := parts[i + 1]:
+            pieces += (" " * pad, text)
+            pad = 0
+    return "".join(pieces)
+
+
 def _clean(data: bytes) -> str:
-    return _NON_EDITING.sub(b"", data).translate(None, _STRAY_C0).decode("utf-8", "replace")
+    """Drop every sequence but the in-line editing ones, decode; ``\\r`` before ``\\n`` goes.
+
+    A carriage return that only precedes a newline (``\\r\\n`` endings) moves the cursor
+    and writes nothing, so dropping it spares the line its replay.
+    """
+    if b"\x1b" in data:
+        data = _NON_EDITING.sub(b"", data)
+    text = data.translate(None, _STRAY_C0).decode("utf-8", "replace")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").rstrip("\r")
+    return text
 
 
 def strip_line(raw: bytes) -> str:
@@ -148,6 +193,22 @@ def remove_sequences(data: bytes) -> bytes:
     return _SEQ_BYTES.sub(b"", data)
 
 
+#: Lines of a block with their raw line numbers (consecutive, except where a huge
+#: line was cut into pieces that share one number).
+Block = tuple[Sequence[int], list[str]]
+
+
+def iter_blocks(fh: BinaryIO) -> Iterator[Block]:
+    """Yield the stripped lines of a binary stream a block (about 1 MB) at a time.
+
+    The same lines and numbers as :func:`iter_lines`, without a tuple per line.
+    """
+    stripper = StreamStripper()
+    while chunk := fh.read(_CHUNK_BYTES):
+        yield from stripper.feed_blocks(chunk)
+    yield from stripper.close_blocks()
+
+
 def iter_lines(fh: BinaryIO) -> Iterator[tuple[int, str]]:
     """Yield ``(raw_line_number, plain_text)`` for each line of a binary stream.
 
@@ -156,10 +217,8 @@ def iter_lines(fh: BinaryIO) -> Iterator[tuple[int, str]]:
     into pieces that share its number. ``\r\n`` endings need no special case: a
     trailing ``\r`` moves the cursor and erases nothing.
     """
-    stripper = StreamStripper()
-    while chunk := fh.read(_CHUNK_BYTES):
-        yield from stripper.feed(chunk)
-    yield from stripper.close()
+    for numbers, lines in iter_blocks(fh):
+        yield from zip(numbers, lines, strict=True)
 
 
 class StreamStripper:
@@ -175,23 +234,37 @@ class StreamStripper:
 
     def feed(self, chunk: bytes) -> list[tuple[int, str]]:
         """Add ``chunk``; return the ``(line_number, text)`` of each line it completed."""
+        return [
+            pair
+            for nums, lines in self.feed_blocks(chunk)
+            for pair in zip(nums, lines, strict=True)
+        ]
+
+    def feed_blocks(self, chunk: bytes) -> list[Block]:
+        """Add ``chunk``; return the lines it completed as blocks."""
         self._pending += chunk
         cut = self._pending.rfind(b"\n")
-        out: list[tuple[int, str]] = []
+        out: list[Block] = []
         if cut >= 0:
             lines = strip_lines(bytes(self._pending[:cut]))
-            out = list(enumerate(lines, self._lineno))
+            out.append((range(self._lineno, self._lineno + len(lines)), lines))
             self._lineno += len(lines)
             del self._pending[: cut + 1]
         if len(self._pending) > MAX_LINE_BYTES:
-            out.append((self._lineno, strip_line(bytes(self._pending))))
+            out.append(((self._lineno,), [strip_line(bytes(self._pending))]))
             self._pending.clear()
         return out
 
     def close(self) -> list[tuple[int, str]]:
         """Flush the unterminated last line, if any."""
+        return [
+            pair for nums, lines in self.close_blocks() for pair in zip(nums, lines, strict=True)
+        ]
+
+    def close_blocks(self) -> list[Block]:
+        """Flush the unterminated last line, if any, as a block."""
         if not self._pending:
             return []
-        last = [(self._lineno, strip_line(bytes(self._pending)))]
+        last: list[Block] = [((self._lineno,), [strip_line(bytes(self._pending))])]
         self._pending.clear()
         return last

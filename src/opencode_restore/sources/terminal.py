@@ -25,9 +25,9 @@ from typing import BinaryIO
 
 from ..model import Message, Session, Timeline, TimelineEvent, TimelineSpan
 from . import terminal_screen
-from .ansi import iter_lines, remove_sequences
+from .ansi import Block, iter_blocks, remove_sequences
 from .base import WarningSink
-from .terminal_layout import cut_sidebar
+from .terminal_layout import cut_sidebar_blocks
 from .terminal_lines import LineScanner
 from .terminal_patterns import TerminalPatterns, default_patterns, load_terminal_patterns
 
@@ -81,32 +81,31 @@ class TerminalReader:
         scanner = LineScanner(self.patterns, index)
         try:
             with path.open("rb") as fh:
-                for lineno, text in cut_sidebar(self._screen_lines(path, fh, sink), self.patterns):
-                    scanner.feed(lineno, text)
+                for numbers, lines in cut_sidebar_blocks(
+                    self._blocks(path, fh, sink), self.patterns
+                ):
+                    scanner.feed_block(numbers, lines)
                     yield from scanner.drain()
         except OSError as exc:
             sink.warn(path, 0, f"cannot read: {exc.strerror}")
         yield from scanner.finish()
 
-    def _screen_lines(self, path: Path, fh: object, sink: WarningSink) -> Iterator[tuple[int, str]]:
-        from typing import cast
-
-        stream = cast(BinaryIO, fh)
+    def _blocks(self, path: Path, stream: BinaryIO, sink: WarningSink) -> Iterator[Block]:
         head = stream.read(64 * 1024)
         stream.seek(0)
         full_screen = _ALT_SCREEN in head
         if full_screen or terminal_screen.is_inline_redraw(head):
             if terminal_screen.available():
                 if full_screen:
-                    return terminal_screen.iter_screen_lines(stream, self.patterns)
-                return terminal_screen.iter_inline_lines(stream)
+                    return _batched(terminal_screen.iter_screen_lines(stream, self.patterns))
+                return _batched(terminal_screen.iter_inline_lines(stream))
             sink.warn(
                 path,
                 1,
                 "terminal stream with cursor redraws read line by line "
                 "(install pyte for a faithful replay); turns may be garbled",
             )
-        return iter_lines(stream)
+        return iter_blocks(stream)
 
     def read(self, files: Sequence[Path], sink: WarningSink) -> Session:
         """The whole capture as a session with one root span (no sub-agents in a TUI)."""
@@ -131,6 +130,20 @@ class TerminalReader:
             model=model,
             warnings=list(sink.warnings),
         )
+
+
+def _batched(lines: Iterator[tuple[int, str]], size: int = 4096) -> Iterator[Block]:
+    """Group replayed screen lines (whose numbers repeat and jump) into blocks."""
+    numbers: list[int] = []
+    texts: list[str] = []
+    for lineno, text in lines:
+        numbers.append(lineno)
+        texts.append(text)
+        if len(texts) >= size:
+            yield numbers, texts
+            numbers, texts = [], []
+    if texts:
+        yield numbers, texts
 
 
 READER = TerminalReader()

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import compress
+from operator import not_, sub
 from typing import Any
 
+from .ansi import Block
 from .terminal_patterns import TerminalPatterns
 
 #: Lines kept back to find the sidebar column before the first of them is cut.
@@ -24,28 +27,92 @@ def cut_sidebar(
     The sidebar column is where at least two ``sidebar_marker`` rows start their
     right part; a small lookahead finds it before the rows above it are emitted.
     """
-    window: deque[tuple[int, str]] = deque()
-    seen: dict[int, int] = {}
-    boundary: int | None = None
-    for item in lines:
-        m = patterns.sidebar_marker.search(item[1])
-        if m is not None and m.start("side") >= SIDEBAR_MIN_COLUMN:
-            col = m.start("side")
-            seen[col] = seen.get(col, 0) + 1
-            if seen[col] >= 2:
-                boundary = col
-        window.append(item)
-        if len(window) > SIDEBAR_LOOKAHEAD:
-            yield _cut(window.popleft(), boundary)
-    for item in window:
-        yield _cut(item, boundary)
+    for numbers, cut in cut_sidebar_blocks((((n,), [t]) for n, t in lines), patterns):
+        yield from zip(numbers, cut, strict=True)
 
 
-def _cut(item: tuple[int, str], boundary: int | None) -> tuple[int, str]:
-    lineno, text = item
+def cut_sidebar_blocks(blocks: Iterable[Block], patterns: TerminalPatterns) -> Iterator[Block]:
+    """:func:`cut_sidebar` over blocks of lines: the same lines, cut the same way."""
+    cutter = _SidebarCutter(patterns)
+    for numbers, lines in blocks:
+        yield from cutter.feed(numbers, lines)
+    yield from cutter.flush()
+
+
+class _SidebarCutter:
+    """Line ``j`` is cut at the column known after line ``j + SIDEBAR_LOOKAHEAD``.
+
+    Lines are counted by their order (``ordinal``), not by their raw number; the
+    column changes seldom, so it is kept as a list of ``(ordinal, column)`` changes.
+    """
+
+    def __init__(self, patterns: TerminalPatterns) -> None:
+        self._marker = patterns.sidebar_marker
+        self._gate = patterns.sidebar_gate
+        self._seen: dict[int, int] = {}
+        self._boundary: int | None = None
+        self._changes: list[tuple[int, int]] = []
+        self._count = 0
+        #: Blocks not emitted yet, each with the ordinal of its first line.
+        self._held: deque[tuple[int, Sequence[int], list[str]]] = deque()
+
+    def feed(self, numbers: Sequence[int], lines: list[str]) -> list[Block]:
+        first = self._count
+        if self._gate is None:
+            candidates: Iterable[int] = range(len(lines))
+        else:
+            candidates = (i for i, _ in self._gate.maybe(lines))
+        for i in candidates:
+            m = self._marker.search(lines[i])
+            if m is not None and m.start("side") >= SIDEBAR_MIN_COLUMN:
+                col = m.start("side")
+                self._seen[col] = self._seen.get(col, 0) + 1
+                if self._seen[col] >= 2 and col != self._boundary:
+                    self._boundary = col
+                    self._changes.append((first + i, col))
+        self._count += len(lines)
+        self._held.append((first, numbers, lines))
+        return self._emit(self._count - SIDEBAR_LOOKAHEAD)
+
+    def flush(self) -> list[Block]:
+        return self._emit(self._count)
+
+    def _emit(self, limit: int) -> list[Block]:
+        """The held lines of ordinal below ``limit``, cut."""
+        out: list[Block] = []
+        while self._held and self._held[0][0] < limit:
+            first, numbers, lines = self._held.popleft()
+            take = min(len(lines), limit - first)
+            if take < len(lines):
+                self._held.appendleft((first + take, numbers[take:], lines[take:]))
+            out.append((numbers[:take], self._cut(first, lines[:take])))
+        return out
+
+    def _cut(self, first: int, lines: list[str]) -> list[str]:
+        if not self._changes:
+            return [t.rstrip() for t in lines]
+        out: list[str] = []
+        pos = 0
+        while pos < len(lines):
+            # The column for ordinal o is the last change at or before o + LOOKAHEAD.
+            seen_to = first + pos + SIDEBAR_LOOKAHEAD
+            boundary: int | None = None
+            end = len(lines)
+            for at, col in self._changes:
+                if at <= seen_to:
+                    boundary = col
+                else:
+                    end = min(end, at - SIDEBAR_LOOKAHEAD - first)
+                    break
+            out += [_cut_line(t, boundary) for t in lines[pos:end]]
+            pos = end
+        return out
+
+
+def _cut_line(text: str, boundary: int | None) -> str:
     if boundary is not None and len(text) > boundary and not text[boundary - 2 : boundary].strip():
         text = text[:boundary]
-    return lineno, text.rstrip()
+    return text.rstrip()
 
 
 def tool_call(name: str, args: str, collapsed: bool = False) -> tuple[str, dict[str, Any]]:
@@ -69,7 +136,17 @@ def tool_call(name: str, args: str, collapsed: bool = False) -> tuple[str, dict[
 
 
 def dedent(lines: list[str]) -> str:
-    """Join lines, removing their common leading indentation."""
-    indents = [len(t) - len(t.lstrip()) for t in lines if t.strip()]
-    cut = min(indents, default=0)
-    return "\n".join(t[cut:] if t.strip() else "" for t in lines).strip("\n")
+    """Join lines, removing their common leading indentation (blank lines become empty)."""
+    if len(lines) == 1:
+        return lines[0].lstrip().strip("\n")
+    # Loops run in C (map, compress): this joins every message's text.
+    widths = list(map(len, lines))
+    texts = list(map(len, map(str.lstrip, lines)))
+    cut = min(compress(map(sub, widths, texts), texts), default=0)
+    if any(compress(widths, map(not_, texts))):  # blank lines that hold spaces
+        return "\n".join([t[cut:] if n else "" for t, n in zip(lines, texts, strict=True)]).strip(
+            "\n"
+        )
+    if cut:
+        return "\n".join([t[cut:] for t in lines]).strip("\n")
+    return "\n".join(lines).strip("\n")

@@ -16,16 +16,21 @@ Each message is identified by the raw line it starts on (``"{file_index}:{line}"
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Compaction, Message, MessageType, Role
 from .terminal_layout import dedent, tool_call
-from .terminal_patterns import TerminalPatterns
+from .terminal_patterns import LINE_KEYS, TerminalPatterns
 
 #: Preamble lines (shell prompt, banner) held back until the agent's UI shows up.
 PREAMBLE_LIMIT = 400
 
+#: ``may`` of a line on which every line pattern is tried, or none.
+_ALL = frozenset(LINE_KEYS)
+_NONE: frozenset[str] = frozenset()
 _CODEX_VERBS = {"Ran": "Bash", "Edited": "Edit", "Added": "Write", "Deleted": "Delete"}
 _COLLAPSED_VERBS = {"Read": "Read", "Searched": "Grep", "Listed": "LS", "Wrote": "Write"}
 
@@ -221,8 +226,64 @@ class LineScanner:
 
     # -- the line dispatcher --------------------------------------------------------
 
+    def feed_block(self, numbers: Sequence[int], lines: list[str]) -> None:
+        """Take a block of screen lines, as :func:`.cut_sidebar_blocks` gives them.
+
+        Same result as :meth:`feed` on each line, but the lines that the pattern gate
+        clears (most of a capture) are taken as plain text in runs, with no pattern
+        tried on them. ``lines`` must be right-stripped (blank lines empty).
+        """
+        gate = self.p.gate
+        if gate is None:
+            for lineno, line in zip(numbers, lines, strict=True):
+                self.feed(lineno, line)
+            return
+        start = 0
+        for i, names in gate.maybe(lines):
+            if i > start:
+                self._plain_run(numbers, lines, start, i)
+            self._feed(numbers[i], lines[i], names)
+            start = i + 1
+        if start < len(lines):
+            self._plain_run(numbers, lines, start, len(lines))
+
+    def _plain_run(self, numbers: Sequence[int], lines: list[str], i: int, end: int) -> None:
+        """:meth:`feed` on lines ``i:end``, none of which any line pattern matches."""
+        if self._rail:  # the first line closes the rail block and may be consumed
+            self._feed(numbers[i], lines[i], _NONE)
+            i += 1
+            if i == end:
+                return
+        if self._preamble:
+            self._held_lines += end - i
+            if self._held_lines > PREAMBLE_LIMIT:
+                self._end_preamble()
+        if self._in_composer:
+            return
+        self._pending_rule = False
+        if self._after_composer:
+            return
+        while i < end:
+            b = self._block
+            if b is None:
+                while i < end and not lines[i]:
+                    i += 1
+                if i < end:
+                    self._block = _Block("text", numbers[i], [lines[i]])
+                    i += 1
+            elif b.kind in ("text", "user", "summary"):
+                b.lines += lines[i:end]
+                return
+            else:  # result and args blocks end on a blank line or by indentation
+                self._plain_line(numbers[i], lines[i], _NONE)
+                i += 1
+
     def feed(self, lineno: int, line: str) -> None:
         """Take the next screen line (already ANSI-stripped, sidebar cut)."""
+        self._feed(lineno, line, _ALL)
+
+    def _feed(self, lineno: int, line: str, may: AbstractSet[str]) -> None:
+        """:meth:`feed`, trying on ``line`` only the :data:`LINE_KEYS` patterns in ``may``."""
         p = self.p
         if self._preamble:
             self._held_lines += 1
@@ -232,7 +293,7 @@ class LineScanner:
             if p.rule.match(line):
                 self._in_composer, self._after_composer = False, True
             return
-        rail = p.user_message.match(line)
+        rail = p.user_message.match(line) if "user_message" in may else None
         if rail is not None:
             if not self._rail:
                 self._flush()
@@ -240,29 +301,34 @@ class LineScanner:
             return
         if self._rail and self._close_rail(line):
             return
-        if p.rule.match(line):
+        if "rule" in may and p.rule.match(line):
             self._flush()
             self._pending_rule = True
             return
         after_rule, self._pending_rule = self._pending_rule, False
-        if after_rule and p.prompt.match(line):
+        if after_rule and "prompt" in may and p.prompt.match(line):
             self._in_composer = True
             return
-        if p.banner.search(line):
+        if "banner" in may and p.banner.search(line):
             self._flush()
             self._held.clear()
             self._preamble = False
             return
-        if self._marker_line(lineno, line):
+        if self._marker_line(lineno, line, may):
             self._after_composer = False
             return
-        if self._after_composer or p.is_noise(line) or p.username_timestamp.match(line):
+        if (
+            self._after_composer
+            or ("noise" in may and p.noise.search(line))
+            or ("agent_working" in may and p.agent_working.search(line))
+            or ("username_timestamp" in may and p.username_timestamp.match(line))
+        ):
             return
-        self._plain_line(lineno, line)
+        self._plain_line(lineno, line, may)
 
-    def _marker_line(self, lineno: int, line: str) -> bool:
+    def _marker_line(self, lineno: int, line: str, may: AbstractSet[str]) -> bool:
         p = self.p
-        if (m := p.compacted.match(line)) is not None:
+        if "compacted" in may and p.compacted.match(line):
             self._flush()
             self._end_preamble()
             self._emit(
@@ -272,28 +338,28 @@ class LineScanner:
                 lineno,
                 compaction=Compaction(kind="summary"),
             )
-        elif (m := p.assistant_footer.match(line)) is not None:
+        elif "assistant_footer" in may and (m := p.assistant_footer.match(line)) is not None:
             if self._block is not None and self._block.kind == "summary":
                 self._flush()
             else:
                 self._flush()
                 self.model = m.group("model")
             self._end_preamble()
-        elif p.compaction_divider.match(line):
+        elif "compaction_divider" in may and p.compaction_divider.match(line):
             self._end_preamble()
             self._start("summary", lineno)
-        elif (m := p.prompt.match(line)) is not None:
+        elif "prompt" in may and (m := p.prompt.match(line)) is not None:
             if m.group("text") and not p.placeholder.match(line):
                 self._explored = False
                 self._start("user", lineno, m.group("text"))
-        elif (m := p.bullet.match(line)) is not None:
+        elif "bullet" in may and (m := p.bullet.match(line)) is not None:
             self._flush()
             self._end_preamble()
             self._bullet(lineno, m.group("text"), codex=line.startswith("•"))
-        elif (m := p.tool_output.match(line)) is not None:
+        elif "tool_output" in may and (m := p.tool_output.match(line)) is not None:
             self._end_preamble()
             self._output(lineno, m.group("text"), m.start("text"))
-        elif (m := p.collapsed_tool.match(line)) is not None:
+        elif "collapsed_tool" in may and (m := p.collapsed_tool.match(line)) is not None:
             self._flush()
             self._end_preamble()
             self._emit_tool(
@@ -349,7 +415,7 @@ class LineScanner:
             self._start("result", lineno, text)
         self._result_indent = indent
 
-    def _plain_line(self, lineno: int, line: str) -> None:
+    def _plain_line(self, lineno: int, line: str, may: AbstractSet[str]) -> None:
         p, b = self.p, self._block
         if not line.strip():
             if b is not None and (
@@ -369,16 +435,16 @@ class LineScanner:
             self._flush()
             b = None
         if b is None or b.kind in ("text", "result"):
-            for pat, name, group in (
-                (p.read_file, "Read", "path"),
-                (p.edit_file, "Edit", "path"),
-                (p.write_file, "Write", "path"),
+            for key, pat, name in (
+                ("read_file", p.read_file, "Read"),
+                ("edit_file", p.edit_file, "Edit"),
+                ("write_file", p.write_file, "Write"),
             ):
-                if (m := pat.match(line)) is not None:
+                if key in may and (m := pat.match(line)) is not None:
                     self._flush()
-                    self._emit_tool(name, m.group(group), lineno)
+                    self._emit_tool(name, m.group("path"), lineno)
                     return
-            if (m := p.shell.match(line)) is not None:
+            if "shell" in may and (m := p.shell.match(line)) is not None:
                 self._flush()
                 self._emit_tool("Bash", m.group("cmd") or m.group("cmd2"), lineno)
                 self._start("result", 0)  # the output's line is its first line's

@@ -2,17 +2,23 @@
 
 They are data, not code: a new TUI version usually needs a changed pattern, not a new
 parser. The packaged ``config.toml`` holds the defaults.
+
+Because they are data, the fast path of the line scanner cannot hard-code them: a
+:class:`LineGate` is derived from the compiled patterns themselves (see
+:mod:`.terminal_gate`) and tells, a block of lines at a time, which lines can match
+none of them.
 """
 
 from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from ..resources import data_path
+from .terminal_gate import LineGate, line_gate
 
 _SINGLE = (
     "user_message",
@@ -36,6 +42,27 @@ _SINGLE = (
     "compacted",
     "banner",
     "placeholder",
+)
+# The patterns the scanner tries on a whole line in its ordinary state (``composer_edge``
+# is only tried right after a rail block, ``placeholder`` only after ``prompt``).
+LINE_KEYS = (
+    "user_message",
+    "username_timestamp",
+    "agent_working",
+    "read_file",
+    "edit_file",
+    "write_file",
+    "shell",
+    "assistant_footer",
+    "compaction_divider",
+    "prompt",
+    "bullet",
+    "tool_output",
+    "rule",
+    "collapsed_tool",
+    "compacted",
+    "banner",
+    "noise",
 )
 
 
@@ -66,6 +93,10 @@ class TerminalPatterns:
     placeholder: re.Pattern[str]
     #: Any one of the noise patterns (joined), for a single search per line.
     noise: re.Pattern[str]
+    #: Which lines can match a line pattern of the scanner (None: no gate, test all).
+    gate: LineGate | None = field(default=None, compare=False)
+    #: Which lines can hold a sidebar marker.
+    sidebar_gate: LineGate | None = field(default=None, compare=False)
 
     def is_noise(self, line: str) -> bool:
         """True for spinner, status, hint and logo rows."""
@@ -91,7 +122,9 @@ def load_terminal_patterns(config_path: Path | None = None) -> TerminalPatterns:
     noise = section.get("noise", [])
     parts = [str(p) for p in noise] if isinstance(noise, list) else [str(noise)]
     compiled["noise"] = re.compile("|".join(f"(?:{p})" for p in parts) or r"(?!)")
-    return TerminalPatterns(**compiled)
+    gate = line_gate({key: compiled[key] for key in LINE_KEYS})
+    sidebar_gate = line_gate({"sidebar_marker": compiled["sidebar_marker"]})
+    return TerminalPatterns(**compiled, gate=gate, sidebar_gate=sidebar_gate)
 
 
 @lru_cache(maxsize=1)
