@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,10 +28,10 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def stdin(monkeypatch: pytest.MonkeyPatch) -> Iterator[io.StringIO]:
+def stdin(monkeypatch: pytest.MonkeyPatch) -> io.StringIO:
     buf = io.StringIO()
     monkeypatch.setattr("sys.stdin", buf)
-    yield buf
+    return buf
 
 
 def _chain(data_dir: Path, sid: str) -> list[str]:
@@ -62,7 +61,10 @@ def test_real_claude_code_payloads_parse() -> None:
     prompt = next(p for p in payloads if p["hook_event_name"] == "UserPromptSubmit")
     ev = parse_payload(prompt)
     assert ev is not None
-    assert ev.title == "Add a --shout flag to the greet CLI that upper-cases the greeting, and add a te…"
+    assert (
+        ev.title
+        == "Add a --shout flag to the greet CLI that upper-cases the greeting, and add a te…"
+    )
     assert len(ev.title) == 80
 
 
@@ -71,7 +73,7 @@ def test_every_recorded_payload_is_stored(data_dir: Path, stdin: io.StringIO) ->
     for p in payloads:
         assert run(None, json.dumps(p)) == 0
     store = open_store(data_dir)
-    rows, total = store.sessions()
+    _rows, total = store.sessions()
     assert total == 2
     s = store.session("d703ad6a-fc57-46ca-94d6-a6af7cf0c933")
     assert s is not None
@@ -150,7 +152,9 @@ def test_gemini_payloads() -> None:
     }
     ev = parse_payload(payload)
     assert ev == HookEvent("gem-1", "gemini", payload["transcript_path"], "/w", "SessionStart")
-    ev = parse_payload(dict(payload, transcript_path="/elsewhere/x.jsonl", hook_event_name="AfterAgent"))
+    ev = parse_payload(
+        dict(payload, transcript_path="/elsewhere/x.jsonl", hook_event_name="AfterAgent")
+    )
     assert ev is not None
     assert ev.agent == "gemini"
     ev = parse_payload(dict(payload, transcript_path="/elsewhere/x.jsonl"), "gemini")
@@ -179,7 +183,9 @@ def test_bad_input_exits_zero_and_logs(data_dir: Path, stdin: io.StringIO) -> No
     assert s.files == []
 
 
-def test_store_failure_is_logged_not_raised(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_store_failure_is_logged_not_raised(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def broken(*_a: object, **_k: object) -> None:
         raise sqlite3.OperationalError("disk I/O error")
 

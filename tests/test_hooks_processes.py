@@ -29,7 +29,9 @@ def _env(data_dir: Path) -> dict[str, str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("entry", [["-m", "opencode_restore", "hook"], ["-m", "opencode_restore.hooks"]])
+@pytest.mark.parametrize(
+    "entry", [["-m", "opencode_restore", "hook"], ["-m", "opencode_restore.hooks"]]
+)
 def test_fifty_hook_processes_lose_no_chain_entry(tmp_path: Path, entry: list[str]) -> None:
     data_dir = tmp_path / "data"
     base = _base_payload()
@@ -56,10 +58,14 @@ def test_fifty_hook_processes_lose_no_chain_entry(tmp_path: Path, entry: list[st
         "SELECT position, path FROM transcript_files WHERE session_id = ? ORDER BY position",
         (SESSION,),
     ).fetchall()
-    expected = {f"/home/dev/.claude/projects/-p/part-{k:02d}.jsonl" for k in range(50) if k % 10 != 9}
+    expected = {
+        f"/home/dev/.claude/projects/-p/part-{k:02d}.jsonl" for k in range(50) if k % 10 != 9
+    }
     assert [r[0] for r in rows] == list(range(45))
     assert {r[1] for r in rows} == expected
-    native = conn.execute("SELECT native_log_file FROM sessions WHERE id = ?", (SESSION,)).fetchone()
+    native = conn.execute(
+        "SELECT native_log_file FROM sessions WHERE id = ?", (SESSION,)
+    ).fetchone()
     assert native[0] == rows[-1][1]
     assert conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] == 6
     conn.close()
@@ -79,7 +85,9 @@ def test_codex_notify_argument_through_the_cli(tmp_path: Path) -> None:
     )
     assert (out.returncode, out.stdout) == (0, b"")
     conn = sqlite3.connect(data_dir / "store.sqlite3")
-    assert conn.execute("SELECT id, agent, cwd FROM sessions").fetchall() == [("T-1", "codex", "/w")]
+    assert conn.execute("SELECT id, agent, cwd FROM sessions").fetchall() == [
+        ("T-1", "codex", "/w")
+    ]
     conn.close()
     assert "no transcript path found" in (data_dir / "hook.log").read_text()
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from opencode_restore.api import create_app
 from opencode_restore.api import app as app_module
+from opencode_restore.api import create_app
 from opencode_restore.config import load_config
 from opencode_restore.report.messages import message_record
 from opencode_restore.sources import iter_messages
@@ -178,7 +178,11 @@ def test_missing_chain_files_are_skipped(client: TestClient, store: Store, tmp_p
 def test_only_registered_files_are_read(client: TestClient, store: Store) -> None:
     """No endpoint takes a path: an id that looks like one is just an unknown session."""
     store.register(SID, "claude-code", str(CLAUDE_COMPACT))
-    for sid in ("..%2F..%2Fetc%2Fpasswd", "%2Fetc%2Fpasswd", str(CLAUDE_COMPACT).replace("/", "%2F")):
+    for sid in (
+        "..%2F..%2Fetc%2Fpasswd",
+        "%2Fetc%2Fpasswd",
+        str(CLAUDE_COMPACT).replace("/", "%2F"),
+    ):
         assert client.get(f"/sessions/{sid}/messages").status_code == 404
     assert client.get("/sessions/x/messages", params={"path": "/etc/passwd"}).status_code == 404
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
 from datetime import datetime
 from pathlib import Path
@@ -94,9 +96,9 @@ def test_index_grows_incrementally_and_resets_on_shrink(store: Store, tmp_path: 
     assert (state.indexed_bytes, state.indexed_lines) == (path.stat().st_size, 900)
     first = checkpoints(store.conn, path)
     assert first[0] == (0, 1, None)
-    assert all(b[0] - a[0] >= cp.CHECKPOINT_EVERY for a, b in zip(first, first[1:], strict=False))
+    assert all(b[0] - a[0] >= cp.CHECKPOINT_EVERY for a, b in itertools.pairwise(first))
     # max_ts_before never decreases along the file.
-    befores = [c[2] for c in first[1:]]
+    befores = [c[2] or 0.0 for c in first[1:]]
     assert befores == sorted(befores)
 
     # Append the rest plus half a line that is still being written.
@@ -217,3 +219,78 @@ def test_multi_file_chain_tail_skips_old_files(store: Store, tmp_path: Path) -> 
     got, _mode = _fetch(store, "S", since)
     assert got == _expected(files, since)
     assert {m["file_index"] for m in got} == {0, 1}
+
+
+def test_tail_skips_side_chains_repeats_and_unfinished_lines(tmp_path: Path) -> None:
+    def line(uid: str, parent: str | None, text: str, **extra: object) -> bytes:
+        import json as _json
+
+        obj = {
+            "type": "user",
+            "uuid": uid,
+            "parentUuid": parent,
+            "sessionId": "s",
+            "timestamp": "2026-01-01T00:00:01Z",
+            "message": {"role": "user", "content": text},
+            **extra,
+        }
+        return _json.dumps(obj).encode() + b"\n"
+
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(
+        line("a", None, "first")
+        + line("side", "a", "sub-agent", isSidechain=True)
+        + b'{"type":"queue-operation","operation":"enqueue"}\n'
+        + b"[1, 2]\n"
+        + line("a", None, "first")  # a repeated copy (resume)
+        + b'{"type":"user","uuid":"b","parent'  # still being written
+    )
+    tail = claude_tail([path], [Checkpoint(0, 0)], WarningSink())
+    assert tail is not None
+    assert [(m.text, m.entry_index) for m in tail] == [("first", 1)]
+    assert claude_tail([path], [None], WarningSink()) is not None
+
+
+def test_sibling_after_a_prompt_falls_back(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    rows = [
+        ("p", None, "user", "question"),
+        ("q", "p", "user", "edited question"),  # a prompt under a prompt ...
+        ("r", "p", "assistant", "answer to the old one"),  # ... and a sibling after it
+    ]
+    out = b""
+    for uid, parent, typ, text in rows:
+        content = text if typ == "user" else [{"type": "text", "text": text}]
+        out += (
+            f'{{"type":"{typ}","uuid":"{uid}","parentUuid":'
+            f'{"null" if parent is None else chr(34) + parent + chr(34)},"sessionId":"s",'
+            f'"timestamp":"2026-01-01T00:00:01Z","message":{{"role":"{typ}",'
+            f'"content":{json.dumps(content)}}}}}\n'
+        ).encode()
+    path.write_bytes(out)
+    assert claude_tail([path], [Checkpoint(0, 0)], WarningSink()) is None
+
+
+def test_concurrent_index_update_keeps_the_first(store: Store, tmp_path: Path) -> None:
+    path = copy_to(CLAUDE_COMPACT, tmp_path)
+    half = path.read_bytes()
+    path.write_bytes(half[: len(half) // 2].rsplit(b"\n", 1)[0] + b"\n")
+    first = update_index(store.conn, path)
+    assert first is not None
+    path.write_bytes(half)
+    # Another request indexes the grown file between our read and our write.
+    real = cp._stored
+    calls = {"n": 0}
+
+    def racing(conn: object, key: str) -> tuple[int, int, int, int, float | None, int]:
+        calls["n"] += 1
+        row = real(conn, key)  # type: ignore[arg-type]
+        if calls["n"] == 2:
+            return (row[0], row[1], row[2] + 1, row[3], row[4], row[5])
+        return row
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cp, "_stored", racing)
+        update_index(store.conn, path)
+    stored = real(store.conn, str(path))
+    assert stored[2] == first.indexed_bytes  # the racing writer's row was left alone

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from opencode_restore.store import db
 from opencode_restore.store.db import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -114,7 +113,7 @@ def test_write_rolls_back_on_error(tmp_path: Path) -> None:
 
 
 def test_retry_retries_locked_and_reraises_others(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(db.time, "sleep", lambda _s: None)
+    monkeypatch.setattr("opencode_restore.store.db.time.sleep", lambda _s: None)
     calls = []
 
     def flaky() -> str:

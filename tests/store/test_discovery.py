@@ -110,3 +110,43 @@ def test_broken_opencode_db_is_reported(store: Store, tmp_path: Path) -> None:
 def test_missing_root_is_skipped(store: Store, tmp_path: Path) -> None:
     result = scan(store, agent="gemini", root=tmp_path / "nowhere")
     assert result.found == []
+
+
+def test_odd_files_in_agent_folders(store: Store, tmp_path: Path) -> None:
+    root = tmp_path / "odd"
+    chats = root / "chats"
+    chats.mkdir(parents=True)
+    # Gemini: only session-* files are sessions (logs.json is the prompt log).
+    (chats / "logs.json").write_text('[{"sessionId": "x", "type": "user"}]')
+    (chats / "session-2026-01-01T00-00-undated.json").write_text(
+        '{"sessionId": "undated", "messages": [{"id": "m", "type": "user", "content": "hi"}]}'
+    )
+    result = scan(store, agent="gemini", root=root)
+    assert [f.session_id for f in result.found] == ["undated"]
+    assert result.found[0].started is None
+    # Codex: a rollout without session_meta takes its id from the file name.
+    uid = "0199aaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"
+    (root / f"rollout-2026-01-01T00-00-00-{uid}.jsonl").write_text(
+        '{"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"type":"message",'
+        '"role":"user","content":[{"type":"input_text","text":"hi"}]}}\n'
+    )
+    found = scan(store, agent="codex", root=root).found
+    assert [(f.session_id, f.cwd) for f in found] == [(uid, None)]
+
+
+def test_head_reads_only_the_first_lines(tmp_path: Path) -> None:
+    from opencode_restore.store.discovery import _head_objects
+
+    path = tmp_path / "long.jsonl"
+    path.write_text("not json\n" + "".join(f'{{"n": {k}}}\n' for k in range(100)))
+    assert [o["n"] for o in _head_objects(path)] == list(range(39))
+    assert list(_head_objects(tmp_path / "missing.jsonl")) == []
+
+
+def test_unreadable_candidates_are_skipped(tmp_path: Path) -> None:
+    from opencode_restore.store import discovery
+
+    missing = tmp_path / "gone" / "session-x.json"
+    assert discovery._gemini(missing) is None
+    assert discovery._mtime(missing) is None
+    assert not discovery._belongs(missing, "gemini")

@@ -90,7 +90,12 @@ def test_session_with_chain(store: Store) -> None:
     assert [f.path for f in s.files] == ["/a.jsonl", "/b.jsonl"]
     assert [f.position for f in s.files] == [0, 1]
     assert [f.source for f in s.files] == ["scan", "hook"]
-    assert (s.native_log_file, s.cwd, s.title, s.last_event) == ("/b.jsonl", "/w", "T", "SessionStart")
+    assert (s.native_log_file, s.cwd, s.title, s.last_event) == (
+        "/b.jsonl",
+        "/w",
+        "T",
+        "SessionStart",
+    )
     assert store.session("missing") is None
 
 
@@ -98,7 +103,12 @@ def test_restorations_latest_wins(store: Store) -> None:
     store.register("S", "pi", None)
     assert store.latest_restoration("S") is None
     store.add_restoration(
-        "S", provider="offline:x", summary_markdown="# one", summary={"a": 1}, usage=None, errors=None
+        "S",
+        provider="offline:x",
+        summary_markdown="# one",
+        summary={"a": 1},
+        usage=None,
+        errors=None,
     )
     rid = store.add_restoration(
         "S",

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, HTTPException, Query
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query
 from fastapi.responses import StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
@@ -97,7 +97,10 @@ def create_app(store: Store, token: str | None = None, config: Config | None = N
                 401, detail="missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"}
             )
 
-    guarded: list[Any] = [Depends(authorize)]
+    unauthorized: dict[int | str, dict[str, Any]] = (
+        {401: {"description": "Missing or wrong bearer token"}} if token is not None else {}
+    )
+    router = APIRouter(dependencies=[Depends(authorize)], responses=unauthorized)
 
     def session_or_404(session_id: str) -> SessionRow:
         row = store.session(session_id)
@@ -110,7 +113,7 @@ def create_app(store: Store, token: str | None = None, config: Config | None = N
         """Liveness check (no token needed)."""
         return Health(status="ok", version=__version__)
 
-    @app.get("/sessions", dependencies=guarded, tags=["sessions"])
+    @router.get("/sessions", tags=["sessions"])
     def list_sessions(
         agent: Annotated[str | None, Query(description="Only this agent's sessions")] = None,
         since: Annotated[str | None, Query(description="Updated after (ISO 8601)")] = None,
@@ -131,16 +134,13 @@ def create_app(store: Store, token: str | None = None, config: Config | None = N
             sessions=[SessionOut.of(r) for r in rows], total=total, limit=limit, offset=offset
         )
 
-    @app.get(
-        "/sessions/{session_id}", dependencies=guarded, tags=["sessions"], responses=_NOT_FOUND
-    )
+    @router.get("/sessions/{session_id}", tags=["sessions"], responses=_NOT_FOUND)
     def get_session(session_id: str) -> SessionOut:
         """One session with its transcript chain, oldest file first."""
         return SessionOut.of(session_or_404(session_id), with_files=True)
 
-    @app.get(
+    @router.get(
         "/sessions/{session_id}/messages",
-        dependencies=guarded,
         tags=["sessions"],
         response_class=StreamingResponse,
         responses={
@@ -175,9 +175,8 @@ def create_app(store: Store, token: str | None = None, config: Config | None = N
         headers = {"X-Fetch-Mode": fetch.mode, "X-Missing-Files": str(len(fetch.missing))}
         return StreamingResponse(body, media_type="application/json", headers=headers)
 
-    @app.get(
+    @router.get(
         "/sessions/{session_id}/summary",
-        dependencies=guarded,
         tags=["restorations"],
         responses={404: {"description": "Unknown session, or never restored"}},
     )
@@ -198,12 +197,11 @@ def create_app(store: Store, token: str | None = None, config: Config | None = N
             errors=r.errors,
         )
 
-    @app.post(
+    @router.post(
         "/sessions/{session_id}/restore",
-        dependencies=guarded,
         tags=["restorations"],
         status_code=202,
-        responses=_NOT_FOUND,
+        responses={**_NOT_FOUND, 400: {"description": "The body is not valid JSON"}},
     )
     async def start_restore(session_id: str, options: RestoreRequest | None = None) -> JobOut:
         """Start a restore with the configured provider; poll ``GET /jobs/{job_id}``."""
@@ -219,9 +217,8 @@ def create_app(store: Store, token: str | None = None, config: Config | None = N
         assert run is not None
         return JobOut.of(run)
 
-    @app.get(
+    @router.get(
         "/jobs/{job_id}",
-        dependencies=guarded,
         tags=["restorations"],
         responses={404: {"description": "Unknown job"}},
     )
@@ -232,4 +229,5 @@ def create_app(store: Store, token: str | None = None, config: Config | None = N
             raise HTTPException(404, detail=f"unknown job {job_id!r}")
         return JobOut.of(run)
 
+    app.include_router(router)
     return app

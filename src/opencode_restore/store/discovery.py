@@ -134,8 +134,6 @@ def _codex(path: Path) -> Found | None:
 
 
 def _gemini(path: Path) -> Found | None:
-    if not path.name.startswith("session-"):
-        return None
     try:
         with path.open("rb") as fh:
             head = fh.read(_HEAD_BYTES)

@@ -1,0 +1,105 @@
+"""The store commands as a user runs them: ``hook``, ``sessions scan|list``, ``serve``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from opencode_restore.cli import cli, store_cmds
+from opencode_restore.store import open_store
+from tests.store.builders import HOOKS, fake_home
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+def test_hook_command_records_and_prints_nothing(runner: CliRunner, data_dir: Path) -> None:
+    payload = (HOOKS / "tui-compact/hooks_stdin.jsonl").read_text().splitlines()[0]
+    result = runner.invoke(cli, ["hook"], input=payload)
+    assert (result.exit_code, result.output) == (0, "")
+    s = open_store(data_dir).session("e57fea98-e10e-4cce-a470-5de2e7413154")
+    assert s is not None
+    assert s.last_event == "SessionStart"
+    result = runner.invoke(cli, ["hook", "--agent", "codex", '{"type": "agent-turn-complete"}'])
+    assert (result.exit_code, result.output) == (0, "")
+
+
+def test_sessions_scan_and_list(
+    runner: CliRunner, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    fake_home(home)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    result = runner.invoke(cli, ["sessions", "scan"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert "claude-code  2 sessions" in lines
+    assert "gemini       1 sessions" in lines
+    assert lines[-1] == "7 sessions found, 8 new transcript files registered"
+    result = runner.invoke(cli, ["sessions", "scan", "--agent", "pi"])
+    assert result.output.splitlines()[-1] == "1 sessions found, 0 new transcript files registered"
+
+    result = runner.invoke(cli, ["sessions", "list"])
+    assert result.exit_code == 0
+    assert result.output.splitlines()[-1] == "7 of 7 sessions"
+    assert "Add --shout flag to greet CLI" in result.output  # the opencode title
+    result = runner.invoke(cli, ["sessions", "list", "--agent", "codex", "--format", "json"])
+    body = json.loads(result.output)
+    assert body["total"] == 2
+    assert {s["agent"] for s in body["sessions"]} == {"codex"}
+    assert all(s["files"] == 1 for s in body["sessions"])
+
+
+def test_scan_root_and_bad_agent(runner: CliRunner, data_dir: Path, tmp_path: Path) -> None:
+    fake_home(tmp_path / "backup")
+    result = runner.invoke(
+        cli, ["sessions", "scan", "--agent", "gemini", "--root", str(tmp_path / "backup")]
+    )
+    assert result.output.splitlines() == [
+        "gemini       1 sessions",
+        "1 sessions found, 2 new transcript files registered",
+    ]
+    result = runner.invoke(cli, ["sessions", "scan", "--agent", "emacs"])
+    assert result.exit_code != 0
+    assert "unknown agent" in result.output
+
+
+def test_serve_refuses_public_bind_without_token(runner: CliRunner, data_dir: Path) -> None:
+    result = runner.invoke(cli, ["serve", "--host", "0.0.0.0"], env={"OPENCODE_RESTORE_TOKEN": ""})
+    assert result.exit_code == 2
+    assert "without --token" in result.output
+
+
+@pytest.mark.parametrize(
+    ("host", "args"),
+    [("127.0.0.1", []), ("::1", []), ("localhost", []), ("0.0.0.0", ["--token", "x"])],
+)
+def test_serve_starts_uvicorn(
+    runner: CliRunner,
+    data_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    host: str,
+    args: list[str],
+) -> None:
+    import uvicorn
+
+    calls: list[tuple[object, str, int]] = []
+    monkeypatch.setattr(
+        uvicorn, "run", lambda app, host, port, **_kw: calls.append((app, host, port))
+    )
+    result = runner.invoke(cli, ["serve", "--host", host, "--port", "9999", *args])
+    assert result.exit_code == 0, result.output
+    assert [(h, p) for _a, h, p in calls] == [(host, 9999)]
+
+
+def test_loopback_detection() -> None:
+    assert store_cmds._loopback("127.0.0.2")
+    assert store_cmds._loopback("[::1]")
+    assert not store_cmds._loopback("192.168.1.4")
+    assert not store_cmds._loopback("example.com")
