@@ -400,3 +400,10 @@ def test_hit_cap_stops_before_the_next_log_file(tmp_path: Path) -> None:
     result = tools.run("SEARCH_LOG", {"pattern": "needle", "context_lines": 0})
     assert result.text.startswith("3 hit(s)")
     assert "part2.jsonl" not in result.text
+
+
+def test_long_results_are_cut_and_marked(fixtures: Path) -> None:
+    tools, _, _ = tools_for(recorded(fixtures, CLAUDE), max_result_chars=400)
+    result = tools.run("SEARCH_LOG", {"pattern": "greet"})
+    assert result.text.endswith("\n… [result cut at 400 characters]")
+    assert len(result.text) < 450

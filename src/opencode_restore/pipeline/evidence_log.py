@@ -58,8 +58,8 @@ def describe_stop(found: GrepResult, matcher: Matcher, max_hits: int) -> list[st
         notes.append(f"stopped after {max_hits} hits; narrow the pattern to see the rest")
     if found.timed_out:
         notes.append(
-            f"stopped at the {matcher.seconds:g}-second time limit; results are partial, "
-            "simplify the pattern"
+            f"stopped at the {matcher.seconds:g}-second time limit (line {found.stopped_at}); "
+            "results are partial, simplify the pattern"
         )
     return notes
 
@@ -203,3 +203,4 @@ def _merge(total: GrepResult, found: GrepResult) -> None:
     total.hits += found.hits
     total.hit_cap = total.hit_cap or found.hit_cap
     total.timed_out = total.timed_out or found.timed_out
+    total.stopped_at = found.stopped_at

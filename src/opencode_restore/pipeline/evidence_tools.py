@@ -209,7 +209,7 @@ class EvidenceTools:
             return ToolResult(tool, query, f"ERROR: {tool}: {exc}", False)
         except Refused as exc:
             return ToolResult(tool, query, f"ERROR: {tool}: {self.redact(str(exc))}", False)
-        result.text = self.redact(_cap(result.text, self.limits.max_result_chars))
+        result.text = _cap(self.redact(result.text), self.limits.max_result_chars)
         if unknown:
             result.text += f"\n(ignored unknown argument(s): {', '.join(unknown)})"
         return result
