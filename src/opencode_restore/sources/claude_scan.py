@@ -113,41 +113,16 @@ class _Scanner:
         self.last_main = NO_PARENT
         self.last_any = NO_PARENT
 
-    def add(self, uid: str, puid: object, pos: int, is_side: bool, kind: int) -> int:
-        """Record one entry; returns its id (or -1 when the uuid was seen before)."""
+    def repeat(self, seen: int, pos: int, is_side: bool, kind: int) -> None:
+        """A uuid seen before (a resume repeats lines into a new file): the first copy
+        wins, unless it had nothing to show and this one has."""
         s = self.s
-        seen = s.index.get(uid)
-        if seen is not None:
-            # Repeated by a resume into a new file: the first copy wins, unless it
-            # had nothing to show and this one has.
-            if kind and not s.kind[seen] and s.side[seen] == is_side:
-                s.kind[seen], s.pos[seen] = kind, pos
-                s.main_messages += not is_side
-                self.last_any = seen
-                if not is_side:
-                    self.last_main = seen
-            return -1
-        nid = len(s.uuids)
-        s.index[uid] = nid
-        s.uuids.append(uid)
-        if type(puid) is str:
-            p = s.index.get(puid, _UNRESOLVED)
-            if p == _UNRESOLVED:
-                self.pending[nid] = puid
-                s.roots[nid] = (self.last_main, self.last_any)
-        else:
-            p = NO_PARENT
-            s.roots[nid] = (self.last_main, self.last_any)
-        s.parent.append(p)
-        s.pos.append(pos)
-        s.side.append(is_side)
-        s.kind.append(kind)
-        if kind:
-            self.last_any = nid
+        if kind and not s.kind[seen] and s.side[seen] == is_side:
+            s.kind[seen], s.pos[seen] = kind, pos
+            s.main_messages += not is_side
+            self.last_any = seen
             if not is_side:
-                self.last_main = nid
-                s.main_messages += 1
-        return nid
+                self.last_main = seen
 
     def finish(self) -> Scan:
         s = self.s
@@ -160,9 +135,11 @@ class _Scanner:
         return s
 
     def scan_file(self, fh: IO[bytes], fi: int, path: Path, sink: WarningSink) -> None:
+        """Record the entries of one file (``fi`` is its place in the chain)."""
         s = self.s
         decode = DECODER.decode
-        add = self.add
+        index, uuids, parent, roots, pending = s.index, s.uuids, s.parent, s.roots, self.pending
+        pos_append, side_append, kind_append = s.pos.append, s.side.append, s.kind.append
         last_sid: str | None = None
         header_missing = True
         base = fi << _LINE_BITS
@@ -178,23 +155,46 @@ class _Scanner:
                 line = found
             typ = line.type
             uid = line.uuid
-            if typ == "progress" and uid is not None:
-                # Most lines of a real log: hook and tool progress, never conversation.
-                if add(uid, line.parentUuid, base | lineno, line.isSidechain is True, NOISE) >= 0:
-                    data = line.data
-                    if data is not None and data.type == "agent_progress":
-                        _link(s, data.agentId, line.parentToolUseID)
-                continue
-            if uid is None:
-                if typ not in _CONVERSATION_TYPES:
-                    _note_other(s, line, path, lineno, sink)
-                    continue
-                # A conversation line without a uuid still belongs to the story.
-                uid = f"{fi}:{lineno}"
             is_side = line.isSidechain is True
-            k = classify(line)
-            nid = add(uid, line.parentUuid, base | lineno, is_side, k)
-            if nid < 0:
+            if typ == "progress" and uid is not None:
+                k = NOISE  # most lines of a real log: hook and tool progress
+            else:
+                if uid is None:
+                    if typ not in _CONVERSATION_TYPES:
+                        _note_other(s, line, path, lineno, sink)
+                        continue
+                    # A conversation line without a uuid still belongs to the story.
+                    uid = f"{fi}:{lineno}"
+                k = classify(line)
+            seen = index.get(uid)
+            if seen is not None:
+                self.repeat(seen, base | lineno, is_side, k)
+                continue
+            nid = len(uuids)
+            index[uid] = nid
+            uuids.append(uid)
+            puid = line.parentUuid
+            if puid is None:
+                p = NO_PARENT
+            else:
+                p = index.get(puid, _UNRESOLVED)
+                if p == _UNRESOLVED:
+                    pending[nid] = puid
+            if p < 0:
+                roots[nid] = (self.last_main, self.last_any)
+            parent.append(p)
+            pos_append(base | lineno)
+            side_append(is_side)
+            kind_append(k)
+            if k:
+                self.last_any = nid
+                if not is_side:
+                    self.last_main = nid
+                    s.main_messages += 1
+            elif typ == "progress":
+                data = line.data
+                if data is not None and data.type == "agent_progress":
+                    _link(s, data.agentId, line.parentToolUseID)
                 continue
             if line.sessionId != last_sid or header_missing:
                 last_sid = line.sessionId
