@@ -125,7 +125,7 @@ async def gather_evidence(
 
 
 def _warn(run: EvidenceRun, message: str) -> None:
-    log.warning("%s", message)
+    log.info("%s", message)
     run.warnings.append(message)
 
 
