@@ -43,6 +43,7 @@ _MAX_CLASS_LITERALS = 4
 #: A repeated literal ``─{10,}`` is required this many times at most.
 _MAX_REPEATED = 16
 _SPACES = tuple(chr(c) for c in range(0x3001) if chr(c).isspace())
+_NEVER_SPACE = (sc.CATEGORY_DIGIT, sc.CATEGORY_WORD, sc.CATEGORY_NOT_SPACE)
 
 
 class _Unsupported(Exception):
@@ -113,12 +114,17 @@ def _required(items: Iterable[Any]) -> frozenset[str] | None:
 
 
 def _class_may_be_space(av: Sequence[Any]) -> bool:
-    if any(o is not sc.LITERAL and o is not sc.RANGE for o, _ in av):
-        return True
+    """False when no whitespace character is in the class (unknown: True)."""
+    if any(o is sc.NEGATE for o, _ in av):
+        return not any(o is sc.CATEGORY and v is sc.CATEGORY_SPACE for o, v in av)
     for o, v in av:
-        if o is sc.LITERAL and chr(v).isspace():
-            return True
-        if o is sc.RANGE and any(v[0] <= ord(s) <= v[1] for s in _SPACES):
+        if o is sc.LITERAL:
+            if chr(v).isspace():
+                return True
+        elif o is sc.RANGE:
+            if any(v[0] <= ord(s) <= v[1] for s in _SPACES):
+                return True
+        elif not (o is sc.CATEGORY and v in _NEVER_SPACE):
             return True
     return False
 
