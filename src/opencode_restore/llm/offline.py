@@ -95,6 +95,12 @@ def _synthesis(f: dict[str, Any]) -> dict[str, Any]:
     compactions = [
         c for t in turns for c in t.get("state_changes", []) if c.startswith("Context compacted")
     ]
+    # Evidence hits on errors become cited findings; a model would weigh them, we list them.
+    for item in f.get("evidence", []):
+        labels = item.get("citations") or []
+        if labels and item.get("tool") == "SEARCH_LOG":
+            cite = f" [{', '.join(labels[:5])}]"
+            errors.append(f"Log search `{_short(item.get('query', ''), 60)}` matched{cite}")
     return {
         "goal": goal,
         "constraints_preferences": f.get("constraints", []),

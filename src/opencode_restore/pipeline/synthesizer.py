@@ -83,6 +83,7 @@ async def synthesize(
         "decisions": [d.model_dump() for d in state.decisions],
         "open_questions": state.open_questions,
         "failed_turns": [f.turn for f in state.failed_turns],
+        "evidence": [e.model_dump() for e in evidence],
     }
     prompt = render(
         "synthesis",
