@@ -50,6 +50,20 @@ class PathsConfig(_Section):
     data_dir: str = "~/.local/share/opencode-restore"
 
 
+class RateLimitRule(_Section):
+    """Limits for one provider (``openai``) or model (``openai:gpt-4o``); None = unlimited."""
+
+    requests_per_minute: int | None = Field(default=None, gt=0)
+    tokens_per_minute: int | None = Field(default=None, gt=0)
+
+
+class RateLimitConfig(RateLimitRule):
+    """The shared client-side rate limit; ``providers`` entries override the defaults."""
+
+    pause_seconds: float = Field(default=2.0, ge=0)
+    providers: dict[str, RateLimitRule] = Field(default_factory=dict)
+
+
 class PromptsConfig(_Section):
     dir: str | None = None
 
@@ -68,6 +82,7 @@ class Config(_Section):
     restore: RestoreConfig = Field(default_factory=RestoreConfig)
     paths: PathsConfig = Field(default_factory=PathsConfig)
     prompts: PromptsConfig = Field(default_factory=PromptsConfig)
+    ratelimit: RateLimitConfig = Field(default_factory=RateLimitConfig)
     prices: dict[str, Price] = Field(default_factory=dict)
     terminal: dict[str, Any] = Field(default_factory=dict)
     limits: dict[str, Any] = Field(default_factory=dict)
