@@ -1,0 +1,200 @@
+"""The ``batch`` and ``nightly`` commands behind their click wiring: setup, run, report."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+from rich.console import Console
+from rich.table import Table
+
+from ..config import Config, load_config
+from ..errors import UsageError
+from ..llm.ratelimit import rate_limited
+from ..llm.registry import close_provider, get_provider
+from ..pipeline.restore import RestoreOptions
+from ..sources.base import WarningSink, stderr_sink
+from ..store.paths import db_path
+from ..store.store import Store
+from .discover import discover
+from .display import print_report, progress_for
+from .items import BatchItem
+from .manifest import Manifest
+from .nightly import RUN_KIND, nightly_lock, parse_window, plan, state_manifest, store_hook
+from .runner import BatchJob, BatchReport
+
+MANIFEST_NAME = "manifest.jsonl"
+
+
+@dataclass
+class RunSettings:
+    """What both commands take from the command line."""
+
+    model: str | None = None
+    base_url: str | None = None
+    config_path: Path | None = None
+    concurrency: int = 4
+    max_turns: int | None = None
+    skip_evidence_search: bool | None = None
+    max_searches: int | None = None
+    quiet: bool = False
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    def config(self) -> Config:
+        """The effective configuration with these flags on top."""
+        return load_config(
+            self.config_path,
+            overrides={
+                "llm": {"model": self.model, "base_url": self.base_url},
+                "restore": {
+                    "skip_evidence_search": self.skip_evidence_search,
+                    "max_searches": self.max_searches,
+                },
+                **self.overrides,
+            },
+        )
+
+    def options(self) -> RestoreOptions:
+        """Per-session restore options."""
+        return RestoreOptions(self.max_turns, self.skip_evidence_search, self.max_searches)
+
+
+def _execute(job: BatchJob, settings: RunSettings) -> BatchReport:
+    """Run ``job`` with a progress bar on stderr; the provider closes inside the loop."""
+    console = Console(stderr=True)
+    show = not settings.quiet and sys.stderr.isatty()
+
+    async def main() -> BatchReport:
+        try:
+            return await job.run()
+        finally:
+            # SDK connection pools must close inside the event loop that opened them.
+            await close_provider(job.provider)
+
+    with progress_for(job, console, show):
+        report = anyio.run(main)
+    if not settings.quiet:
+        print_report(report, Console())
+    return report
+
+
+def _provider_for(config: Config) -> Any:
+    from ..cli.restore_cmd import provider_settings
+
+    return rate_limited(get_provider(config.llm.model, provider_settings(config)), config.ratelimit)
+
+
+def run_batch(
+    args: list[str],
+    out: Path,
+    settings: RunSettings,
+    *,
+    agent: str | None = None,
+    force: bool = False,
+) -> int:
+    """``opencode-restore batch``: the exit code is 0 when every session succeeded."""
+    config = settings.config()
+    sink = WarningSink() if settings.quiet else stderr_sink()
+    items = discover(args, sink, agent)
+    if not items:
+        raise UsageError(f"no sessions found in {' '.join(args)}")
+    job = BatchJob(
+        items,
+        out,
+        config,
+        _provider_for(config),
+        Manifest(out / MANIFEST_NAME, sink),
+        concurrency=settings.concurrency,
+        options=settings.options(),
+        force=force,
+    )
+    return _execute(job, settings).exit_code
+
+
+def _plan_table(items: list[BatchItem], reasons: dict[str, str], unchanged: int) -> Table:
+    table = Table(title=f"would restore {len(items)} sessions ({unchanged} unchanged)")
+    for column in ("session", "agent", "why", "files"):
+        table.add_column(column)
+    for item in items:
+        files = ", ".join(str(p) for p in item.files)
+        table.add_row(item.key, item.agent, reasons.get(item.key, ""), files)
+    return table
+
+
+def run_nightly(
+    settings: RunSettings,
+    *,
+    since: str = "24h",
+    out: Path | None = None,
+    root: Path | None = None,
+    dry_run: bool = False,
+) -> int:
+    """``opencode-restore nightly``: 0 when every changed session was restored."""
+    window = parse_window(since)
+    config = settings.config()
+    data_dir = config.data_dir
+    out = out if out is not None else data_dir / "nightly"
+    sink = WarningSink() if settings.quiet else stderr_sink()
+    provider = _provider_for(config)
+    spec = f"{provider.name}:{provider.model}"
+    console = Console()
+    now = datetime.now(UTC)
+    if dry_run:
+        # Writes nothing: no lock, no scan into the store, not even a new store file.
+        with tempfile.TemporaryDirectory() as empty:
+            path = db_path(data_dir)
+            store = Store(path if path.is_file() else Path(empty) / "store.sqlite3")
+            manifest = Manifest(state_manifest(data_dir), sink)
+            p = plan(
+                store,
+                manifest,
+                spec,
+                window=window,
+                out=out,
+                now=now,
+                root=root,
+                dry_run=True,
+                sink=sink,
+            )
+            store.close()
+        console.print(f"dry run: sessions updated since {p.cutoff.isoformat(timespec='seconds')}")
+        console.print(f"output folder: {p.out_dir}")
+        console.print(_plan_table(p.todo, p.reasons, len(p.unchanged)))
+        return 0
+    with nightly_lock(data_dir):
+        store = Store(db_path(data_dir))
+        manifest = Manifest(state_manifest(data_dir), sink)
+        p = plan(store, manifest, spec, window=window, out=out, now=now, root=root, sink=sink)
+        if not p.todo:
+            if not settings.quiet:
+                console.print(
+                    f"nothing changed since {p.cutoff.isoformat(timespec='seconds')}: "
+                    f"{len(p.unchanged)} sessions up to date"
+                )
+            return 0
+        run_id = store.create_run(None, RUN_KIND)
+        store.update_run(run_id, "running")
+        job = BatchJob(
+            p.todo,
+            p.out_dir,
+            config,
+            provider,
+            manifest,
+            concurrency=settings.concurrency,
+            options=settings.options(),
+            on_result=store_hook(store),
+            mirror=Manifest(p.out_dir / MANIFEST_NAME, sink),
+        )
+        report = _execute(job, settings)
+        failed = len(report.failed)
+        store.update_run(
+            run_id,
+            "failed" if failed else "done",
+            error=f"{failed} of {len(p.todo)} sessions not restored" if failed else None,
+        )
+        return report.exit_code

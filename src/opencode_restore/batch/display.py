@@ -1,0 +1,115 @@
+"""What a batch shows: a progress bar with ETA on stderr while it runs, a table at the end."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from .items import BatchItem
+from .runner import BatchJob, BatchReport, Outcome
+
+_MAX_ERROR = 120
+
+
+class BatchProgress:
+    """Sessions done out of the total, failures, tokens and the time left."""
+
+    def __init__(self, bar: Progress, total: int) -> None:
+        self.bar = bar
+        self.task = bar.add_task("batch", total=total, failed=0, running=0, tokens=0)
+        self.failed = self.running = self.tokens = 0
+
+    def start(self, item: BatchItem) -> None:
+        """A session started."""
+        self.running += 1
+        self.bar.update(self.task, running=self.running)
+
+    def finish(self, outcome: Outcome) -> None:
+        """A session ended."""
+        self.running -= 1
+        self.failed += 0 if outcome.ok else 1
+        u = outcome.usage
+        self.tokens += u.input_tokens + u.output_tokens
+        self.bar.update(
+            self.task, advance=1, running=self.running, failed=self.failed, tokens=self.tokens
+        )
+
+
+@contextmanager
+def progress_for(job: BatchJob, console: Console, enabled: bool) -> Iterator[None]:
+    """Show a progress bar on ``console`` while the ``with`` block runs ``job``."""
+    todo, _ = job.plan()
+    with Progress(
+        TextColumn("[bold]batch[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[running]} running, {task.fields[failed]} failed,"),
+        TextColumn("{task.fields[tokens]} tokens"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+        disable=not enabled,
+        transient=True,
+    ) as bar:
+        shown = BatchProgress(bar, len(todo))
+        job.on_start, job.on_finish = shown.start, shown.finish
+        yield
+
+
+def _short(text: str | None) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= _MAX_ERROR else text[: _MAX_ERROR - 1] + "…"
+
+
+def report_table(report: BatchReport) -> Table:
+    """Counts, usage and time, then one row per session that did not succeed."""
+    table = Table(title="batch", show_header=True, header_style="bold")
+    for column in ("sessions", "done", "skipped", "incomplete", "failed", "LLM calls", "tokens"):
+        table.add_column(column, justify="right")
+    table.add_column("time", justify="right")
+    calls = sum(o.usage.calls for o in report.outcomes)
+    tokens = sum(o.usage.input_tokens + o.usage.output_tokens for o in report.outcomes)
+    table.add_row(
+        str(len(report.outcomes)),
+        str(report.count("done")),
+        str(report.count("skipped")),
+        str(report.count("incomplete")),
+        str(report.count("failed")),
+        str(calls),
+        str(tokens),
+        f"{report.wall:.1f}s",
+    )
+    return table
+
+
+def failures_table(report: BatchReport) -> Table | None:
+    """The sessions that failed or are incomplete, with their first error; None if none."""
+    if not report.failed:
+        return None
+    table = Table(title="not restored completely", header_style="bold")
+    table.add_column("session")
+    table.add_column("status")
+    table.add_column("error")
+    for o in sorted(report.failed, key=lambda o: o.item.key):
+        table.add_row(o.item.key, o.status, _short(o.error))
+    return table
+
+
+def print_report(report: BatchReport, console: Console) -> None:
+    """The final tables."""
+    console.print(report_table(report))
+    failures = failures_table(report)
+    if failures is not None:
+        console.print(failures)

@@ -1,0 +1,127 @@
+"""The batch manifest: one JSON line per finished session, append-only and fsynced.
+
+Each line is written with a single ``write`` on an ``O_APPEND`` descriptor and
+fsynced before the next session is reported finished, so a batch killed at any
+point leaves whole lines plus at most one torn last line, which the next run
+ignores (with a warning) after starting a fresh line. The last line of a key wins:
+a session that failed and later succeeded reads as done.
+
+Output files are replaced atomically (temporary file, fsync, rename, fsync of the
+directory), and always before the session's manifest line: a line never names
+output that is not there, and a session killed before its line is simply redone.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..sources.base import WarningSink
+
+#: The statuses a line can carry; only ``done`` sessions are skipped by a re-run.
+STATUSES = ("done", "incomplete", "failed")
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that readers see the old or the new file, whole."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_lines(path: Path, sink: WarningSink) -> Iterator[dict[str, Any]]:
+    """The manifest's records in file order; a bad or torn line is reported and skipped."""
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        return
+    with fh:
+        for number, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                record = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                sink.warn(
+                    path, number, "unreadable manifest line (a run killed mid-write?); ignored"
+                )
+                continue
+            if isinstance(record, dict) and isinstance(record.get("key"), str):
+                yield record
+            else:
+                sink.warn(path, number, "manifest line without a key; ignored")
+
+
+class Manifest:
+    """``manifest.jsonl`` of one output directory."""
+
+    def __init__(self, path: Path, sink: WarningSink | None = None) -> None:
+        self.path = path
+        self.latest: dict[str, dict[str, Any]] = {}
+        for record in read_lines(path, sink or WarningSink()):
+            self.latest[record["key"]] = record
+        self._fd: int | None = None
+        self._lock = threading.Lock()
+
+    def is_done(self, key: str, content_hash: str, provider: str) -> bool:
+        """True when ``key`` finished successfully with this content and provider."""
+        last = self.latest.get(key)
+        return (
+            last is not None
+            and last.get("status") == "done"
+            and last.get("hash") == content_hash
+            and last.get("provider") == provider
+        )
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Write one record as one line and fsync it before returning (thread-safe)."""
+        line = orjson.dumps(record) + b"\n"
+        with self._lock:
+            if self._fd is None:
+                self._fd = self._open()
+            # One write on an O_APPEND descriptor: lines of other writers never interleave.
+            written = os.write(self._fd, line)
+            if written != len(line):  # pragma: no cover - regular files write whole buffers
+                raise OSError(f"{self.path}: short write ({written} of {len(line)} bytes)")
+            os.fsync(self._fd)
+            self.latest[record["key"]] = record
+
+    def _open(self) -> int:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        created = not self.path.exists()
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        size = os.fstat(fd).st_size
+        # A torn last line (killed mid-write) must not swallow the next record.
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            os.write(fd, b"\n")
+        if created:
+            _fsync_dir(self.path.parent)
+        return fd
+
+    def close(self) -> None:
+        """Close the file (appending again reopens it)."""
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None

@@ -1,0 +1,230 @@
+"""``nightly``: restore the sessions that changed since the last run, for cron or systemd.
+
+1. Take ``data_dir/nightly.lock`` (``flock``); a second run exits at once (`NightlyBusy`).
+2. Scan each agent's default locations (or ``--root``) into the store, as
+   ``sessions scan`` does, then take the store's sessions updated within ``--since``
+   (default 24 h) of now, or of the last fully successful nightly run if that is older
+   (so a night without a run, or a session that failed, is caught up).
+3. Skip every session whose content hash is already ``done`` in the nightly state
+   (``data_dir/nightly/state.jsonl``, the batch manifest of all nightly runs), restore
+   the others with the batch runner into ``<out>/YYYY-MM-DD/`` (its own
+   ``manifest.jsonl`` too), store each restoration and record the run in the store.
+
+With nothing new to do, nothing is written: running it twice changes nothing the
+second time. ``--dry-run`` takes no lock, registers nothing and says what it would do.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from ..errors import RestoreError, UsageError
+from ..pipeline.restoration import Restoration
+from ..report.summary import summary_markdown
+from ..sources.base import WarningSink
+from ..store.db import DB_NAME, iso_utc
+from ..store.discovery import AGENTS, find_sessions, scan
+from ..store.fetch import existing_files
+from ..store.store import SessionRow, Store
+from .items import BatchItem, FileHasher, finalize
+from .manifest import Manifest
+
+LOCK_NAME = "nightly.lock"
+RUN_KIND = "nightly"
+_WINDOW = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_PAGE = 1000
+
+
+class NightlyBusy(RestoreError):
+    """Another nightly run holds the lock; this one did nothing."""
+
+    #: EX_TEMPFAIL: cron and systemd treat it as "try again later", not as a crash.
+    exit_code = 75
+
+
+def parse_window(text: str) -> timedelta:
+    """``24h``, ``90m``, ``7d``, ``2w``, ``3600s`` as a time span (usage error otherwise)."""
+    match = _WINDOW.match(text)
+    if match is None or float(match.group(1)) <= 0:
+        raise UsageError(f"--since {text!r}: expected a positive span like 24h, 90m, 7d or 2w")
+    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+
+
+@contextmanager
+def nightly_lock(data_dir: Path) -> Iterator[Path]:
+    """Hold ``data_dir/nightly.lock`` for the ``with`` block, or raise `NightlyBusy`.
+
+    ``flock`` dies with the process, so a killed run never leaves a stale lock.
+    """
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "unknown"
+            raise NightlyBusy(
+                f"another nightly run is in progress ({holder}); lock {path}. Nothing done."
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}, started {iso_utc(datetime.now(UTC))}\n".encode(), 0)
+        yield path
+    finally:
+        os.close(fd)
+
+
+@dataclass(slots=True)
+class NightlyPlan:
+    """What a nightly run would restore, and why."""
+
+    cutoff: datetime
+    out_dir: Path
+    todo: list[BatchItem]
+    unchanged: list[BatchItem]
+    #: key -> "new" or "changed" for every item in ``todo``.
+    reasons: dict[str, str]
+
+
+def state_manifest(data_dir: Path) -> Path:
+    """The nightly state: every nightly run's manifest lines, in one file."""
+    return data_dir / "nightly" / "state.jsonl"
+
+
+def last_success(store: Store) -> datetime | None:
+    """When the last nightly run that restored everything started."""
+    row = store.conn.execute(
+        "SELECT MAX(started_at) FROM runs WHERE kind = ? AND status = 'done'", (RUN_KIND,)
+    ).fetchone()
+    return datetime.fromisoformat(row[0]) if row and row[0] else None
+
+
+def _row_item(row: SessionRow) -> BatchItem | None:
+    files, _, _ = existing_files(row)
+    if not files:
+        return None
+    if row.agent == "opencode":
+        # One database holds many sessions: the session's own update time says if it changed.
+        return BatchItem(
+            row.id, "opencode", files[-1:], selector=row.id, fingerprint=row.updated_at
+        )
+    return BatchItem(row.id, row.agent, files)
+
+
+def candidates(
+    store: Store, cutoff: datetime, sink: WarningSink, extra: list[BatchItem] | None = None
+) -> list[BatchItem]:
+    """The store's sessions updated after ``cutoff`` (chain files that still exist)."""
+    items: list[BatchItem] = []
+    seen: set[str] = set()
+    offset = 0
+    while True:
+        rows, total = store.sessions(since=iso_utc(cutoff), limit=_PAGE, offset=offset)
+        for row in rows:
+            full = store.session(row.id)
+            item = _row_item(full) if full is not None else None
+            if item is None:
+                sink.warn(row.id, 0, "no transcript file of this session exists any more; skipped")
+                continue
+            seen.add(row.id)
+            items.append(item)
+        offset += len(rows)
+        if not rows or offset >= total:
+            break
+    items.extend(i for i in extra or [] if i.session_id not in seen)
+    return items
+
+
+def _unregistered(
+    store: Store, root: Path | None, cutoff: datetime, sink: WarningSink
+) -> list[BatchItem]:
+    """What a scan would register (for ``--dry-run``, which writes nothing)."""
+    found = find_sessions(AGENTS, [root] if root is not None else None, sink)
+    out: dict[str, BatchItem] = {}
+    for f in found:
+        when = f.updated or f.started
+        if when is not None and when <= cutoff:
+            continue
+        item = out.setdefault(f.session_id, BatchItem(f.session_id, f.agent, []))
+        if f.agent == "opencode":
+            item.selector = f.session_id
+            item.fingerprint = iso_utc(f.updated) if f.updated else ""
+        if f.path not in item.files:
+            item.files.append(f.path)
+    return list(out.values())
+
+
+def plan(
+    store: Store,
+    manifest: Manifest,
+    provider_spec: str,
+    *,
+    window: timedelta,
+    out: Path,
+    now: datetime,
+    root: Path | None = None,
+    dry_run: bool = False,
+    sink: WarningSink | None = None,
+) -> NightlyPlan:
+    """Scan (unless ``dry_run``), pick the changed sessions and name the dated folder."""
+    sink = sink or WarningSink()
+    cutoff = now - window
+    previous = last_success(store)
+    # Back to the last run that restored everything (and a window more, so a file that
+    # changed while that run was scanning is not missed): content hashes keep
+    # anything already done from being redone.
+    if previous is not None and previous - window < cutoff:
+        cutoff = previous - window
+    extra: list[BatchItem] = []
+    if dry_run:
+        extra = _unregistered(store, root, cutoff, sink)
+    else:
+        scan(store, root=root, sink=sink)
+    items = finalize(candidates(store, cutoff, sink, extra), FileHasher())
+    todo, unchanged, reasons = [], [], {}
+    for item in items:
+        if manifest.is_done(item.key, item.content_hash, provider_spec):
+            unchanged.append(item)
+        else:
+            todo.append(item)
+            reasons[item.key] = "changed" if item.key in manifest.latest else "new"
+    day = now.astimezone().strftime("%Y-%m-%d")
+    return NightlyPlan(cutoff, out / day, todo, unchanged, reasons)
+
+
+def store_hook(store: Store) -> Callable[[BatchItem, Restoration], dict[str, object]]:
+    """A batch result hook that stores each restoration and a ``nightly`` run for it."""
+
+    def record(item: BatchItem, restoration: Restoration) -> dict[str, object]:
+        errors = {
+            "failed_turns": [f.model_dump() for f in restoration.failed_turns],
+            "warnings": restoration.warnings,
+        }
+        restoration_id = store.add_restoration(
+            item.session_id,
+            provider=restoration.provider,
+            summary_markdown=summary_markdown(restoration),
+            summary=restoration.model_dump(mode="json"),
+            usage=restoration.usage.model_dump(mode="json"),
+            errors=errors,
+        )
+        run_id = store.create_run(item.session_id, RUN_KIND)
+        store.update_run(run_id, "running")
+        status = "done" if restoration.complete else "failed"
+        store.update_run(run_id, status, restoration_id=restoration_id)
+        return {"restoration_id": restoration_id}
+
+    return record
+
+
+def store_exists(data_dir: Path) -> bool:
+    """True when the store file is there (``--dry-run`` never creates it)."""
+    return (data_dir / DB_NAME).is_file()

@@ -1,0 +1,186 @@
+"""Restore many sessions concurrently, resumably, one failure never stopping the others.
+
+``concurrency`` workers pull items from one shared iterator (memory stays flat
+however many sessions there are). Per session: read it (in a worker thread: parsing
+is synchronous), ``restore_session``, write ``<key>.md`` and ``<key>.json``
+atomically, then append its manifest line. A session whose manifest says ``done``
+with the same content hash and provider is skipped, so a batch killed at any point
+and started again redoes no finished session and loses none.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio import to_thread
+
+from ..config import Config
+from ..llm.base import Provider
+from ..pipeline.restoration import Restoration, UsageReport
+from ..pipeline.restore import RestoreOptions, restore_session
+from ..report.summary import summary_markdown
+from ..sources.base import WarningSink
+from .items import BatchItem
+from .manifest import Manifest, write_atomic
+
+#: Called (in a worker thread) with a finished restoration before its manifest line is
+#: written; what it returns is added to the line. An exception fails the session.
+ResultHook = Callable[[BatchItem, Restoration], dict[str, Any]]
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What happened to one item; ``skipped`` items were already done."""
+
+    item: BatchItem
+    status: str
+    error: str | None = None
+    usage: UsageReport = field(default_factory=UsageReport)
+    duration: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True for a session done now or before."""
+        return self.status in ("done", "skipped")
+
+
+@dataclass(slots=True)
+class BatchReport:
+    """Every outcome of a batch, in completion order, and the wall time."""
+
+    outcomes: list[Outcome]
+    wall: float = 0.0
+
+    def count(self, status: str) -> int:
+        """How many items ended with ``status``."""
+        return sum(1 for o in self.outcomes if o.status == status)
+
+    @property
+    def failed(self) -> list[Outcome]:
+        """Items that failed or restored with failed turns."""
+        return [o for o in self.outcomes if not o.ok]
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every session succeeded (now or before), 1 otherwise."""
+        return 1 if self.failed else 0
+
+
+@dataclass
+class BatchJob:
+    """One batch: the items, where outputs go, and how to restore."""
+
+    items: Sequence[BatchItem]
+    out_dir: Path
+    config: Config
+    provider: Provider
+    manifest: Manifest
+    concurrency: int = 4
+    options: RestoreOptions = field(default_factory=RestoreOptions)
+    force: bool = False
+    on_result: ResultHook | None = None
+    #: A second manifest that gets a copy of every line (nightly: the dated folder's).
+    mirror: Manifest | None = None
+    #: Called in the event loop when a session starts and when it ends.
+    on_start: Callable[[BatchItem], None] | None = None
+    on_finish: Callable[[Outcome], None] | None = None
+
+    @property
+    def provider_spec(self) -> str:
+        return f"{self.provider.name}:{self.provider.model}"
+
+    def plan(self) -> tuple[list[BatchItem], list[BatchItem]]:
+        """(to restore, already done) under the manifest."""
+        todo: list[BatchItem] = []
+        done: list[BatchItem] = []
+        for item in self.items:
+            finished = self.manifest.is_done(item.key, item.content_hash, self.provider_spec)
+            (done if finished and not self.force else todo).append(item)
+        return todo, done
+
+    async def run(self) -> BatchReport:
+        """Restore every item not already done; never raises for a session's failure."""
+        start = time.perf_counter()
+        todo, done = self.plan()
+        report = BatchReport([Outcome(item, "skipped") for item in done])
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        pending = iter(todo)
+
+        async def worker() -> None:
+            # One shared iterator: next() never awaits, so no two workers get one item.
+            for item in pending:
+                if self.on_start is not None:
+                    self.on_start(item)
+                outcome = await self._restore(item)
+                report.outcomes.append(outcome)
+                if self.on_finish is not None:
+                    self.on_finish(outcome)
+
+        try:
+            async with anyio.create_task_group() as tg:
+                for _ in range(max(1, min(self.concurrency, len(todo)))):
+                    tg.start_soon(worker)
+        finally:
+            self.manifest.close()
+            if self.mirror is not None:
+                self.mirror.close()
+        report.wall = time.perf_counter() - start
+        return report
+
+    async def _restore(self, item: BatchItem) -> Outcome:
+        start = time.perf_counter()
+        extra: dict[str, Any] = {}
+        outcome = Outcome(item, "failed")
+        try:
+            if item.error is not None:
+                raise RuntimeError(item.error)
+            session = await to_thread.run_sync(item.load, WarningSink())
+            restoration = await restore_session(
+                session, self.config, self.provider, options=self.options
+            )
+            extra = await to_thread.run_sync(self._save, item, restoration)
+            outcome.status = "done" if restoration.complete else "incomplete"
+            outcome.usage = restoration.usage
+            if not restoration.complete:
+                turns = ", ".join(str(f.turn) for f in restoration.failed_turns)
+                outcome.error = f"turns {turns} failed: {restoration.failed_turns[0].error}"
+        except Exception as exc:  # a session's failure is data, never the batch's end
+            outcome.error = f"{type(exc).__name__}: {exc}"
+        outcome.duration = time.perf_counter() - start
+        await to_thread.run_sync(self._record, outcome, extra)
+        return outcome
+
+    def _save(self, item: BatchItem, restoration: Restoration) -> dict[str, Any]:
+        write_atomic(self.out_dir / f"{item.key}.md", summary_markdown(restoration).encode())
+        write_atomic(
+            self.out_dir / f"{item.key}.json", restoration.model_dump_json(indent=2).encode()
+        )
+        return self.on_result(item, restoration) if self.on_result is not None else {}
+
+    def _record(self, outcome: Outcome, extra: dict[str, Any]) -> None:
+        item = outcome.item
+        written = outcome.status != "failed"
+        record: dict[str, Any] = {
+            "key": item.key,
+            "session": item.session_id,
+            "agent": item.agent,
+            "source_files": [str(p) for p in item.files],
+            "hash": item.content_hash,
+            "provider": self.provider_spec,
+            "status": outcome.status,
+            "error": outcome.error,
+            "usage": outcome.usage.model_dump(),
+            "duration_s": round(outcome.duration, 3),
+            "outputs": [f"{item.key}.md", f"{item.key}.json"] if written else [],
+            "finished_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            **extra,
+        }
+        self.manifest.append(record)
+        if self.mirror is not None:
+            self.mirror.append(record)

@@ -1,0 +1,126 @@
+"""The ``batch`` and ``nightly`` commands (wiring only; the work is in ``batch/``)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from . import friendly_errors
+
+_agent_option = click.option(
+    "--agent", default=None, help="Force a log format (see `opencode-restore formats`)."
+)
+
+
+def _run_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The options `batch` and `nightly` share."""
+    options = [
+        click.option(
+            "-m",
+            "--model",
+            default=None,
+            help="provider:model, e.g. openai:gpt-4o (default offline).",
+        ),
+        click.option("--base-url", default=None, help="OpenAI-compatible server URL."),
+        click.option(
+            "--concurrency",
+            type=click.IntRange(min=1),
+            default=4,
+            show_default=True,
+            help="Sessions restored at once.",
+        ),
+        click.option(
+            "--max-turns", type=click.IntRange(min=1), default=None, help="At most N turns each."
+        ),
+        click.option(
+            "--skip-evidence-search", is_flag=True, default=None, help="No evidence search."
+        ),
+        click.option(
+            "--max-searches",
+            type=click.IntRange(min=1),
+            default=None,
+            help="Evidence calls at most.",
+        ),
+        click.option("--config", "config_path", type=click.Path(path_type=Path), default=None),
+        click.option("-q", "--quiet", is_flag=True, help="No progress bar, warnings or table."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _settings(kwargs: dict[str, Any]) -> Any:
+    from ..batch.app import RunSettings
+
+    return RunSettings(
+        model=kwargs["model"],
+        base_url=kwargs["base_url"],
+        config_path=kwargs["config_path"],
+        concurrency=kwargs["concurrency"],
+        max_turns=kwargs["max_turns"],
+        skip_evidence_search=kwargs["skip_evidence_search"],
+        max_searches=kwargs["max_searches"],
+        quiet=kwargs["quiet"],
+    )
+
+
+@click.command()
+@click.argument("inputs", nargs=-1, required=True)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Output folder: <session>.md, <session>.json and manifest.jsonl.",
+)
+@_agent_option
+@click.option("--force", is_flag=True, help="Restore sessions the manifest says are done, too.")
+@_run_options
+@friendly_errors
+def batch(
+    inputs: tuple[str, ...], out: Path, agent: str | None, force: bool, **kwargs: Any
+) -> None:
+    """Restore many sessions (INPUTS: files, directories or quoted globs) into --out.
+
+    Resumable: a session the manifest records as done with the same content is
+    skipped. Exit code 0 when every session was restored, 1 when some failed.
+    """
+    from ..batch.app import run_batch
+
+    sys.exit(run_batch(list(inputs), out, _settings(kwargs), agent=agent, force=force))
+
+
+@click.command()
+@click.option(
+    "--since",
+    default="24h",
+    show_default=True,
+    help="Sessions updated within this span (24h, 90m, 7d), or since the last good run.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where the dated folders go (default: DATA_DIR/nightly).",
+)
+@click.option(
+    "--root",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Scan this folder instead of each agent's default location.",
+)
+@click.option("--dry-run", is_flag=True, help="Say what would be restored; write nothing.")
+@_run_options
+@friendly_errors
+def nightly(since: str, out: Path | None, root: Path | None, dry_run: bool, **kwargs: Any) -> None:
+    """Restore the sessions that changed since the last run into OUT/YYYY-MM-DD/ (for cron).
+
+    A second run while one is going exits with code 75 and does nothing.
+    """
+    from ..batch.app import run_nightly
+
+    sys.exit(run_nightly(_settings(kwargs), since=since, out=out, root=root, dry_run=dry_run))
