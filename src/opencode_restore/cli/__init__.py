@@ -214,3 +214,8 @@ from .store_cmds import hook, serve, sessions  # noqa: E402  (needs the helpers 
 
 for _store_command in (hook, sessions, serve):
     cli.add_command(_store_command)
+
+from .batch_cmds import batch, nightly  # noqa: E402  (needs the helpers above)
+
+for _batch_command in (batch, nightly):
+    cli.add_command(_batch_command)
