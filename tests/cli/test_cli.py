@@ -44,12 +44,14 @@ def test_messages_jsonl_and_filters(fixtures: Path) -> None:
 
 def test_messages_json_and_markdown(fixtures: Path) -> None:
     code, out, _ = invoke("messages", str(fixtures / EXPORT), "--format", "json")
+    assert code == 0
     doc = json.loads(out)
     assert doc["agent"] == "opencode"
     assert len(doc["messages"]) > 3
     code, out, _ = invoke(
         "messages", str(fixtures / EXPORT), "--format", "markdown", "--include-tools"
     )
+    assert code == 0
     assert "### User" in out
     assert "```json" in out
 
