@@ -23,3 +23,9 @@ def fixtures() -> Path:
 def sink() -> WarningSink:
     """A warning sink that only collects."""
     return WarningSink()
+
+
+@pytest.fixture(autouse=True)
+def _data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Restore timelines and stores go to a temporary directory, never the real home."""
+    monkeypatch.setenv("OPENCODE_RESTORE_DATA_DIR", str(tmp_path_factory.mktemp("data")))

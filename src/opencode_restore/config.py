@@ -44,6 +44,9 @@ class RestoreConfig(_Section):
     max_tool_output_chars: int = 4000
     max_turn_chars: int = 60_000
     workspace: str | None = None
+    resume: bool = True
+    cache_ttl_seconds: int = 300
+    cache_prune_buffer_seconds: int = 30
 
 
 class PathsConfig(_Section):

@@ -164,6 +164,14 @@ def main() -> None:
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None)
 @click.option("--base-url", default=None, help="OpenAI-compatible server URL (Ollama, vLLM, ...).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or warnings on stderr.")
+@click.option(
+    "--fresh", is_flag=True, help="Ignore the saved restore timeline; start from the first turn."
+)
+@click.option(
+    "--debug-render",
+    is_flag=True,
+    help="Print every rendered LLM request to stderr, cache checkpoints marked =>[1] =>[2].",
+)
 @friendly_errors
 def restore(
     paths: tuple[Path, ...],
@@ -181,8 +189,15 @@ def restore(
     config_path: Path | None,
     base_url: str | None,
     quiet: bool,
+    fresh: bool,
+    debug_render: bool,
 ) -> None:
-    """Restore a session (PATHS: one session's files, oldest first) into a SESSION SUMMARY."""
+    """Restore a session (PATHS: one session's files, oldest first) into a SESSION SUMMARY.
+
+    The restore timeline is saved per session in the data directory after every turn; a
+    later run (after a crash, or on a grown log) continues it and only summarizes what is
+    new or changed.
+    """
     from .restore_cmd import run_restore
 
     code = run_restore(
@@ -201,6 +216,8 @@ def restore(
         config_path=config_path,
         base_url=base_url,
         quiet=quiet,
+        fresh=fresh,
+        debug_render=debug_render,
     )
     sys.exit(code)
 

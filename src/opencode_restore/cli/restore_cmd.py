@@ -15,6 +15,7 @@ from ..llm.settings import ModelPrice, ProviderSettings
 from ..llm.usage import UsageLedger
 from ..pipeline.restoration import Restoration
 from ..pipeline.restore import RestoreOptions, restore_session
+from ..pipeline.timeline_store import TimelineStore
 from ..report.html import session_html
 from ..report.summary import summary_markdown, turns_summary_markdown
 from ..sources import open_session
@@ -65,6 +66,8 @@ def run_restore(
     skip_evidence_search: bool | None = None,
     max_searches: int | None = None,
     workspace: Path | None = None,
+    fresh: bool = False,
+    debug_render: bool = False,
 ) -> int:
     """Run one restore; the exit code is 0 when complete, 1 when some turns failed."""
     evidence = {
@@ -79,6 +82,9 @@ def run_restore(
     provider = get_provider(config.llm.model, provider_settings(config))
     sink = WarningSink() if quiet else stderr_sink()
     session = select_branch(open_session(paths, sink, agent), leaf, label)
+    # Another branch is another restore: it must not overwrite the main line's timeline.
+    key = f"{session.id}@{label or leaf}" if leaf is not None or label is not None else None
+    store = TimelineStore(config.data_dir / "timelines") if config.restore.resume else None
     show_progress = not quiet and sys.stderr.isatty()
     console = Console(stderr=True)
     with Progress(
@@ -101,7 +107,17 @@ def run_restore(
         async def job() -> Restoration:
             try:
                 return await restore_session(
-                    session, config, provider, options=RestoreOptions(max_turns), progress=progress
+                    session,
+                    config,
+                    provider,
+                    options=RestoreOptions(
+                        max_turns,
+                        fresh=fresh,
+                        debug_render=sys.stderr if debug_render else None,
+                        timeline_key=key,
+                    ),
+                    progress=progress,
+                    store=store,
                 )
             finally:
                 # SDK connection pools must close inside the event loop that opened them.
@@ -129,4 +145,9 @@ def run_restore(
         if failed:
             note += f"; {failed} turns FAILED"
         console.print(f"[dim]{note}[/]")
+        if restoration.timeline is not None and restoration.timeline.path:
+            console.print(
+                f"[dim]timeline: {restoration.timeline.note} ({restoration.timeline.path})[/]",
+                highlight=False,
+            )
     return 1 if restoration.failed_turns else 0

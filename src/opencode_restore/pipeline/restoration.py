@@ -115,6 +115,16 @@ class EvidenceItem(BaseModel):
     citations: list[str] = Field(default_factory=list)
 
 
+class TimelineInfo(BaseModel):
+    """The saved restore timeline behind this restoration, and what this run reused."""
+
+    path: str | None = None
+    note: str = ""
+    turns_reused: int = 0
+    stages_reused: list[str] = Field(default_factory=list)
+    compacted_through_turn: int | None = None
+
+
 class Restoration(BaseModel):
     """Everything a restore produced for one session."""
 
@@ -136,6 +146,7 @@ class Restoration(BaseModel):
     usage: UsageReport = Field(default_factory=UsageReport)
     redactions: int = 0
     warnings: list[str] = Field(default_factory=list)
+    timeline: TimelineInfo | None = None
 
     @property
     def complete(self) -> bool:

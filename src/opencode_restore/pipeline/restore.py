@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TextIO
 
 from ..config import Config
 from ..llm.base import Provider
 from ..llm.retry import RetryPolicy
 from ..llm.usage import PriceTable, UsageLedger
-from ..model import Session, Turn
+from ..model import Message, Session, Turn
 from .branches import summarize_branches
+from .budget import TokenEstimator, Window
 from .context import StageContext
 from .evidence_gatherer import EvidenceOptions, gather_evidence
 from .restoration import (
+    BranchSummaryRow,
     CommandRow,
     CompactionPoint,
     EvidenceItem,
@@ -23,12 +27,17 @@ from .restoration import (
     ReferenceRow,
     Restoration,
     SessionInfo,
+    TimelineInfo,
     UsageReport,
 )
+from .resume import Resume, open_timeline, prepare, stage_keys
+from .rtimeline import Clock, StageRecord, TurnRecord
+from .schemas import SessionSummary
 from .state import RestoreState
-from .synthesizer import synthesize
+from .synthesizer import clean_outputs, synthesize
+from .timeline_store import TimelineStore
 from .turn_parser import parse_turns
-from .turn_summarizer import summarize_turns
+from .turn_summarizer import TurnOutcome, summarize_turns
 
 #: Called after each turn with (turns done, turns total, the ledger so far).
 ProgressFn = Callable[[int, int, UsageLedger], None]
@@ -42,6 +51,12 @@ class RestoreOptions:
     skip_evidence_search: bool | None = None
     max_searches: int | None = None
     workspace: str | None = None
+    #: Ignore a saved timeline and start from the first turn (the new one is still saved).
+    fresh: bool = False
+    #: The saved timeline's name (default the session id; a branch restore adds its leaf).
+    timeline_key: str | None = None
+    #: Where ``--debug-render`` prints every rendered request (checkpoints marked).
+    debug_render: TextIO | None = None
 
 
 def _last_request(turns: list[Turn], ctx: StageContext) -> Quote | None:
@@ -85,10 +100,23 @@ def _usage(ledger: UsageLedger) -> UsageReport:
     )
 
 
+def _message_index(session: Session) -> dict[str, Message]:
+    """Every message of the session by id (labels restored from a saved map carry no message)."""
+    index: dict[str, Message] = {}
+    for span in session.timeline.root.walk():
+        for m in span.messages():
+            index.setdefault(m.id, m)
+    return index
+
+
 def _references(text: str, ctx: StageContext, session: Session) -> list[ReferenceRow]:
     rows = []
+    index: dict[str, Message] | None = None
     for ref in ctx.numbering.extract_references(text):
         msg = ref.message
+        if msg is None:
+            index = index if index is not None else _message_index(session)
+            msg = index.get(ref.id)
         rows.append(
             ReferenceRow(
                 label=ref.label,
@@ -116,6 +144,143 @@ def make_context(
     return StageContext(session, config, provider, ledger or UsageLedger(prices), policy)
 
 
+def _usage_dict(prior: dict[str, Any], ledger: UsageLedger) -> dict[str, Any]:
+    """The timeline's usage over all runs: what earlier runs spent plus this run."""
+    now = _usage(ledger).model_dump()
+    out = dict(prior)
+    for key, value in now.items():
+        if key == "cost_usd":
+            if value is not None or key not in out:
+                out[key] = round((out.get(key) or 0.0) + (value or 0.0), 6)
+        else:
+            out[key] = int(out.get(key, 0)) + int(value or 0)
+    return out
+
+
+class _Run:
+    """One restore over its timeline: saves after each turn and each stage."""
+
+    def __init__(
+        self,
+        resume: Resume,
+        ctx: StageContext,
+        state: RestoreState,
+        store: TimelineStore | None,
+        keys: dict[str, str],
+    ) -> None:
+        self.resume = resume
+        self.timeline = resume.timeline
+        self.ctx = ctx
+        self.state = state
+        self.store = store if resume.save else None
+        self.keys = keys
+        self.prior_usage = dict(self.timeline.usage)
+
+    async def save(self) -> None:
+        """Persist the timeline with the numbering, state and usage as they are now."""
+        if self.store is None:
+            return
+        tl = self.timeline
+        tl.numbering = self.ctx.numbering.to_dict()
+        tl.state = self.state.to_dict()
+        tl.usage = _usage_dict(self.prior_usage, self.ctx.ledger)
+        await tl.persist(self.store)
+
+    async def on_turn(self, outcome: TurnOutcome) -> None:
+        turn = outcome.turn
+        await self.timeline.add_turn(
+            TurnRecord(
+                number=turn.number,
+                id=turn.messages[0].id if turn.messages else f"turn-{turn.number}",
+                hash=self.resume.hashes[turn.number - 1],
+                labels=outcome.labels,
+                labels_end=outcome.labels_end,
+                redactions=dict(self.ctx.redactor.by_kind),
+                summary=outcome.summary.model_dump() if outcome.summary else None,
+                error=outcome.error,
+            )
+        )
+        await self.save()
+
+    def reused(self, name: str) -> dict[str, Any] | None:
+        """The saved output of stage ``name`` when it may be reused."""
+        if name in self.resume.reusable:
+            return self.timeline.stages[name].data
+        return None
+
+    async def finish(self, name: str, data: dict[str, Any]) -> None:
+        """Record stage ``name`` as done and save."""
+        data["redactions"] = dict(self.ctx.redactor.by_kind)
+        self.timeline.stages[name] = StageRecord(self.keys[name], len(self.ctx.numbering), data)
+        await self.save()
+
+
+async def _evidence(
+    run: _Run, turns: list[Turn], options: RestoreOptions, config: Config
+) -> tuple[list[EvidenceItem], list[str]]:
+    saved = run.reused("evidence")
+    if saved is not None:
+        return [EvidenceItem.model_validate(i) for i in saved["items"]], list(saved["warnings"])
+    items: list[EvidenceItem] = []
+    warnings: list[str] = []
+    skip = options.skip_evidence_search
+    if not (config.restore.skip_evidence_search if skip is None else skip):
+        found = await gather_evidence(
+            turns,
+            run.state,
+            run.ctx,
+            EvidenceOptions(
+                max_searches=options.max_searches or config.restore.max_searches,
+                workspace=options.workspace or config.restore.workspace,
+            ),
+        )
+        items, warnings = found.items, found.warnings
+    tl = run.timeline
+    for number, item in enumerate(items, start=1):
+        source = {"id": f"S{number}", **item.model_dump()}
+        tl.sources_pool.append(source)
+        cites = f" [{', '.join(item.citations)}]" if item.citations else ""
+        await tl.contribute(
+            "evidence",
+            f"[EVIDENCE S{number}] {item.tool} {item.query!r}{cites}\n{item.result}",
+            meta={"source": f"S{number}"},
+        )
+    await run.finish("evidence", {"items": [i.model_dump() for i in items], "warnings": warnings})
+    return items, warnings
+
+
+async def _synthesis(
+    run: _Run, turns: list[Turn], window: Window, evidence: list[EvidenceItem]
+) -> tuple[SessionSummary, str | None]:
+    saved = run.reused("synthesis")
+    if saved is not None:
+        return SessionSummary.model_validate(saved["summary"]), saved["fallback"]
+    summary, fallback = await synthesize(turns, run.state, run.ctx, window, evidence)
+    await run.finish("synthesis", {"summary": summary.model_dump(), "fallback": fallback})
+    return summary, fallback
+
+
+async def _branches(run: _Run, session: Session) -> list[BranchSummaryRow]:
+    saved = run.reused("branches")
+    if saved is not None:
+        return [BranchSummaryRow.model_validate(r) for r in saved["rows"]]
+    rows = await summarize_branches(session, run.ctx)
+    await run.finish("branches", {"rows": [r.model_dump(mode="json") for r in rows]})
+    return rows
+
+
+def _timeline_info(run: _Run, store: TimelineStore | None) -> TimelineInfo:
+    tl = run.timeline
+    ranges = [b for b in tl.blocks if b.kind == "range.summary"]
+    return TimelineInfo(
+        path=str(store.path_for(tl.key)) if run.store is not None and store else None,
+        note=run.resume.note,
+        turns_reused=run.resume.kept,
+        stages_reused=list(run.resume.reusable),
+        compacted_through_turn=int(ranges[-1].meta["last_turn"]) if ranges else None,
+    )
+
+
 async def restore_session(
     session: Session,
     config: Config,
@@ -123,35 +288,68 @@ async def restore_session(
     *,
     options: RestoreOptions | None = None,
     progress: ProgressFn | None = None,
+    store: TimelineStore | None = None,
+    clock: Clock = time.time,
 ) -> Restoration:
-    """Restore one session: summaries per turn, then the cited SESSION SUMMARY."""
+    """Restore one session: summaries per turn, then the cited SESSION SUMMARY.
+
+    With a ``store`` the restore timeline is saved after every turn and stage, and a
+    saved one is continued: finished turns and stages are not asked again.
+    """
     options = options or RestoreOptions()
     ctx = make_context(session, config, provider)
     turns = parse_turns(session)
+    limited = options.max_turns is not None and len(turns) > options.max_turns
     if options.max_turns is not None:
         turns = turns[: options.max_turns]
-    state = RestoreState()
-    await summarize_turns(
+    resume = open_timeline(
+        session,
         turns,
+        ctx,
+        store,
+        fresh=options.fresh,
+        limited=limited,
+        key=options.timeline_key,
+        clock=clock,
+    )
+    saved_turns = len(resume.timeline.turns)
+    cut = resume.kept < saved_turns
+    keys = stage_keys(
+        resume,
+        {
+            "evidence": {
+                "skip": options.skip_evidence_search
+                if options.skip_evidence_search is not None
+                else config.restore.skip_evidence_search,
+                "max": options.max_searches or config.restore.max_searches,
+                "workspace": options.workspace or config.restore.workspace,
+            }
+        },
+    )
+    state = prepare(resume, turns, ctx, keys, cut=cut)
+    debug = options.debug_render
+    window = Window(
+        resume.timeline,
+        ctx,
+        TokenEstimator(resume.timeline.token_factor),
+        debug=(lambda text: print(text, file=debug, flush=True)) if debug is not None else None,
+    )
+    run = _Run(resume, ctx, state, store, keys)
+    if progress is not None:
+        progress(resume.kept, len(turns), ctx.ledger)
+    await summarize_turns(
+        turns[resume.kept :],
         state,
         ctx,
-        progress=(lambda i, n: progress(i, n, ctx.ledger)) if progress else None,
+        window,
+        progress=(lambda i, n: progress(resume.kept + i, len(turns), ctx.ledger))
+        if progress
+        else None,
+        on_turn=run.on_turn,
     )
-    evidence: list[EvidenceItem] = []
-    evidence_warnings: list[str] = []
-    skip = options.skip_evidence_search
-    if not (config.restore.skip_evidence_search if skip is None else skip):
-        found = await gather_evidence(
-            turns,
-            state,
-            ctx,
-            EvidenceOptions(
-                max_searches=options.max_searches or config.restore.max_searches,
-                workspace=options.workspace or config.restore.workspace,
-            ),
-        )
-        evidence, evidence_warnings = found.items, found.warnings
-    summary, turn_summaries, stats, fallback = await synthesize(turns, state, ctx, evidence)
+    evidence, evidence_warnings = await _evidence(run, turns, options, config)
+    raw_summary, fallback = await _synthesis(run, turns, window, evidence)
+    summary, turn_summaries, stats = clean_outputs(raw_summary, state, ctx.numbering)
     files = [
         FileRow(
             path=r.path, actions=list(r.actions), turns=r.turns, citations=r.labels, notes=r.notes
@@ -194,7 +392,7 @@ async def restore_session(
         + evidence_warnings
         + ([f"synthesis fell back to the offline summary: {fallback}"] if fallback else []),
     )
-    restoration.branch_summaries = await summarize_branches(session, ctx)
+    restoration.branch_summaries = await _branches(run, session)
     labels = [label for f in files for label in f.citations]
     labels += [c.citation for c in commands if c.citation]
     labels += [c.citation for c in restoration.compactions if c.citation]
@@ -206,4 +404,5 @@ async def restore_session(
         cited_text + " " + " ".join(f"[{label}]" for label in labels), ctx, session
     )
     restoration.usage = _usage(ctx.ledger)
+    restoration.timeline = _timeline_info(run, store)
     return restoration

@@ -6,11 +6,17 @@ questions come from validated turn summaries.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import Any, cast
+
+from pydantic import ValidationError
 
 from ..model import ArtifactKind, Turn
 from .schemas import Decision, TurnSummary
+
+#: Caps on what the prompt's accumulated state repeats every turn.
+PROMPT_FILES = 20
+PROMPT_ITEMS = 20
 
 
 @dataclass
@@ -95,17 +101,61 @@ class RestoreState:
         self.failed_turns.append(FailedTurn(turn, error))
 
     def for_prompt(self) -> dict[str, Any]:
-        """The accumulated state as plain data for a prompt (compact, deterministic)."""
+        """The accumulated state as plain data for a prompt (compact, deterministic).
+
+        It travels in the volatile tail of every turn call, so it is bounded: the most
+        recently touched files, the latest decisions and errors. The full history is in
+        the turn summaries earlier in the prompt.
+        """
+        recent = sorted(self.artifacts.values(), key=lambda r: r.turns[-1] if r.turns else 0)
         return {
             "artifacts": [
-                {"path": r.path, "actions": r.actions, "turns": r.turns, "notes": r.notes[-3:]}
-                for r in self.artifacts.values()
+                {"path": r.path, "actions": r.actions, "turns": r.turns[-3:], "notes": r.notes[-1:]}
+                for r in recent[-PROMPT_FILES:]
             ],
-            "constraints": self.constraints,
-            "decisions": [d.model_dump() for d in self.decisions],
-            "errors": self.errors[-20:],
+            "files_total": len(self.artifacts),
+            "constraints": self.constraints[-PROMPT_ITEMS:],
+            "decisions": [d.model_dump() for d in self.decisions[-PROMPT_ITEMS:]],
+            "errors": self.errors[-10:],
             "open_questions": self.open_questions,
         }
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything, as JSON-ready data (saved in the restore timeline)."""
+        return {
+            "artifacts": [asdict(r) for r in self.artifacts.values()],
+            "commands": [asdict(c) for c in self.commands],
+            "constraints": self.constraints,
+            "decisions": [d.model_dump() for d in self.decisions],
+            "errors": self.errors,
+            "open_questions": self.open_questions,
+            "resolved_questions": self.resolved_questions,
+            "summaries": [s.model_dump() for s in self.summaries],
+            "failed_turns": [asdict(f) for f in self.failed_turns],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RestoreState:
+        """The state saved by ``to_dict``.
+
+        Raises:
+            ValueError: the data does not have the saved shape.
+        """
+        try:
+            artifacts = [ArtifactRecord(**a) for a in data["artifacts"]]
+            return cls(
+                artifacts={a.path: a for a in artifacts},
+                commands=[CommandRecord(**c) for c in data["commands"]],
+                constraints=list(data["constraints"]),
+                decisions=[Decision.model_validate(d) for d in data["decisions"]],
+                errors=list(data["errors"]),
+                open_questions=list(data["open_questions"]),
+                resolved_questions=list(data["resolved_questions"]),
+                summaries=[TurnSummary.model_validate(s) for s in data["summaries"]],
+                failed_turns=[FailedTurn(**cast(dict[str, Any], f)) for f in data["failed_turns"]],
+            )
+        except (KeyError, TypeError, ValidationError) as exc:
+            raise ValueError(f"not a saved restore state: {exc}") from exc
 
 
 def _extend_unique(target: list[str], items: list[str]) -> None:

@@ -12,6 +12,7 @@ from ..llm.offline import OfflineProvider
 from ..llm.structured import complete_structured
 from ..model import Turn
 from ..timeline.numbering import Numbering, citation_spans
+from .budget import Window
 from .context import StageContext
 from .prompts import quote_log, render
 from .restoration import CitationStats, EvidenceItem
@@ -68,17 +69,16 @@ async def synthesize(
     turns: list[Turn],
     state: RestoreState,
     ctx: StageContext,
+    window: Window,
     evidence: list[EvidenceItem],
-    range_summary: str = "",
-) -> tuple[SessionSummary, list[TurnSummary], CitationStats, str | None]:
-    """synthesizer's entry point.
+) -> tuple[SessionSummary, str | None]:
+    """synthesizer's entry point: the SESSION SUMMARY over the rendered timeline.
 
-    Returns the cleaned summary, the cleaned turn summaries, the citation statistics and,
-    when the model failed and the deterministic fallback was used, the reason.
+    Returns the summary as the model wrote it and, when the model failed and the
+    deterministic fallback was used, the reason. ``clean_outputs`` checks the citations.
     """
-    summaries = [s.model_dump() for s in state.summaries]
     facts = {
-        "turn_summaries": summaries,
+        "turn_summaries": [s.model_dump() for s in state.summaries],
         "constraints": state.constraints,
         "decisions": [d.model_dump() for d in state.decisions],
         "open_questions": state.open_questions,
@@ -90,24 +90,30 @@ async def synthesize(
         ctx.config.prompts.dir,
         session=ctx.session_header,
         turn_count=len(turns),
-        range_summary=range_summary,
-        summaries_json=quote_log(_json(summaries)),
         state_json=_json(state.for_prompt()),
         evidence_json=quote_log(_json([e.model_dump() for e in evidence])) if evidence else "",
         failed_turns=[f.turn for f in state.failed_turns],
     )
-    request = ctx.request(prompt, "synthesis", facts=facts, response_schema=SessionSummary)
+    request = await window.request(prompt, "synthesis", facts=facts, schema=SessionSummary)
     fallback_reason: str | None = None
     try:
         result = await complete_structured(
             ctx.provider, request, policy=ctx.policy, ledger=ctx.ledger
         )
+        window.observe(request, result)
     except (ProviderError, RestoreError) as exc:
         fallback_reason = str(exc)
         result = await OfflineProvider().complete(request)
     summary = result.parsed
     assert isinstance(summary, SessionSummary)
+    return summary, fallback_reason
+
+
+def clean_outputs(
+    summary: SessionSummary, state: RestoreState, numbering: Numbering
+) -> tuple[SessionSummary, list[TurnSummary], CitationStats]:
+    """The summary and every turn summary with unknown citations removed, and the counts."""
     stats = CitationStats()
-    cleaned = clean_model(summary, ctx.numbering, stats)
-    cleaned_turns = [clean_model(s, ctx.numbering, stats) for s in state.summaries]
-    return cleaned, cleaned_turns, stats, fallback_reason
+    cleaned = clean_model(summary, numbering, stats)
+    cleaned_turns = [clean_model(s, numbering, stats) for s in state.summaries]
+    return cleaned, cleaned_turns, stats

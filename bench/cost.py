@@ -1,0 +1,211 @@
+"""Cost benchmark: the restore timeline's prompt-cache rendering at list prices.
+
+Restores 60- and 200-turn sessions (real turns of the bundled logs, see ``tokens.py``)
+with the real Anthropic SDK against the fake server, which reports Anthropic usage:
+cache writes for a new prefix up to a ``cache_control`` block, cache reads for a prefix
+seen before. The fake model answers each turn with the offline provider's summary of that
+turn (realistic sizes, deterministic), a range summary with 150 words of text.
+
+For each length it prints total input tokens, the cache-read share and the cost at the
+``anthropic:claude-sonnet-4-5`` list prices for:
+
+- ours: the timeline rendering with its two cache checkpoints,
+- (b) the same rendering with the checkpoints removed (no cache),
+- (a) naive: every turn resends the whole transcript so far (no cache).
+
+Targets (200 turns): cache-read share >= 70 % of input tokens, cost <= 0.5 x (b), and the
+largest prompt under ``llm.context_budget_tokens`` at every length.
+
+    python bench/cost.py [--turns 60 200] [--budget 100000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT.parent / "tests"))
+sys.path.insert(0, str(ROOT))
+
+from fakes.fake_llm_server import FakeLLMServer  # noqa: E402
+from opencode_restore.config import load_config  # noqa: E402
+from opencode_restore.llm.base import LLMRequest, LLMResult  # noqa: E402
+from opencode_restore.llm.offline import OfflineProvider  # noqa: E402
+from opencode_restore.llm.registry import close_provider, get_provider  # noqa: E402
+from opencode_restore.llm.settings import ProviderSettings  # noqa: E402
+from opencode_restore.llm.usage import PriceTable  # noqa: E402
+from opencode_restore.model import Session, Usage  # noqa: E402
+from opencode_restore.pipeline.restore import RestoreOptions, restore_session  # noqa: E402
+from tokens import build_session, naive_tokens  # noqa: E402
+
+MODEL = "claude-sonnet-4-5"
+RANGE_TEXT = " ".join(["Earlier turns: the agent edited files and ran the tests [M1]."] * 15)
+
+
+class BenchServer(FakeLLMServer):
+    """Answers turn calls with prepared summaries, range calls with text, others minimally."""
+
+    def __init__(self, summaries: list[dict[str, Any]]) -> None:
+        super().__init__()
+        self.summaries = list(summaries)
+
+    def handle(
+        self, path: str, headers: dict[str, str], body: Any
+    ) -> tuple[int, dict[str, str], Any]:
+        forced = (body.get("tool_choice") or {}).get("name")
+        if forced == "emit_turn_summary" and self.summaries:
+            self.script = [{"json": self.summaries.pop(0)}]
+        elif forced is None:
+            self.script = [{"text": RANGE_TEXT}]
+        return super().handle(path, headers, body)
+
+
+class Recording:
+    """The provider, recording each call's usage; optionally with the checkpoints removed."""
+
+    def __init__(self, inner: Any, checkpoints: bool) -> None:
+        self.inner = inner
+        self.checkpoints = checkpoints
+        self.name, self.model = inner.name, inner.model
+        self.supports_native_tools = inner.supports_native_tools
+        self.usages: list[Usage] = []
+
+    async def complete(self, request: LLMRequest) -> LLMResult:
+        if not self.checkpoints:
+            request = replace(
+                request,
+                system=[replace(b, cache_breakpoint=False) for b in request.system],
+                messages=[replace(m, cache_breakpoint=False) for m in request.messages],
+            )
+        result: LLMResult = await self.inner.complete(request)
+        self.usages.append(result.usage)
+        return result
+
+    def should_retry(self, exc: BaseException) -> bool:
+        return bool(self.inner.should_retry(exc))
+
+
+@dataclass
+class Figures:
+    calls: int
+    input_total: int
+    cache_read: int
+    cache_write: int
+    output: int
+    cost: float
+    largest: int
+
+    @property
+    def read_share(self) -> float:
+        return self.cache_read / self.input_total if self.input_total else 0.0
+
+
+def offline_summaries(session: Session, budget: int) -> list[dict[str, Any]]:
+    """What the offline provider says about each turn: the fake model's answers."""
+    config = load_config(env={})
+    config.restore.skip_evidence_search = True
+    config.llm.context_budget_tokens = budget
+    r = anyio.run(
+        lambda: restore_session(session, config, OfflineProvider(), options=RestoreOptions())
+    )
+    return [t.model_dump() for t in r.turns]
+
+
+def run(
+    session: Session, budget: int, checkpoints: bool, summaries: list[dict[str, Any]]
+) -> Figures:
+    """One restore against the fake server, with the usage it reported."""
+    config = load_config(env={})
+    config.restore.skip_evidence_search = True
+    config.llm.context_budget_tokens = budget
+    os.environ.setdefault("ANTHROPIC_API_KEY", "bench")
+    with BenchServer(summaries) as server:
+        provider = Recording(
+            get_provider(f"anthropic:{MODEL}", ProviderSettings(base_url=server.base_url)),
+            checkpoints,
+        )
+
+        async def job() -> None:
+            try:
+                await restore_session(session, config, provider, options=RestoreOptions())
+            finally:
+                await close_provider(provider.inner)
+
+        anyio.run(job)
+    prices = PriceTable({k: v.model_dump() for k, v in config.prices.items()})
+    total = Usage()
+    for usage in provider.usages:
+        total.add(usage)
+    return Figures(
+        calls=len(provider.usages),
+        input_total=total.input + total.cache_read + total.cache_write,
+        cache_read=total.cache_read,
+        cache_write=total.cache_write,
+        output=total.output,
+        cost=prices.cost("anthropic", MODEL, total) or 0.0,
+        largest=max(u.input + u.cache_read + u.cache_write for u in provider.usages),
+    )
+
+
+def naive(session: Session, output_tokens: int) -> Figures:
+    """Design (a): each turn call resends the whole transcript so far, uncached."""
+    system_chars = 4000  # about our turn prompt's instructions and schema
+    per_turn = anyio.run(naive_tokens, session, system_chars)
+    prices = PriceTable({k: v.model_dump() for k, v in load_config(env={}).prices.items()})
+    total = Usage(input=sum(per_turn), output=output_tokens)
+    return Figures(
+        calls=len(per_turn),
+        input_total=total.input,
+        cache_read=0,
+        cache_write=0,
+        output=output_tokens,
+        cost=prices.cost("anthropic", MODEL, total) or 0.0,
+        largest=max(per_turn),
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--turns", type=int, nargs="+", default=[60, 200])
+    ap.add_argument("--budget", type=int, default=load_config(env={}).llm.context_budget_tokens)
+    args = ap.parse_args()
+    print(f"model anthropic:{MODEL} at list prices; budget {args.budget} tokens")
+    header = (
+        f"{'turns':>5} {'design':<26} {'calls':>5} {'input tok':>11} {'read %':>7} "
+        f"{'written':>9} {'largest':>8} {'cost $':>8}"
+    )
+    print(header)
+    for n in args.turns:
+        session = build_session(n)
+        summaries = offline_summaries(session, args.budget)
+        ours = run(session, args.budget, True, summaries)
+        plain = run(session, args.budget, False, summaries)
+        flat = naive(session, ours.output)
+        for name, f in (
+            ("ours (2 checkpoints)", ours),
+            ("(b) same, no checkpoints", plain),
+            ("(a) naive full transcript", flat),
+        ):
+            print(
+                f"{n:>5} {name:<26} {f.calls:>5} {f.input_total:>11} {f.read_share:>7.1%} "
+                f"{f.cache_write:>9} {f.largest:>8} {f.cost:>8.3f}"
+            )
+        ok_share = ours.read_share >= 0.70
+        ok_cost = ours.cost <= 0.5 * plain.cost
+        ok_budget = ours.largest <= args.budget
+        print(
+            f"      targets: read share >= 70% {'OK' if ok_share else 'MISSED'}; "
+            f"cost/(b) = {ours.cost / plain.cost:.2f} <= 0.5 {'OK' if ok_cost else 'MISSED'}; "
+            f"largest prompt {ours.largest} <= {args.budget} {'OK' if ok_budget else 'MISSED'}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+"""Opening a restore on its saved timeline: what can be reused and the state it implies.
+
+A saved turn is reused when the turn at the same position has the same content hash; the
+first turn that differs (or is new) and every turn after it are summarized again. The
+stages after the turns (evidence, synthesis, branch summaries) are reused only when the
+log files, every turn and the stage's options are unchanged (their keys say so).
+
+Reuse restores the ``[M#]`` numbering up to the last reused item, the redaction counts,
+and the accumulated state (loaded when nothing was cut, else replayed from the records).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import Session, Turn
+from ..timeline.numbering import Numbering
+from .context import StageContext
+from .rtimeline import SCHEMA, Clock, RestoreTimeline, TimelineFormatError
+from .schemas import TurnSummary
+from .state import RestoreState
+from .timeline_store import TimelineStore, chain_hash, file_change, source_file, turn_hash
+
+#: The stages after the turns, in the order they run (each key builds on the one before).
+STAGES = ("evidence", "synthesis", "branches")
+
+
+def fingerprint(ctx: StageContext) -> str:
+    """The settings a saved turn summary depends on; another value means start again."""
+    r = ctx.config.restore
+    return chain_hash(
+        SCHEMA,
+        f"{ctx.provider.name}:{ctx.provider.model}",
+        str(r.redact),
+        str(r.max_tool_output_chars),
+        str(r.max_turn_chars),
+        ctx.config.prompts.dir or "",
+    )
+
+
+@dataclass
+class Resume:
+    """The timeline to continue, how many turns it keeps, and what to tell the user."""
+
+    timeline: RestoreTimeline
+    kept: int = 0
+    note: str = "new timeline"
+    save: bool = True
+    reusable: list[str] = field(default_factory=list)
+    hashes: list[str] = field(default_factory=list)
+
+
+def _describe(saved: int, kept: int, total: int, changes: list[str]) -> str:
+    if kept == saved == total:
+        return f"resumed: all {total} turns unchanged"
+    if kept == saved:
+        grew = "log grew" if "grew" in changes else "log changed"
+        return f"resumed: {kept} turns reused, {total - kept} new ({grew})"
+    return f"resumed: turn {kept + 1} changed or was unfinished; {kept} turns reused"
+
+
+def open_timeline(
+    session: Session,
+    turns: list[Turn],
+    ctx: StageContext,
+    store: TimelineStore | None,
+    *,
+    fresh: bool = False,
+    limited: bool = False,
+    key: str | None = None,
+    clock: Clock = time.time,
+) -> Resume:
+    """The saved timeline to continue (or a new one), cut at the first changed turn.
+
+    ``limited`` says ``turns`` is a prefix chosen by ``--max-turns``: then a saved
+    timeline with more turns is used but not overwritten.
+    """
+    fp = fingerprint(ctx)
+    hashes = [turn_hash(t) for t in turns]
+    new = RestoreTimeline(session, fp, key=key, clock=clock)
+    new.source_files = [f for p in session.files if (f := source_file(p)) is not None]
+    if store is None:
+        return Resume(new, note="not saved", save=False, hashes=hashes)
+    if fresh:
+        return Resume(new, note="fresh start (--fresh)", hashes=hashes)
+    data = store.load(new.key)
+    if data is None:
+        return Resume(new, hashes=hashes)
+    try:
+        tl = RestoreTimeline.from_dict(data, session, key=key, clock=clock)
+    except TimelineFormatError as exc:
+        return Resume(new, note=f"saved timeline not usable ({exc}); starting again", hashes=hashes)
+    if tl.fingerprint != fp:
+        return Resume(
+            new, note="saved timeline used another model or settings; starting again", hashes=hashes
+        )
+    changes = [file_change(f) for f in tl.source_files]
+    kept = 0
+    for record, turn, digest in zip(tl.turns, turns, hashes, strict=False):
+        if record.number != turn.number or record.hash != digest:
+            break
+        kept += 1
+    saved = len(tl.turns)
+    note = _describe(saved, kept, len(turns), changes)
+    save = not (limited and saved > len(turns) and kept == len(turns))
+    if kept < saved:
+        tl.keep_turns(kept)
+    tl.source_files = new.source_files
+    return Resume(tl, kept, note, save, hashes=hashes)
+
+
+def stage_keys(resume: Resume, options: dict[str, Any]) -> dict[str, str]:
+    """One key per stage: files, turns and options it depends on."""
+    tl = resume.timeline
+    base = chain_hash(tl.fingerprint, *(f.sha256 for f in tl.source_files), *resume.hashes)
+    keys: dict[str, str] = {}
+    previous = base
+    for name in STAGES:
+        previous = chain_hash(previous, name, repr(sorted(options.get(name, {}).items())))
+        keys[name] = previous
+    return keys
+
+
+def prepare(
+    resume: Resume, turns: list[Turn], ctx: StageContext, keys: dict[str, str], *, cut: bool
+) -> RestoreState:
+    """Numbering, redaction counts and state as of the last reused turn or stage.
+
+    ``cut`` says turns were dropped from the saved timeline, so its saved state is stale.
+    """
+    tl = resume.timeline
+    kept = resume.kept
+    if kept == len(turns) == len(tl.turns):
+        for name in STAGES:
+            record = tl.stages.get(name)
+            if record is None or record.key != keys[name]:
+                break
+            resume.reusable.append(name)
+    for name in list(tl.stages):
+        if name not in resume.reusable:
+            del tl.stages[name]
+    if "evidence" not in resume.reusable:
+        tl.drop_evidence()
+    if resume.reusable:
+        last = tl.stages[resume.reusable[-1]]
+        labels_end, redactions = last.labels_end, last.data.get("redactions", {})
+    elif kept:
+        labels_end, redactions = tl.turns[kept - 1].labels_end, tl.turns[kept - 1].redactions
+    else:
+        labels_end, redactions = 0, {}
+    labels = tl.numbering.get("labels", [])[:labels_end]
+    ctx.numbering = Numbering.from_dict(
+        {"version": 1, "labels": labels}, ctx.numbering.preprocessor
+    )
+    ctx.redactor.by_kind = Counter(redactions)
+    if kept == 0:
+        return RestoreState()
+    if not cut and tl.state:
+        try:
+            return RestoreState.from_dict(tl.state)
+        except ValueError:
+            pass
+    return replay(tl, turns, ctx.numbering)
+
+
+def replay(tl: RestoreTimeline, turns: list[Turn], numbering: Numbering) -> RestoreState:
+    """The state the kept turns produced, rebuilt from their records (no LLM call)."""
+    state = RestoreState()
+    for record, turn in zip(tl.turns, turns, strict=False):
+        label_of = {m.id: lab for m in turn.messages if (lab := numbering.label_for(m.id))}
+        state.add_parsed_turn(turn, label_of)
+        if record.summary is not None:
+            state.add_summary(TurnSummary.model_validate(record.summary))
+        else:
+            state.fail_turn(record.number, record.error or "")
+    return state

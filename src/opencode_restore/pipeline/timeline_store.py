@@ -1,0 +1,193 @@
+"""Where restore timelines live on disk, and the hashes that tell what changed.
+
+One JSON file per session, ``<data_dir>/timelines/<safe session id>.json``. A write goes
+to a temporary file in the same directory, is fsynced, renamed over the old file and the
+directory is fsynced, so a reader (or a run killed with SIGKILL at any point) sees either
+the previous complete file or the new complete file, never a torn one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..model import Message, Turn
+
+log = logging.getLogger(__name__)
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_CHUNK = 1 << 20
+
+
+def safe_name(session_id: str) -> str:
+    """A file name for ``session_id``: readable, and distinct even when characters were replaced."""
+    clean = _UNSAFE.sub("_", session_id).strip("._")[:100] or "session"
+    if clean == session_id:
+        return clean
+    digest = hashlib.sha256(session_id.encode()).hexdigest()[:10]
+    return f"{clean}-{digest}"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """A log file as it was when the timeline was saved."""
+
+    path: str
+    size: int
+    sha256: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "size": self.size, "sha256": self.sha256}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SourceFile:
+        return cls(str(data["path"]), int(data["size"]), str(data["sha256"]))
+
+
+def _digest(path: Path, limit: int | None = None) -> tuple[int, str]:
+    """(bytes read, sha256) of the file, or of its first ``limit`` bytes; streamed."""
+    h = hashlib.sha256()
+    size = 0
+    with path.open("rb") as fh:
+        while limit is None or size < limit:
+            want = _CHUNK if limit is None else min(_CHUNK, limit - size)
+            chunk = fh.read(want)
+            if not chunk:
+                break
+            h.update(chunk)
+            size += len(chunk)
+    return size, h.hexdigest()
+
+
+def source_file(path: str) -> SourceFile | None:
+    """The size and content hash of ``path`` (None when it cannot be read, e.g. a directory)."""
+    try:
+        size, digest = _digest(Path(path))
+    except OSError:
+        return None
+    return SourceFile(path, size, digest)
+
+
+def file_change(saved: SourceFile) -> str:
+    """How ``saved`` changed since: ``same``, ``grew`` (old bytes kept), ``changed`` or ``gone``."""
+    try:
+        size, digest = _digest(Path(saved.path), saved.size)
+        total = Path(saved.path).stat().st_size
+    except OSError:
+        return "gone"
+    if size != saved.size or digest != saved.sha256:
+        return "changed"
+    return "same" if total == saved.size else "grew"
+
+
+def _message_key(m: Message) -> dict[str, Any]:
+    return {
+        "id": m.id,
+        "role": m.role,
+        "type": m.type,
+        "text": m.text,
+        "ts": m.timestamp.isoformat() if m.timestamp else None,
+        "file": m.file_index,
+        "entry": m.entry_index,
+        "tool": m.tool_name,
+        "call": m.tool_call_id,
+        "input": m.tool_input,
+        "error": m.is_error,
+        "compaction": m.compaction.summary if m.compaction else None,
+    }
+
+
+def turn_hash(turn: Turn) -> str:
+    """A hash of everything in ``turn`` that reaches a prompt (ids, text, tool calls, times)."""
+    h = hashlib.sha256()
+    for m in turn.messages:
+        h.update(orjson.dumps(_message_key(m), option=orjson.OPT_SORT_KEYS, default=str))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def chain_hash(*parts: str) -> str:
+    """One hash over several strings (stage keys)."""
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode())
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data``: temporary file, fsync, rename, fsync of the directory."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+class TimelineStore:
+    """The directory of saved timelines (``config.data_dir / "timelines"``)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def path_for(self, session_id: str) -> Path:
+        """The file that holds ``session_id``'s timeline."""
+        return self.directory / f"{safe_name(session_id)}.json"
+
+    def load(self, session_id: str) -> dict[str, Any] | None:
+        """The saved payload, or None when there is none or it cannot be read.
+
+        A file that does not parse is renamed ``*.corrupt`` (kept for inspection) so the
+        next save starts clean; the run then starts from the first turn.
+        """
+        path = self.path_for(session_id)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            log.warning("%s: unreadable timeline (%s); starting again", path, exc)
+            path.replace(path.with_suffix(".corrupt"))
+            return None
+        return data if isinstance(data, dict) else None
+
+    def save(self, session_id: str, payload: dict[str, Any]) -> Path:
+        """Write ``payload`` atomically; stale temporary files of killed runs are removed."""
+        path = self.path_for(session_id)
+        atomic_write(path, orjson.dumps(payload, option=orjson.OPT_INDENT_2))
+        for stale in path.parent.glob(f".{path.name}.*.tmp"):
+            if not _alive(stale.name.rsplit(".", 2)[-2]):
+                stale.unlink(missing_ok=True)
+        return path
+
+
+def _alive(pid: str) -> bool:
+    """True when ``pid`` names a running process (its temporary file may be in use)."""
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
