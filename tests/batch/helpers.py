@@ -1,0 +1,134 @@
+"""Synthetic batch inputs and a fake LLM server that counts overlapping calls."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER = ROOT / "tests" / "fakes" / "fake_llm_server.py"
+EXPORT = ROOT / "fixtures" / "opencode" / "recorded" / "tui-compact" / "export.json"
+_EXPORT_ID = "ses_e021ac976ffeprCgfn115CWSLu"
+
+sys.path.insert(0, str(SERVER.parent))
+from fake_llm_server import FakeLLMServer  # noqa: E402
+
+
+def marker(k: int) -> str:
+    """The text that names synthetic session ``k`` inside every prompt built from it."""
+    return f"BATCHMARK{k:04d}"
+
+
+def session_id(k: int) -> str:
+    return f"ses_batch{k:04d}"
+
+
+def make_sessions(directory: Path, count: int, start: int = 0) -> list[Path]:
+    """``count`` copies of the recorded opencode export, each with its own id and marker."""
+    directory.mkdir(parents=True, exist_ok=True)
+    text = EXPORT.read_text(encoding="utf-8")
+    paths = []
+    for k in range(start, start + count):
+        data = json.loads(text.replace(_EXPORT_ID, session_id(k)))
+        data["info"]["title"] += f" {marker(k)}"
+        for message in data["messages"]:
+            if message["info"]["role"] != "user":
+                continue
+            for part in message["parts"]:
+                if part.get("type") == "text":
+                    part["text"] += f" ({marker(k)})"
+        path = directory / f"{session_id(k)}.json"
+        path.write_text(json.dumps(data), encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def calls_per_session(bodies: list[Any], count: int) -> Counter[int]:
+    """How many logged requests name each synthetic session."""
+    seen: Counter[int] = Counter()
+    for body in bodies:
+        text = json.dumps(body)
+        for k in range(count):
+            if marker(k) in text:
+                seen[k] += 1
+    return seen
+
+
+class CountingServer(FakeLLMServer):
+    """The fake server, also recording arrival times and the most calls in flight at once."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.arrivals: list[float] = []
+        self.answers: list[tuple[float, int]] = []  # (time, status)
+        self._count_lock = threading.Lock()
+
+    def handle(
+        self, path: str, headers: dict[str, str], body: Any
+    ) -> tuple[int, dict[str, str], Any]:
+        with self._count_lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self.arrivals.append(time.monotonic())
+        try:
+            reply = super().handle(path, headers, body)
+        finally:
+            with self._count_lock:
+                self.in_flight -= 1
+        with self._count_lock:
+            self.answers.append((time.monotonic(), reply[0]))
+        return reply
+
+
+@contextmanager
+def server_process(
+    tmp: Path, *, latency: float = 0.0, script: list[dict[str, Any]] | None = None
+) -> Iterator[tuple[str, Path, subprocess.Popen[bytes]]]:
+    """The fake server as a subprocess: (OpenAI base URL, request log, process)."""
+    port_file, log = tmp / "port", tmp / "requests.jsonl"
+    cmd = [sys.executable, str(SERVER), "--port-file", str(port_file), "--log", str(log)]
+    cmd += ["--latency", str(latency)]
+    if script is not None:
+        (tmp / "script.json").write_text(json.dumps(script))
+        cmd += ["--script", str(tmp / "script.json")]
+    proc = subprocess.Popen(cmd, cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 20
+        while not (port_file.exists() and port_file.read_text().strip()):
+            assert proc.poll() is None, "fake server died"
+            assert time.monotonic() < deadline, "fake server did not start"
+            time.sleep(0.02)
+        yield f"http://127.0.0.1:{port_file.read_text().strip()}/v1", log, proc
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def cli_env(data_dir: Path) -> dict[str, str]:
+    """The environment of a CLI subprocess: its own data dir, a dummy key, no user config."""
+    env = dict(os.environ)
+    env.update(
+        OPENAI_API_KEY="dummy",
+        OPENCODE_RESTORE_DATA_DIR=str(data_dir),
+        HOME=str(data_dir / "home"),
+        PYTHONPATH=str(ROOT / "src"),
+    )
+    return env
+
+
+def read_manifest(path: Path) -> list[dict[str, Any]]:
+    """Every line of a manifest, parsed."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
