@@ -258,46 +258,39 @@ class _LeadTable(dict[str, LinePredicate]):
     """First non-blank character of a line → predicate on the line, built on first use.
 
     :attr:`names` keeps, for the same characters, the names of the patterns admitted.
-    The table of unindented lines is keyed by the first character; for a blank one it
-    hands the line to the table of indented lines (``indented``).
     """
 
-    def __init__(
-        self, alternatives: Sequence[_Alternative], indented: _LeadTable | None = None
-    ) -> None:
+    def __init__(self, alternatives: Sequence[_Alternative]) -> None:
         super().__init__()
         self._alternatives = alternatives
-        self._indented = indented
         self.names: dict[str, frozenset[str]] = {}
 
     def __missing__(self, key: str) -> LinePredicate:
-        if self._indented is not None and key.isspace():
-            pred: LinePredicate = _by_first_non_blank(self._indented)
-            self[key] = pred
-            return pred
         admitted = [
             a
             for a in self._alternatives
-            if (a.firsts is None or (key and any(_admits(n, key) for n in a.firsts)))
-            and (a.spaced or self._indented is not None)
+            if a.firsts is None or (key and any(_admits(n, key) for n in a.firsts))
         ]
-        pred = None
+        pred: LinePredicate = None
         if any(a.literals is None for a in admitted):
             pred = _always
         elif admitted:
             literals = sorted(set().union(*(a.literals or () for a in admitted)))
             pred = re.compile("|".join(map(re.escape, literals))).search
+        if pred is not None and not any(a.spaced for a in admitted):
+            pred = _at_column_0(key, pred)
         self[key] = pred
         self.names[key] = frozenset(a.name for a in admitted)
         return pred
 
 
-def _by_first_non_blank(table: _LeadTable) -> Callable[[str], object]:
-    def pred(line: str) -> object:
-        f = table[line.lstrip()[:1]]
-        return f is not None and f(line)
+def _at_column_0(key: str, pred: Callable[[str], object]) -> Callable[[str], object]:
+    """``pred``, for lines that are not indented (``^❯`` matches no indented line)."""
 
-    return pred
+    def at_0(line: str) -> object:
+        return line.startswith(key) and pred(line)
+
+    return at_0
 
 
 def _always(line: str) -> bool:
@@ -310,20 +303,17 @@ class LineGate:
     def __init__(self, anywhere: dict[str, set[str]], anchored: Sequence[_Alternative]) -> None:
         #: Literal looked for anywhere in a block → names of the patterns that need it.
         self.anywhere = {lit: frozenset(names) for lit, names in sorted(anywhere.items())}
-        self._indented = _LeadTable(anchored)
-        self._lead = _LeadTable(anchored, self._indented)
-
-    def _names(self, line: str) -> frozenset[str]:
-        if line[:1].isspace():
-            return self._indented.names[line.lstrip()[:1]]
-        return self._lead.names[line[:1]]
+        self._lead = _LeadTable(anchored)
+        self._anchored = bool(anchored)
 
     def maybe(self, lines: Sequence[str]) -> list[tuple[int, frozenset[str]]]:
         """``(index, names)`` of each line that may match, in order; ``names`` are the
         patterns that may match it. Every other line matches none of the patterns."""
         lead = self._lead
-        hits = [i for i, line in enumerate(lines) if (f := lead[line[:1]]) and f(line)]
-        found = {i: self._names(lines[i]) for i in hits}
+        found: dict[int, frozenset[str]] = {}
+        if self._anchored:
+            hits = [i for i, ln in enumerate(lines) if (f := lead[ln.lstrip()[:1]]) and f(ln)]
+            found = {i: lead.names[lines[i].lstrip()[:1]] for i in hits}
         if self.anywhere:
             text = "\n".join(lines)
             for lit, lit_names in self.anywhere.items():

@@ -274,7 +274,21 @@ class LineScanner:
             elif b.kind in ("text", "user", "summary"):
                 b.lines += lines[i:end]
                 return
-            else:  # result and args blocks end on a blank line or by indentation
+            elif (
+                b.kind == "result"
+                and lines[i]
+                and (self._result_indent < 0 or b.lines[-1:] != [""])
+            ):
+                # Up to the next blank line nothing can end a tool output.
+                try:
+                    j = lines.index("", i, end)
+                except ValueError:
+                    j = end
+                if b.line == 0:
+                    b.line = numbers[i]
+                b.lines += lines[i:j]
+                i = j
+            else:  # blank lines and args blocks: as feed does, line by line
                 self._plain_line(numbers[i], lines[i], _NONE)
                 i += 1
 
