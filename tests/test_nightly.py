@@ -150,7 +150,7 @@ def test_two_real_processes_contend_for_the_lock(tmp_path: Path) -> None:
         (root / f"p{k}").mkdir(parents=True)
         shutil.copy(f, root / f"p{k}" / f.name)
     env = cli_env(tmp_path / "data")
-    with server_process(tmp_path, latency=0.5) as (url, _log, _server):
+    with server_process(tmp_path, latency=1.5) as (url, _log, _server):
         cmd = [sys.executable, "-m", "opencode_restore", "nightly", "--root", str(root)]
         cmd += ["--out", str(tmp_path / "out"), "-m", "openai:fake", "--base-url", url]
         cmd += ["--skip-evidence-search", "-q"]
@@ -194,3 +194,21 @@ def test_old_sessions_are_outside_the_window(env: dict[str, str], tmp_path: Path
     code, output = _nightly(env, tmp_path, "--dry-run", "--since", "4d")
     assert code == 0
     assert f"would restore {len(FILES)} sessions" in output
+
+
+def test_opencode_sessions_and_vanished_files(env: dict[str, str], tmp_path: Path) -> None:
+    shutil.copytree(
+        ROOT / "fixtures" / "opencode" / "recorded" / "tui-compact", tmp_path / "root" / "oc"
+    )
+    code, output = _nightly(env, tmp_path, "--dry-run")
+    assert code == 0
+    assert "ses_e021ac976ffeprCgfn115CWSLu" in output
+    assert _nightly(env, tmp_path, "-q")[0] == 0
+    day = datetime.now().strftime("%Y-%m-%d")
+    assert (tmp_path / "out" / day / "ses_e021ac976ffeprCgfn115CWSLu.md").is_file()
+    # A session whose file is gone is skipped with a warning, not failed.
+    gone = next((tmp_path / "root").rglob(FILES[0].name))
+    gone.unlink()
+    code, output = _nightly(env, tmp_path)
+    assert code == 0
+    assert f"{FILES[0].stem}:0: no transcript file of this session exists any more" in output

@@ -126,3 +126,23 @@ def test_safe_names() -> None:
     assert safe_name("..") == "session"
     assert safe_name("a b:c") == "a_b_c"
     assert len(safe_name("x" * 500)) == 120
+
+
+def test_a_directory_with_an_opencode_install_and_its_export(
+    tmp_path: Path, sink: WarningSink
+) -> None:
+    shutil.copytree(OPENCODE, tmp_path / "oc")
+    [item] = discover([str(tmp_path)], sink)
+    assert (item.agent, item.selector) == ("opencode", "ses_e021ac976ffeprCgfn115CWSLu")
+    assert item.files == [tmp_path / "oc" / "opencode.db"]
+    assert item.fingerprint  # the database's session time, not the file's bytes
+    assert item.load(WarningSink()).id == item.selector
+
+
+def test_resumed_rollouts_of_one_thread_join_one_chain(tmp_path: Path, sink: WarningSink) -> None:
+    [rollout] = CODEX.glob("*.jsonl")
+    shutil.copy(rollout, tmp_path / rollout.name)
+    later = rollout.name.replace("T11-41-29", "T12-00-00")
+    shutil.copy(rollout, tmp_path / later)
+    [item] = discover([str(tmp_path)], sink)
+    assert [p.name for p in item.files] == [rollout.name, later]

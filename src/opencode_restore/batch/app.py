@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import click
 from rich.console import Console
-from rich.table import Table
 
 from ..config import Config, load_config
 from ..errors import UsageError
@@ -116,14 +116,13 @@ def run_batch(
     return _execute(job, settings).exit_code
 
 
-def _plan_table(items: list[BatchItem], reasons: dict[str, str], unchanged: int) -> Table:
-    table = Table(title=f"would restore {len(items)} sessions ({unchanged} unchanged)")
-    for column in ("session", "agent", "why", "files"):
-        table.add_column(column)
+def _plan_lines(items: list[BatchItem], reasons: dict[str, str], unchanged: int) -> list[str]:
+    """One line per session (why, agent, key, files): easy to read and to grep."""
+    lines = [f"would restore {len(items)} sessions ({unchanged} unchanged)"]
     for item in items:
-        files = ", ".join(str(p) for p in item.files)
-        table.add_row(item.key, item.agent, reasons.get(item.key, ""), files)
-    return table
+        files = " ".join(str(p) for p in item.files)
+        lines.append(f"  {reasons.get(item.key, ''):<8} {item.agent:<12} {item.key}  {files}")
+    return lines
 
 
 def run_nightly(
@@ -142,7 +141,6 @@ def run_nightly(
     sink = WarningSink() if settings.quiet else stderr_sink()
     provider = _provider_for(config)
     spec = f"{provider.name}:{provider.model}"
-    console = Console()
     now = datetime.now(UTC)
     if dry_run:
         # Writes nothing: no lock, no scan into the store, not even a new store file.
@@ -162,17 +160,20 @@ def run_nightly(
                 sink=sink,
             )
             store.close()
-        console.print(f"dry run: sessions updated since {p.cutoff.isoformat(timespec='seconds')}")
-        console.print(f"output folder: {p.out_dir}")
-        console.print(_plan_table(p.todo, p.reasons, len(p.unchanged)))
+        anyio.run(close_provider, provider)
+        click.echo(f"dry run: sessions updated since {p.cutoff.isoformat(timespec='seconds')}")
+        click.echo(f"output folder: {p.out_dir}")
+        for line in _plan_lines(p.todo, p.reasons, len(p.unchanged)):
+            click.echo(line)
         return 0
     with nightly_lock(data_dir):
         store = Store(db_path(data_dir))
         manifest = Manifest(state_manifest(data_dir), sink)
         p = plan(store, manifest, spec, window=window, out=out, now=now, root=root, sink=sink)
         if not p.todo:
+            anyio.run(close_provider, provider)
             if not settings.quiet:
-                console.print(
+                click.echo(
                     f"nothing changed since {p.cutoff.isoformat(timespec='seconds')}: "
                     f"{len(p.unchanged)} sessions up to date"
                 )

@@ -29,7 +29,7 @@ from ..errors import RestoreError, UsageError
 from ..pipeline.restoration import Restoration
 from ..report.summary import summary_markdown
 from ..sources.base import WarningSink
-from ..store.db import DB_NAME, iso_utc
+from ..store.db import iso_utc
 from ..store.discovery import AGENTS, find_sessions, scan
 from ..store.fetch import existing_files
 from ..store.store import SessionRow, Store
@@ -223,8 +223,3 @@ def store_hook(store: Store) -> Callable[[BatchItem, Restoration], dict[str, obj
         return {"restoration_id": restoration_id}
 
     return record
-
-
-def store_exists(data_dir: Path) -> bool:
-    """True when the store file is there (``--dry-run`` never creates it)."""
-    return (data_dir / DB_NAME).is_file()

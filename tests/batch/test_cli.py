@@ -1,0 +1,104 @@
+"""`opencode-restore batch` as a user runs it: tables, exit codes, resumption, progress."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from click.testing import CliRunner
+from rich.console import Console
+
+from opencode_restore.batch.display import BatchProgress, progress_for, report_table
+from opencode_restore.batch.items import BatchItem
+from opencode_restore.batch.runner import BatchReport, Outcome
+from opencode_restore.cli import cli
+from opencode_restore.pipeline.restoration import UsageReport
+
+from .helpers import CountingServer, cli_env, make_sessions, read_manifest, session_id
+
+
+def test_batch_then_again_skips_everything(tmp_path: Path) -> None:
+    make_sessions(tmp_path / "in", 3)
+    runner = CliRunner(env=cli_env(tmp_path / "data"))
+    args = ["batch", str(tmp_path / "in"), "--out", str(tmp_path / "out"), "--concurrency", "2"]
+    first = runner.invoke(cli, args)
+    assert first.exit_code == 0, first.output
+    assert "sessions" in first.output
+    assert "│        3 │    3 │       0 │" in first.output
+    second = runner.invoke(cli, args)
+    assert second.exit_code == 0
+    assert "│        3 │    0 │       3 │" in second.output
+    assert len(read_manifest(tmp_path / "out" / "manifest.jsonl")) == 3
+
+
+def test_nothing_found_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    result = CliRunner(env=cli_env(tmp_path / "data")).invoke(
+        cli, ["batch", str(tmp_path / "empty"), "--out", str(tmp_path / "out")]
+    )
+    assert result.exit_code == 2
+    assert "no sessions found" in result.output
+
+
+def test_failures_give_exit_code_1_and_a_table(tmp_path: Path) -> None:
+    make_sessions(tmp_path / "in", 2)
+    with CountingServer([{"status": 400}] * 100) as server:
+        result = CliRunner(env=cli_env(tmp_path / "data")).invoke(
+            cli,
+            [
+                "batch",
+                f"{tmp_path}/in/*.json",
+                "--out",
+                str(tmp_path / "out"),
+                "-m",
+                "openai:fake",
+                "--base-url",
+                server.openai_base_url,
+                "--skip-evidence-search",
+            ],
+        )
+    assert result.exit_code == 1
+    assert "not restored completely" in result.output
+    assert f"{session_id(0)} │ incomplete │ turns 1, 2, 3 failed" in result.output
+
+
+def test_quiet_prints_nothing(tmp_path: Path) -> None:
+    make_sessions(tmp_path / "in", 1)
+    result = CliRunner(env=cli_env(tmp_path / "data")).invoke(
+        cli, ["batch", str(tmp_path / "in"), "--out", str(tmp_path / "out"), "-q"]
+    )
+    assert result.exit_code == 0
+    assert result.output == ""
+
+
+def test_progress_counts_sessions_failures_and_tokens() -> None:
+    from rich.progress import Progress
+
+    item = BatchItem("s", "claude-code", [])
+    with Progress(console=Console(file=io.StringIO())) as bar:
+        shown = BatchProgress(bar, 2)
+        shown.start(item)
+        shown.start(item)
+        shown.finish(Outcome(item, "done", usage=UsageReport(input_tokens=10, output_tokens=5)))
+        shown.finish(Outcome(item, "failed", error="x"))
+        task = bar.tasks[0]
+    assert (task.completed, task.total) == (2, 2)
+    assert task.fields == {"failed": 1, "running": 0, "tokens": 15}
+
+
+def test_report_table_and_the_progress_hooks(tmp_path: Path) -> None:
+    report = BatchReport([Outcome(BatchItem("s", "x", []), "skipped")], wall=1.25)
+    out = io.StringIO()
+    Console(file=out, width=120).print(report_table(report))
+    assert "1.2s" in out.getvalue() or "1.3s" in out.getvalue()
+
+    class Job:
+        on_start = on_finish = None
+
+        def plan(self) -> tuple[list[BatchItem], list[BatchItem]]:
+            return [BatchItem("a", "x", [])], []
+
+    job = Job()
+    with progress_for(job, Console(file=io.StringIO(), force_terminal=True), True):  # type: ignore[arg-type]
+        assert job.on_start is not None
+        assert job.on_finish is not None
