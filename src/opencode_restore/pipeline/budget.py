@@ -131,6 +131,7 @@ class Window:
             ttl_seconds=self.ttl,
             prune_buffer_seconds=self.ctx.config.restore.cache_prune_buffer_seconds,
             announcements=notes,
+            consume=False,
         )
 
     def _base(
@@ -179,6 +180,7 @@ class Window:
         if self.estimator.tokens(chars) > self.budget:
             stream = sum(len(t) for t in stream_texts([b.view() for b in self.timeline.blocks]))
             if await self._compact(chars - stream):
+                notes = self._notices()
                 request = await self._render(
                     prompt, self._base(prompt, stage, facts, schema), notes
                 )
@@ -190,6 +192,7 @@ class Window:
             prompt = refit(excess)
             request = await self._render(prompt, self._base(prompt, stage, facts, schema), notes)
             chars = request_chars(request)
+        self.timeline.clear_announcements()
         self._last_chars = chars
         if self.debug is not None:
             self.debug(debug_view(request, self.estimator.tokens(chars), self.budget))

@@ -312,8 +312,6 @@ async def restore_session(
         key=options.timeline_key,
         clock=clock,
     )
-    saved_turns = len(resume.timeline.turns)
-    cut = resume.kept < saved_turns
     keys = stage_keys(
         resume,
         {
@@ -326,7 +324,7 @@ async def restore_session(
             }
         },
     )
-    state = prepare(resume, turns, ctx, keys, cut=cut)
+    state = prepare(resume, turns, ctx, keys)
     debug = options.debug_render
     window = Window(
         resume.timeline,

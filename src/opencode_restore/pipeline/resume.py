@@ -49,6 +49,8 @@ class Resume:
     kept: int = 0
     note: str = "new timeline"
     save: bool = True
+    #: Saved turns were dropped (changed, or beyond ``--max-turns``): the saved state is stale.
+    cut: bool = False
     reusable: list[str] = field(default_factory=list)
     hashes: list[str] = field(default_factory=list)
 
@@ -57,9 +59,16 @@ def _describe(saved: int, kept: int, total: int, changes: list[str]) -> str:
     if kept == saved == total:
         return f"resumed: all {total} turns unchanged"
     if kept == saved:
-        grew = "log grew" if "grew" in changes else "log changed"
-        return f"resumed: {kept} turns reused, {total - kept} new ({grew})"
-    return f"resumed: turn {kept + 1} changed or was unfinished; {kept} turns reused"
+        if "grew" in changes:
+            why = "the log grew"
+        elif any(c != "same" for c in changes):
+            why = "the log changed"
+        elif changes:
+            why = "the last run stopped early"
+        else:
+            why = "new turns"
+        return f"resumed at turn {kept + 1}: {kept} turns reused, {total - kept} to do ({why})"
+    return f"resumed at turn {kept + 1}: it changed since the last run; {kept} turns reused"
 
 
 def open_timeline(
@@ -109,7 +118,7 @@ def open_timeline(
     if kept < saved:
         tl.keep_turns(kept)
     tl.source_files = new.source_files
-    return Resume(tl, kept, note, save, hashes=hashes)
+    return Resume(tl, kept, note, save, cut=kept < saved, hashes=hashes)
 
 
 def stage_keys(resume: Resume, options: dict[str, Any]) -> dict[str, str]:
@@ -125,12 +134,9 @@ def stage_keys(resume: Resume, options: dict[str, Any]) -> dict[str, str]:
 
 
 def prepare(
-    resume: Resume, turns: list[Turn], ctx: StageContext, keys: dict[str, str], *, cut: bool
+    resume: Resume, turns: list[Turn], ctx: StageContext, keys: dict[str, str]
 ) -> RestoreState:
-    """Numbering, redaction counts and state as of the last reused turn or stage.
-
-    ``cut`` says turns were dropped from the saved timeline, so its saved state is stale.
-    """
+    """Numbering, redaction counts and state as of the last reused turn or stage."""
     tl = resume.timeline
     kept = resume.kept
     if kept == len(turns) == len(tl.turns):
@@ -158,7 +164,7 @@ def prepare(
     ctx.redactor.by_kind = Counter(redactions)
     if kept == 0:
         return RestoreState()
-    if not cut and tl.state:
+    if not resume.cut and tl.state:
         try:
             return RestoreState.from_dict(tl.state)
         except ValueError:

@@ -182,6 +182,10 @@ class RestoreTimeline:
         """An ephemeral notice for the next render only; never saved."""
         self._announcements.append(text)
 
+    def clear_announcements(self) -> None:
+        """Drop the pending announcements (they were rendered)."""
+        self._announcements.clear()
+
     def _turn_blocks(self, record: TurnRecord) -> None:
         self._append(
             "turn.header",
@@ -254,12 +258,18 @@ class RestoreTimeline:
         ttl_seconds: int = 0,
         prune_buffer_seconds: int = 0,
         announcements: Sequence[str] = (),
+        consume: bool = True,
     ) -> LLMRequest:
-        """``base`` filled with the rendered stream; pending announcements are consumed."""
+        """``base`` filled with the rendered stream.
+
+        Pending announcements are shown after the stable part and then dropped, unless
+        ``consume`` is False (the caller may render again and calls ``clear_announcements``).
+        """
         async with self.lock:
             self._maybe_prune(ttl_seconds, prune_buffer_seconds)
             notes = [*self._announcements, *announcements]
-            self._announcements.clear()
+            if consume:
+                self._announcements.clear()
             return render.build_request(
                 system=system,
                 header=header,
@@ -296,6 +306,7 @@ class RestoreTimeline:
         from their records instead.
         """
         self.turns = self.turns[:count]
+        self.state = {}
         self.stages.clear()
         self.sources_pool.clear()
         self._announcements.clear()
@@ -335,7 +346,7 @@ class RestoreTimeline:
             "fingerprint": self.fingerprint,
             "source_files": [f.to_dict() for f in self.source_files],
             "turn_ids": [t.id for t in self.turns],
-            "turns": [asdict(t) for t in self.turns],
+            "turns": [asdict(t) | {"labels": list(t.labels or []) or None} for t in self.turns],
             "blocks": [asdict(b) for b in self.blocks],
             "next_block": self.next_block,
             "sources_pool": self.sources_pool,
@@ -368,7 +379,7 @@ class RestoreTimeline:
             tl = cls(session, str(data["fingerprint"]), key=key, clock=clock)
             tl.source_files = [SourceFile.from_dict(f) for f in data["source_files"]]
             tl.turns = [TurnRecord.from_dict(t) for t in data["turns"]]
-            tl.blocks = [Block(**b) for b in data["blocks"]]
+            tl.blocks = [Block(**{**b, "meta": dict(b.get("meta") or {})}) for b in data["blocks"]]
             tl.next_block = int(data["next_block"])
             tl.sources_pool = list(data["sources_pool"])
             tl.stages = {k: StageRecord(**v) for k, v in data["stages"].items()}
