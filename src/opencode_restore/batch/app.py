@@ -96,6 +96,7 @@ def run_batch(
     *,
     agent: str | None = None,
     force: bool = False,
+    dask: str | None = None,
 ) -> int:
     """``opencode-restore batch``: the exit code is 0 when every session succeeded."""
     config = settings.config()
@@ -103,6 +104,14 @@ def run_batch(
     items = discover(args, sink, agent)
     if not items:
         raise UsageError(f"no sessions found in {' '.join(args)}")
+    if dask is not None:
+        from .dask_runner import dask_client, run_on_dask
+
+        with dask_client(dask) as client:
+            report = run_on_dask(items, out, settings, client)
+        if not settings.quiet:
+            print_report(report, Console())
+        return report.exit_code
     job = BatchJob(
         items,
         out,

@@ -79,10 +79,21 @@ def _settings(kwargs: dict[str, Any]) -> Any:
 )
 @_agent_option
 @click.option("--force", is_flag=True, help="Restore sessions the manifest says are done, too.")
+@click.option(
+    "--dask",
+    default=None,
+    metavar="ADDRESS",
+    help="Run on a Dask cluster (scheduler address, or local[:N]); needs the dask extra.",
+)
 @_run_options
 @friendly_errors
 def batch(
-    inputs: tuple[str, ...], out: Path, agent: str | None, force: bool, **kwargs: Any
+    inputs: tuple[str, ...],
+    out: Path,
+    agent: str | None,
+    force: bool,
+    dask: str | None,
+    **kwargs: Any,
 ) -> None:
     """Restore many sessions (INPUTS: files, directories or quoted globs) into --out.
 
@@ -91,7 +102,8 @@ def batch(
     """
     from ..batch.app import run_batch
 
-    sys.exit(run_batch(list(inputs), out, _settings(kwargs), agent=agent, force=force))
+    code = run_batch(list(inputs), out, _settings(kwargs), agent=agent, force=force, dask=dask)
+    sys.exit(code)
 
 
 @click.command()

@@ -1,0 +1,111 @@
+"""Batch throughput benchmark: `opencode-restore batch` against the fake LLM server.
+
+Builds N small sessions (copies of the recorded opencode export with distinct ids),
+starts the fake OpenAI-compatible server as its own process with a fixed latency per
+call, runs `opencode-restore batch` as another process and reports:
+
+* wall time against the ideal, calls x latency / concurrency (target: at most 1.25x);
+* the batch process's own CPU time per LLM call (user + sys from ``wait4``, so the
+  server's CPU is never counted; target: under 5 ms). Interpreter start-up and imports
+  are included; the figure "after start-up" subtracts the CPU of the same command
+  run on an empty input.
+
+    python bench/batch.py [--sessions 300] [--latency 0.1] [--concurrency 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVER = ROOT / "tests" / "fakes" / "fake_llm_server.py"
+EXPORT = ROOT / "fixtures" / "opencode" / "recorded" / "tui-compact" / "export.json"
+EXPORT_ID = "ses_e021ac976ffeprCgfn115CWSLu"
+
+
+def build(directory: Path, count: int) -> None:
+    """``count`` copies of the export, each with its own session id."""
+    directory.mkdir(parents=True, exist_ok=True)
+    text = EXPORT.read_text(encoding="utf-8")
+    for k in range(count):
+        sid = f"ses_bench{k:05d}"
+        (directory / f"{sid}.json").write_text(text.replace(EXPORT_ID, sid), encoding="utf-8")
+
+
+def start_server(tmp: Path, latency: float) -> tuple[subprocess.Popen[bytes], str]:
+    port_file = tmp / "port"
+    proc = subprocess.Popen(
+        [sys.executable, str(SERVER), "--port-file", str(port_file), "--latency", str(latency)],
+        cwd=ROOT,
+    )
+    deadline = time.monotonic() + 20
+    while not (port_file.exists() and port_file.read_text().strip()):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit("the fake server did not start")
+        time.sleep(0.02)
+    return proc, f"http://127.0.0.1:{port_file.read_text().strip()}/v1"
+
+
+def run_batch(
+    inputs: Path, out: Path, url: str, concurrency: int, env: dict[str, str]
+) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds of the batch process alone, exit code)."""
+    cmd = [sys.executable, "-m", "opencode_restore", "batch", str(inputs), "--out", str(out)]
+    cmd += ["-m", "openai:bench", "--base-url", url, "--skip-evidence-search", "-q"]
+    cmd += ["--concurrency", str(concurrency)]
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_utime + usage.ru_stime, proc.returncode
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--sessions", type=int, default=300)
+    parser.add_argument("--latency", type=float, default=0.1)
+    parser.add_argument("--concurrency", type=int, default=16)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-batch-") as name:
+        tmp = Path(name)
+        build(tmp / "in", args.sessions)
+        build(tmp / "one", 1)
+        env = dict(os.environ, OPENAI_API_KEY="dummy", OPENCODE_RESTORE_DATA_DIR=str(tmp / "data"))
+        server, url = start_server(tmp, args.latency)
+        try:
+            # Start-up cost: the same command on one session, every call answered at once
+            # is not possible with a fixed latency, so subtract one session's share instead.
+            _, base_cpu, _ = run_batch(tmp / "one", tmp / "out-one", url, 1, env)
+            wall, cpu, code = run_batch(tmp / "in", tmp / "out", url, args.concurrency, env)
+        finally:
+            server.terminate()
+            server.wait(10)
+        lines = [json.loads(x) for x in (tmp / "out" / "manifest.jsonl").read_text().splitlines()]
+    calls = sum(line["usage"]["calls"] for line in lines)
+    done = sum(1 for line in lines if line["status"] == "done")
+    ideal = calls * args.latency / args.concurrency
+    per_call = cpu / calls * 1000
+    one_calls = 4  # the export has 3 turns and one synthesis call
+    after_start = (cpu - base_cpu) / (calls - one_calls) * 1000
+    print(f"sessions            {args.sessions} ({done} done, exit code {code})")
+    print(f"LLM calls           {calls}")
+    print(f"latency per call    {args.latency * 1000:.0f} ms, concurrency {args.concurrency}")
+    print(f"ideal wall time     {ideal:.2f} s (calls x latency / concurrency)")
+    print(f"wall time           {wall:.2f} s = {wall / ideal:.2f}x ideal (target <= 1.25x)")
+    print(f"batch CPU time      {cpu:.2f} s = {per_call:.2f} ms per call, start-up included")
+    print(f"start-up + 1 session {base_cpu:.2f} s; per call after it {after_start:.2f} ms (< 5 ms)")
+    ok = code == 0 and done == args.sessions and wall <= 1.25 * ideal and per_call < 5
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
