@@ -21,12 +21,13 @@ def iso(ts: datetime | None) -> str | None:
 
 def message_record(m: Message) -> dict[str, Any]:
     """The API shape of one message (FR2), plus tool fields when they apply."""
+    ts = m.timestamp
     rec: dict[str, Any] = {
         "id": m.id,
         "role": m.role,
         "type": m.type,
         "text": m.text,
-        "timestamp": iso(m.timestamp),
+        "timestamp": None if ts is None else iso(ts),
         "entry_index": m.entry_index,
         "file_index": m.file_index,
     }
@@ -41,11 +42,21 @@ def message_record(m: Message) -> dict[str, Any]:
     return rec
 
 
+#: Messages per chunk of :func:`iter_jsonl`: one write per chunk, not per message.
+JSONL_BATCH = 256
+
+
 def iter_jsonl(messages: Iterable[Message]) -> Iterator[bytes]:
-    """One JSON document per line."""
-    dumps = orjson.dumps
+    """One JSON document per line, yielded in chunks of up to :data:`JSONL_BATCH` lines."""
+    dumps, record, newline = orjson.dumps, message_record, orjson.OPT_APPEND_NEWLINE
+    batch: list[bytes] = []
     for m in messages:
-        yield dumps(message_record(m)) + b"\n"
+        batch.append(dumps(record(m), option=newline))
+        if len(batch) >= JSONL_BATCH:
+            yield b"".join(batch)
+            batch.clear()
+    if batch:
+        yield b"".join(batch)
 
 
 def iter_json(header: dict[str, Any], messages: Iterable[Message]) -> Iterator[bytes]:

@@ -90,7 +90,7 @@ class _SidebarCutter:
 
     def _cut(self, first: int, lines: list[str]) -> list[str]:
         if not self._changes:
-            return [t.rstrip() for t in lines]
+            return list(map(str.rstrip, lines))
         out: list[str] = []
         pos = 0
         while pos < len(lines):
