@@ -116,3 +116,24 @@ def test_a_lost_partition_fails_its_sessions_only(
     assert failed
     assert all("partition failed: RuntimeError: worker lost" in (o.error or "") for o in failed)
     assert report.count("done") == 4 - len(failed)
+
+
+def test_the_cli_runs_on_a_scheduler_address(tmp_path: Path, client: Any) -> None:
+    from click.testing import CliRunner
+
+    from opencode_restore.cli import cli
+
+    make_sessions(tmp_path / "in", 3)
+    address = client.scheduler.address
+    result = CliRunner(env=cli_env(tmp_path / "data")).invoke(
+        cli, ["batch", str(tmp_path / "in"), "--out", str(tmp_path / "out"), "--dask", address]
+    )
+    assert result.exit_code == 0, result.output
+    assert "│        3 │    3 │" in result.output
+    assert len(read_manifest(tmp_path / "out" / "manifest.jsonl")) == 3
+
+
+def test_a_local_cluster_of_worker_processes() -> None:
+    with dask_runner.dask_client("local:1") as c:
+        assert len(c.nthreads()) == 1
+        assert c.submit(sum, [1, 2], pure=False).result() == 3

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -166,8 +168,10 @@ def run_on_dask(
     return report
 
 
-def dask_client(address: str) -> Any:
-    """A client for ``address``; ``local`` or ``local:N`` starts N worker processes here."""
+@contextmanager
+def dask_client(address: str) -> Iterator[Any]:
+    """A client for ``address``; ``local`` or ``local:N`` runs N worker processes here
+    (closed with the client)."""
     try:
         from distributed import Client, LocalCluster
     except ImportError as exc:
@@ -176,10 +180,15 @@ def dask_client(address: str) -> Any:
         raise UsageError(
             "--dask needs the dask extra: pip install 'opencode-restore[dask]'"
         ) from exc
-    if address == "local" or address.startswith("local:"):
-        workers = int(address.partition(":")[2] or 2)
-        cluster = LocalCluster(  # type: ignore[no-untyped-call]
+    if not (address == "local" or address.startswith("local:")):
+        with Client(address) as client:  # type: ignore[no-untyped-call]
+            yield client
+        return
+    workers = int(address.partition(":")[2] or 2)
+    with (
+        LocalCluster(  # type: ignore[no-untyped-call]
             n_workers=workers, threads_per_worker=1, dashboard_address=None, host="127.0.0.1"
-        )
-        return Client(cluster)  # type: ignore[no-untyped-call]
-    return Client(address)  # type: ignore[no-untyped-call]
+        ) as cluster,
+        Client(cluster) as client,  # type: ignore[no-untyped-call]
+    ):
+        yield client
