@@ -20,7 +20,13 @@ import httpx2
 from anthropic.types import Message
 from pydantic import BaseModel
 
-from opencode_restore.llm.base import ChatMessage, LLMRequest, LLMResult, ToolCallRequest
+from opencode_restore.llm.base import (
+    ChatMessage,
+    LLMRequest,
+    LLMResult,
+    ToolCallRequest,
+    json_schema,
+)
 from opencode_restore.llm.retry import is_retryable_response
 from opencode_restore.llm.settings import ProviderSettings
 from opencode_restore.llm.structured import parse_structured, validate_value
@@ -106,7 +112,7 @@ class AnthropicProvider:
                 {
                     "name": name,
                     "description": "Return the answer as this tool's input.",
-                    "input_schema": request.response_schema.model_json_schema(),
+                    "input_schema": json_schema(request.response_schema),
                 }
             )
             params["tool_choice"] = {"type": "tool", "name": name}

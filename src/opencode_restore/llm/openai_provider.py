@@ -12,7 +12,6 @@ from typing import Any
 
 import httpx2
 import openai
-from openai.lib._pydantic import to_strict_json_schema
 from openai.types.chat import ChatCompletion
 
 from opencode_restore.llm.base import (
@@ -21,6 +20,7 @@ from opencode_restore.llm.base import (
     LLMResult,
     ToolCallRequest,
     ToolsUnsupportedError,
+    strict_json_schema,
 )
 from opencode_restore.llm.retry import error_message, is_retryable_response
 from opencode_restore.llm.settings import ProviderSettings
@@ -100,7 +100,7 @@ class OpenAIProvider:
                 "type": "json_schema",
                 "json_schema": {
                     "name": request.response_schema.__name__,
-                    "schema": to_strict_json_schema(request.response_schema),
+                    "schema": strict_json_schema(request.response_schema),
                     "strict": True,
                 },
             }

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from opencode_restore.llm.base import LLMRequest, LLMResult, ToolCallRequest
+from opencode_restore.llm.base import LLMRequest, LLMResult, ToolCallRequest, json_schema
 from opencode_restore.llm.retry import RETRYABLE_STATUS
 from opencode_restore.llm.schema_instance import minimal_instance
 from opencode_restore.llm.structured import parse_structured
@@ -123,7 +123,7 @@ def _as_reply(step: ScriptStep) -> ScriptedReply:
 def _auto_reply(request: LLMRequest) -> ScriptedReply:
     if request.response_schema is None:
         return ScriptedReply(text="ok")
-    return ScriptedReply(parsed=minimal_instance(request.response_schema.model_json_schema()))
+    return ScriptedReply(parsed=minimal_instance(json_schema(request.response_schema)))
 
 
 def _estimate(request: LLMRequest) -> int:

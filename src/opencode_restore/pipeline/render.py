@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from ..llm.base import ChatMessage, LLMRequest, SystemBlock
+from ..llm.base import ChatMessage, LLMRequest, SystemBlock, json_schema
 
 CHARS_PER_TOKEN = 3.5
 PRUNED_KEEP_CHARS = 300
@@ -148,7 +148,7 @@ def request_chars(request: LLMRequest) -> int:
     chars = sum(len(b.text) for b in request.system)
     chars += sum(len(m.content) for m in request.messages)
     if request.response_schema is not None:
-        chars += len(orjson.dumps(request.response_schema.model_json_schema()))
+        chars += len(orjson.dumps(json_schema(request.response_schema)))
     for tool in request.tools:
         chars += len(tool.name) + len(tool.description) + len(orjson.dumps(tool.parameters))
     return chars
