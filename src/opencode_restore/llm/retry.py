@@ -10,15 +10,14 @@ Whatever still fails leaves as `errors.ProviderError` carrying the server's mess
 from __future__ import annotations
 
 import email.utils
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import anthropic
 import anyio
 import httpx2
-import openai
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity import wait_exponential_jitter as _wait_exponential_jitter
 
@@ -29,14 +28,20 @@ from opencode_restore.llm.usage import UsageLedger
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 
-# Failures that mean "the call did not work", as opposed to bugs in our own code,
-# which must keep their traceback instead of becoming a ProviderError.
-_CALL_FAILURES: tuple[type[BaseException], ...] = (
-    openai.APIError,
-    anthropic.APIError,
-    httpx2.HTTPError,
-    OSError,
-)
+
+def _call_failures() -> tuple[type[BaseException], ...]:
+    """Failures that mean "the call did not work", as opposed to bugs in our own code,
+    which must keep their traceback instead of becoming a ProviderError.
+
+    An SDK's errors can only occur once its provider imported it, so the SDKs are not
+    imported here (importing both costs about a second of start-up).
+    """
+    found: list[type[BaseException]] = [httpx2.HTTPError, OSError]
+    for name in ("openai", "anthropic"):
+        module = sys.modules.get(name)
+        if module is not None:
+            found.append(module.APIError)
+    return tuple(found)
 
 
 def is_retryable_response(response: httpx2.Response) -> bool:
@@ -155,7 +160,7 @@ async def call_with_retry(
         _record(ledger, provider, request, None, attempts, str(exc))
         raise
     except Exception as exc:
-        if not (isinstance(exc, _CALL_FAILURES) or provider.should_retry(exc)):
+        if not (isinstance(exc, _call_failures()) or provider.should_retry(exc)):
             raise
         error = ProviderError(provider.name, provider.model, error_message(exc), error_status(exc))
         _record(ledger, provider, request, None, attempts, str(error))
