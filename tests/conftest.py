@@ -5,9 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import os
+
 import pytest
+from hypothesis import settings
 
 from opencode_restore.sources.base import WarningSink
+
+# CI runs the property tests with fixed seeds (HYPOTHESIS_PROFILE=ci, set by .ci/run) so a
+# landing never depends on luck; local runs explore new examples every time.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

@@ -177,3 +177,25 @@ def test_duplicate_uuid_prefers_the_copy_with_content(tmp_path: Path) -> None:
     s = READER.read([path], sink)
     assert [(m.id, m.text, m.entry_index) for m in s.messages()] == [("u1", "good copy", 2)]
     assert orjson.loads(path.read_bytes().splitlines()[0])["message"] == "broken"
+
+
+def test_parent_loop_off_the_live_path_terminates(tmp_path: Path) -> None:
+    # Found by hypothesis: repeated uuids made a parent loop away from the spine, and the
+    # side-root walk never ended (memory grew until the process was killed).
+    lines = [
+        {"uuid": "c", "parentUuid": "c", "logicalParentUuid": "b", "subtype": "compact_boundary"},
+        {
+            "type": "assistant",
+            "uuid": "b",
+            "parentUuid": None,
+            "message": {"content": "K", "id": 7},
+        },
+        {"type": "progress", "uuid": "b", "parentUuid": "a", "isSidechain": True},
+        {"type": "summary", "uuid": "c", "parentUuid": [], "logicalParentUuid": "a"},
+        {"type": "assistant", "uuid": "a", "parentUuid": None, "message": "error"},
+    ]
+    path = tmp_path / "loop.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    session = READER.read([path], WarningSink())
+    streamed = list(READER.iter_messages([path], WarningSink()))
+    assert [m.id for m in streamed] == [m.id for m in session.messages()]

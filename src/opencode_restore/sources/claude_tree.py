@@ -213,12 +213,18 @@ def _side_root(
     parent: list[int], spine: set[int], memo: dict[int, int], node: int, top: int | None
 ) -> int:
     """The entry where ``node``'s subtree leaves the spine (memoized along the walk)."""
-    path = []
+    path: list[int] = []
+    seen: set[int] = set()
     while True:
         if node in memo:
             root = memo[node]
             break
+        if node in seen:
+            # A parent loop off the spine (repeated or damaged uuids): it roots itself.
+            root = node
+            break
         path.append(node)
+        seen.add(node)
         p = parent[node]
         if p < 0 or p in spine or node == top:
             root = node
