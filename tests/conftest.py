@@ -3,9 +3,8 @@ every socket connection to a host other than loopback fails the test."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
