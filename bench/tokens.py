@@ -2,10 +2,12 @@
 
 Builds a 60-turn session from the real turns of the bundled Claude Code sessions (fresh
 ids per copy), restores it with the real Anthropic SDK against the fake server (which
-counts prompt tokens as chars/3.5), and prints:
+counts prompt tokens as chars/3.5; the fake model answers each turn with the offline
+provider's summary of it, so summaries have realistic sizes), and prints:
 - total prompt tokens of our turn calls vs a naive baseline that sends the whole
   transcript so far on every turn (target: naive/ours >= 5 at 60 turns; ours linear),
 - the cacheable share: input tokens that sit in a prefix identical to the previous call's.
+  ``bench/cost.py`` prices the same runs with the server's cache reads and writes.
 
     python bench/tokens.py [--turns 60]
 """
@@ -27,6 +29,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fakes.fake_llm_server import FakeLLMServer, tokens  # noqa: E402
 from opencode_restore.config import load_config  # noqa: E402
+from opencode_restore.llm.offline import OfflineProvider  # noqa: E402
 from opencode_restore.llm.registry import get_provider  # noqa: E402
 from opencode_restore.llm.settings import ProviderSettings  # noqa: E402
 from opencode_restore.model import Message, Session, Timeline, TimelineEvent, TimelineSpan  # noqa: E402
@@ -59,6 +62,38 @@ def build_session(n_turns: int) -> Session:
         "root", "main", content=[TimelineEvent(m.id, "message", message=m) for m in messages]
     )
     return Session("bench-60", "claude-code", ["bench.jsonl"], Timeline(root), cwd="/w")
+
+
+RANGE_TEXT = " ".join(["Earlier turns: the agent edited files and ran the tests [M1]."] * 15)
+
+
+class BenchServer(FakeLLMServer):
+    """Answers turn calls with prepared summaries, range calls with text, others minimally."""
+
+    def __init__(self, summaries: list[dict[str, Any]]) -> None:
+        super().__init__()
+        self.summaries = list(summaries)
+
+    def handle(
+        self, path: str, headers: dict[str, str], body: Any
+    ) -> tuple[int, dict[str, str], Any]:
+        forced = (body.get("tool_choice") or {}).get("name")
+        if forced == "emit_turn_summary" and self.summaries:
+            self.script = [{"json": self.summaries.pop(0)}]
+        elif forced is None:
+            self.script = [{"text": RANGE_TEXT}]
+        return super().handle(path, headers, body)
+
+
+def offline_summaries(session: Session, budget: int) -> list[dict[str, Any]]:
+    """What the offline provider says about each turn: the fake model's answers."""
+    config = load_config(env={})
+    config.restore.skip_evidence_search = True
+    config.llm.context_budget_tokens = budget
+    r = anyio.run(
+        lambda: restore_session(session, config, OfflineProvider(), options=RestoreOptions())
+    )
+    return [t.model_dump() for t in r.turns]
 
 
 def prompt_text(body: dict[str, Any]) -> str:
@@ -109,7 +144,7 @@ def main() -> None:
     config = load_config(env={})
     config.restore.skip_evidence_search = True
     os.environ.setdefault("ANTHROPIC_API_KEY", "bench")
-    with FakeLLMServer() as server:
+    with BenchServer(offline_summaries(session, config.llm.context_budget_tokens)) as server:
         provider = get_provider("anthropic:bench", ProviderSettings(base_url=server.base_url))
         anyio.run(lambda: restore_session(session, config, provider, options=RestoreOptions()))
         bodies = [r["body"] for r in server.requests]
