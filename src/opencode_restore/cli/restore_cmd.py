@@ -149,5 +149,6 @@ def run_restore(
             console.print(
                 f"[dim]timeline: {restoration.timeline.note} ({restoration.timeline.path})[/]",
                 highlight=False,
+                soft_wrap=True,
             )
     return 1 if restoration.failed_turns else 0
