@@ -199,3 +199,12 @@ def test_parent_loop_off_the_live_path_terminates(tmp_path: Path) -> None:
     session = READER.read([path], WarningSink())
     streamed = list(READER.iter_messages([path], WarningSink()))
     assert [m.id for m in streamed] == [m.id for m in session.messages()]
+
+
+def test_entry_that_is_its_own_parent_terminates(tmp_path: Path) -> None:
+    line = {"type": "assistant", "uuid": "a", "parentUuid": "a", "logicalParentUuid": "b"}
+    path = tmp_path / "self.jsonl"
+    path.write_bytes(orjson.dumps(line | {"subtype": "compact_boundary"}) + b"\n")
+    session = READER.read([path], WarningSink())
+    streamed = list(READER.iter_messages([path], WarningSink()))
+    assert [m.id for m in streamed] == [m.id for m in session.messages()]

@@ -171,7 +171,8 @@ def _layout(s: Scan, members: Sequence[int], top: int | None, depth: int) -> Lay
         return Layout()
     spine: set[int] = set()
     node = newest
-    while node >= 0:
+    # A damaged log can make a parent loop (even an entry that is its own parent).
+    while node >= 0 and node not in spine:
         spine.add(node)
         if node == top:
             break
