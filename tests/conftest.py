@@ -4,12 +4,15 @@ every socket connection to a host other than loopback fails the test."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
 from opencode_restore.sources.base import WarningSink
+from opencode_restore.store import open_store
+from opencode_restore.store.store import Store
 
 # CI runs the property tests with fixed seeds (HYPOTHESIS_PROFILE=ci, set by .ci/run) so a
 # landing never depends on luck; local runs explore new examples every time.
@@ -36,3 +39,19 @@ def sink() -> WarningSink:
 def _data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Restore timelines and stores go to a temporary directory, never the real home."""
     monkeypatch.setenv("OPENCODE_RESTORE_DATA_DIR", str(tmp_path_factory.mktemp("data")))
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh data directory, also named by OPENCODE_RESTORE_DATA_DIR for subprocesses."""
+    d = tmp_path / "data"
+    monkeypatch.setenv("OPENCODE_RESTORE_DATA_DIR", str(d))
+    return d
+
+
+@pytest.fixture
+def store(data_dir: Path) -> Iterator[Store]:
+    """An open store in the test's data directory."""
+    s = open_store(data_dir)
+    yield s
+    s.close()
