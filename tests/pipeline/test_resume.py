@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from opencode_restore.errors import ProviderError
+from opencode_restore.llm.base import LLMRequest, LLMResult
 from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.pipeline.restoration import Restoration
 from opencode_restore.pipeline.timeline_store import TimelineStore
@@ -141,7 +143,21 @@ def test_max_turns_prefix_does_not_overwrite_a_longer_timeline(tmp_path: Path) -
     assert len(_saved(tmp_path)["turns"]) == 4
 
 
-def test_failed_turn_is_kept_as_failed(tmp_path: Path) -> None:
+class FailingTurns(Counting):
+    """Counting, but the calls for some turns fail for good (as after the retries)."""
+
+    def __init__(self, fail: set[int]) -> None:
+        super().__init__()
+        self.fail = fail
+
+    async def complete(self, request: LLMRequest) -> LLMResult:
+        if request.stage == "turn_summary" and request.facts["turn_number"] in self.fail:
+            self.requests.append(request)
+            raise ProviderError("counting", "offline", "service unavailable", status=503)
+        return await super().complete(request)
+
+
+def test_failed_turn_is_recorded_then_retried_on_the_next_run(tmp_path: Path) -> None:
     from opencode_restore.llm.scripted import ScriptedProvider, ScriptedStatusError
 
     cfg = config()
@@ -155,8 +171,33 @@ def test_failed_turn_is_kept_as_failed(tmp_path: Path) -> None:
     assert "could not be summarized" in saved["blocks"][1]["text"]
     again = ScriptedProvider(auto=True)
     second = restore(session_of(2), again, tmp_path, cfg)
-    assert again.requests == []
-    assert [f.turn for f in second.failed_turns] == [1]
+    assert [r.facts["turn_number"] for r in again.requests if r.stage == "turn_summary"] == [1, 2]
+    assert second.failed_turns == []
+    assert second.timeline is not None
+    assert second.timeline.note == (
+        "resumed at turn 1: 0 turns reused, retrying turn 1, which failed last time"
+    )
+    assert _saved(tmp_path)["turns"][0]["summary"] is not None
+
+
+def test_retry_redoes_the_turns_after_a_failed_one(tmp_path: Path) -> None:
+    session = session_of(4)
+    first = restore(session, FailingTurns({2}), tmp_path)
+    assert [f.turn for f in first.failed_turns] == [2]
+    still_down = FailingTurns({2})
+    restore(session, still_down, tmp_path)
+    # Turn 1 is kept; turn 2 is tried again and, still failing, recorded again.
+    assert still_down.turn_calls() == [2, 3, 4]
+    again = Counting()
+    r = restore(session, again, tmp_path)
+    # Turns 3 and 4 were summarized without turn 2 in the state: they are redone too.
+    assert again.turn_calls() == [2, 3, 4]
+    assert r.failed_turns == []
+    clean = restore(session, OfflineProvider(), None)
+    assert _comparable(r) == _comparable(clean)
+    done = Counting()
+    restore(session, done, tmp_path)
+    assert done.requests == []
 
 
 def test_evidence_is_reused_only_with_the_same_options(tmp_path: Path) -> None:

@@ -1,7 +1,9 @@
 """Opening a restore on its saved timeline: what can be reused and the state it implies.
 
 A saved turn is reused when the turn at the same position has the same content hash; the
-first turn that differs (or is new) and every turn after it are summarized again. The
+first turn that differs (or is new, or failed last time) and every turn after it are
+summarized again: the turns after a failed one were summarized without its summary in
+the state, so a retry that succeeds must redo them too. The
 stages after the turns (evidence, synthesis, branch summaries) are reused only when the
 log files, every turn and the stage's options are unchanged (their keys say so).
 
@@ -55,7 +57,12 @@ class Resume:
     hashes: list[str] = field(default_factory=list)
 
 
-def _describe(saved: int, kept: int, total: int, changes: list[str]) -> str:
+def _describe(saved: int, kept: int, total: int, changes: list[str], failed: bool) -> str:
+    if failed:
+        return (
+            f"resumed at turn {kept + 1}: {kept} turns reused, "
+            f"retrying turn {kept + 1}, which failed last time"
+        )
     if kept == saved == total:
         return f"resumed: all {total} turns unchanged"
     if kept == saved:
@@ -107,13 +114,16 @@ def open_timeline(
             new, note="saved timeline used another model or settings; starting again", hashes=hashes
         )
     changes = [file_change(f) for f in tl.source_files]
-    kept = 0
+    kept, failed = 0, False
     for record, turn, digest in zip(tl.turns, turns, hashes, strict=False):
         if record.number != turn.number or record.hash != digest:
             break
+        if record.summary is None:
+            failed = True
+            break
         kept += 1
     saved = len(tl.turns)
-    note = _describe(saved, kept, len(turns), changes)
+    note = _describe(saved, kept, len(turns), changes, failed)
     save = not (limited and saved > len(turns) and kept == len(turns))
     if kept < saved:
         tl.keep_turns(kept)
@@ -178,8 +188,6 @@ def replay(tl: RestoreTimeline, turns: list[Turn], numbering: Numbering) -> Rest
     for record, turn in zip(tl.turns, turns, strict=False):
         label_of = {m.id: lab for m in turn.messages if (lab := numbering.label_for(m.id))}
         state.add_parsed_turn(turn, label_of)
-        if record.summary is not None:
-            state.add_summary(TurnSummary.model_validate(record.summary))
-        else:
-            state.fail_turn(record.number, record.error or "")
+        # open_timeline keeps no failed turn, so every kept record has its summary.
+        state.add_summary(TurnSummary.model_validate(record.summary))
     return state
