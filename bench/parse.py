@@ -2,7 +2,8 @@
 
 Builds (once, under bench/_data/) a Claude Code JSONL of at least 200 MB by replicating the
 real sample sessions with fresh uuids per copy, and a terminal log of at least 50 MB from
-the bundled terminal captures, then prints MB/s, lines/s and peak RSS of the CLI run, and in
+the real terminal captures bundled in fixtures/terminal/real (Claude Code, opencode and Codex
+TUIs), then prints MB/s, lines/s and peak RSS of the CLI run, and in
 the same run the throughput of `for line in f: orjson.loads(line)` over the same file.
 
 Targets: Claude JSONL >= 100 MB/s and >= 0.35 of the bare loop; terminal >= 50 MB/s;
@@ -16,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import subprocess
 import sys
 import time
 import uuid
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import orjson
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "bench" / "_data"
+from common import DATA, REAL_TERMINAL, ROOT, count_lines, precompile, replicate, run_messages
+
 CLAUDE_SOURCES = [
     ROOT / "fixtures/claude-code/spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl",
     ROOT / "fixtures/claude-code/spotter/subagent.jsonl",
@@ -61,23 +61,8 @@ def build_claude(target_mb: int) -> Path:
 
 
 def build_terminal(target_mb: int) -> Path:
-    out = DATA / f"terminal_{target_mb}mb.log"
-    if out.exists() and out.stat().st_size >= target_mb * 1_000_000:
-        return out
-    DATA.mkdir(parents=True, exist_ok=True)
-    sources = sorted((ROOT / "fixtures/terminal").glob("*.log")) + sorted(
-        (ROOT / "fixtures/terminal").glob("*.txt")
-    )
-    blobs = [p.read_bytes() for p in sources if p.stat().st_size > 0]
-    if not blobs:
-        sys.exit("no terminal fixtures found under fixtures/terminal")
-    written = 0
-    with out.open("wb") as fh:
-        while written < target_mb * 1_000_000:
-            for blob in blobs:
-                fh.write(blob if blob.endswith(b"\n") else blob + b"\n")
-                written += len(blob) + 1
-    return out
+    """Copies of the real line-oriented terminal captures (see ``common.REAL_TERMINAL``)."""
+    return replicate(DATA / f"terminal_real_{target_mb}mb.log", REAL_TERMINAL, target_mb)
 
 
 def bare_orjson(path: Path) -> tuple[float, float]:
@@ -90,49 +75,18 @@ def bare_orjson(path: Path) -> tuple[float, float]:
     return time.perf_counter() - start, time.process_time() - cpu
 
 
-def run_cli(path: Path, agent: str) -> tuple[float, float, int, int]:
-    """Wall time, CPU time, messages printed and the child's peak RSS (bytes) of `messages`."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "opencode_restore",
-            "messages",
-            str(path),
-            "--agent",
-            agent,
-            "--include-tools",
-            "--include-thinking",
-            "--format",
-            "jsonl",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    assert proc.stdout is not None
-    count = 0
-    for chunk in iter(lambda: proc.stdout.read(1 << 20), b""):  # type: ignore[union-attr]
-        count += chunk.count(b"\n")
-    # wait4 gives this child's own rusage, so each run's peak RSS is its own.
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"messages exited with {os.waitstatus_to_exitcode(status)} on {path}")
-    return elapsed, usage.ru_utime + usage.ru_stime, count, usage.ru_maxrss * 1024
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--claude-mb", type=int, default=200)
     ap.add_argument("--terminal-mb", type=int, default=50)
     args = ap.parse_args()
 
+    precompile()
     claude = build_claude(args.claude_mb)
     size = claude.stat().st_size
-    lines = sum(1 for _ in claude.open("rb"))
+    lines = count_lines(claude)
     bare_s, bare_cpu = bare_orjson(claude)
-    ours_s, ours_cpu, msgs, rss = run_cli(claude, "claude-code")
+    ours_s, ours_cpu, msgs, rss = run_messages(claude, "claude-code")
     mb = size / 1e6
     print(f"claude-code JSONL: {mb:.0f} MB, {lines} lines, {msgs} messages out")
     print(f"  bare orjson.loads loop : {mb / bare_s:8.1f} MB/s wall {mb / bare_cpu:8.1f} MB/s cpu")
@@ -144,8 +98,8 @@ def main() -> None:
 
     term = build_terminal(args.terminal_mb)
     tsize = term.stat().st_size
-    tlines = sum(1 for _ in term.open("rb"))
-    t_s, t_cpu, tmsgs, trss = run_cli(term, "terminal")
+    tlines = count_lines(term)
+    t_s, t_cpu, tmsgs, trss = run_messages(term, "terminal")
     print(f"terminal log: {tsize / 1e6:.0f} MB, {tlines} lines, {tmsgs} messages out")
     print(
         f"  messages end to end    : {tsize / 1e6 / t_s:8.1f} MB/s wall "

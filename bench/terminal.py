@@ -1,75 +1,65 @@
 """Terminal-log read speed: `opencode-restore messages --agent terminal` end to end.
 
 Builds (once, under bench/_data/) line-oriented terminal logs of at least 50 MB by
-replicating the bundled captures: the seed-sketch opencode logs (ANSI coloured, ``\\r``
-spinner redraws) and the Claude Code TUI captures of marot/spotter (plain text). Each is
-read by the CLI in a child process (``messages --include-tools --include-thinking
---format jsonl``, output counted and dropped) and by the bare ANSI stripper in this
-process, for comparison. Each figure is the best of ``--runs``; the child's own peak RSS
-comes from ``os.wait4``. The load average is printed since other jobs may share the CPUs.
+replicating bundled captures, one data set each:
+
+* ``real``: every real line-oriented capture (what bench/parse.py measures): the Claude
+  Code TUI captures of marot/spotter and the capture-pane snapshots of the offline
+  recordings of opencode 1.18 (two-column screens, with and without escapes), Claude
+  Code 2.1 and Codex 0.169;
+* ``spotter``: the Claude Code captures alone; ``opencode``: the opencode snapshots alone;
+* ``seed_single`` / ``seed_multi``: the synthetic captures of the seed's sketch layout
+  (ANSI coloured, ``\r`` spinner redraws). They are toys: a 557-byte session repeated,
+  four messages in every 557 bytes, so they measure the cost per message, not a real log.
+
+Each is read by the CLI in a child process (``messages --include-tools
+--include-thinking --format jsonl``, output counted and dropped) and by the bare ANSI
+stripper in this process, for comparison. Each figure is the best of ``--runs``; the
+child's own peak RSS comes from ``os.wait4``. The load average is printed since other
+jobs may share the CPUs.
 
 Targets: >= 50 MB/s end to end, peak RSS < 200 MB.
 
-    python bench/terminal.py [--mb 50] [--runs 3] [--only seed_single,...]
+    python bench/terminal.py [--mb 50] [--runs 3] [--only real,spotter,...]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "bench" / "_data"
-FIXTURES = ROOT / "fixtures" / "terminal"
+from common import (
+    DATA,
+    FIXTURES,
+    REAL_TERMINAL,
+    ROOT,
+    count_lines,
+    precompile,
+    replicate,
+    run_messages,
+)
+
 SOURCES: dict[str, list[Path]] = {
-    "seed_single": [FIXTURES / "seed_single.log"],
-    "seed_multi": [FIXTURES / "seed_multi.log"],
-    "spotter": sorted((FIXTURES / "real" / "spotter").glob("*.terminal.txt")),
+    "real": REAL_TERMINAL,
+    "spotter": sorted((FIXTURES / "terminal/real/spotter").glob("*.terminal.txt")),
+    "opencode": sorted((FIXTURES / "terminal/real/opencode-tui").glob("0*.txt")),
+    "seed_single": [FIXTURES / "terminal/seed_single.log"],
+    "seed_multi": [FIXTURES / "terminal/seed_multi.log"],
 }
 
 
 def build(name: str, target_mb: int) -> Path:
-    """Concatenate whole copies of the sources until the file holds ``target_mb`` MB."""
-    out = DATA / f"terminal_{name}_{target_mb}mb.log"
-    if out.exists() and out.stat().st_size >= target_mb * 1_000_000:
-        return out
-    blobs = [p.read_bytes() for p in SOURCES[name]]
-    blobs = [b if b.endswith(b"\n") else b + b"\n" for b in blobs if b]
-    if not blobs:
-        sys.exit(f"no fixtures for {name}")
-    DATA.mkdir(parents=True, exist_ok=True)
-    written = 0
-    tmp = out.with_suffix(".tmp")
-    with tmp.open("wb") as fh:
-        while written < target_mb * 1_000_000:
-            for blob in blobs:
-                fh.write(blob)
-                written += len(blob)
-    tmp.replace(out)
-    return out
+    """The data set ``name``, at least ``target_mb`` MB."""
+    return replicate(DATA / f"terminal_{name}_{target_mb}mb.log", SOURCES[name], target_mb)
 
 
 def run_cli(path: Path) -> tuple[float, float, int, int]:
-    """Wall seconds, CPU seconds, JSON lines printed and peak RSS (bytes) of the child."""
-    cmd = [sys.executable, "-m", "opencode_restore", "messages", str(path), "--agent", "terminal"]
-    cmd += ["--include-tools", "--include-thinking", "--format", "jsonl"]
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    assert proc.stdout is not None
-    count = 0
-    while chunk := proc.stdout.read(1 << 20):
-        count += chunk.count(b"\n")
-    # wait4 gives this child's own rusage, so each run's peak RSS is its own.
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"messages exited with {os.waitstatus_to_exitcode(status)} on {path}")
-    return elapsed, usage.ru_utime + usage.ru_stime, count, usage.ru_maxrss * 1024
+    """``messages`` on the file as a child process (see ``common.run_messages``)."""
+    return run_messages(path, "terminal")
 
 
 def run_stripper(path: Path) -> tuple[float, float, int, int]:
@@ -102,11 +92,11 @@ def main() -> None:
         f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average before: "
         + " ".join(f"{x:.2f}" for x in os.getloadavg())
     )
+    precompile()
     for name in args.only.split(","):
         path = build(name, args.mb)
         size_mb = path.stat().st_size / 1e6
-        with path.open("rb") as fh:
-            lines = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+        lines = count_lines(path)
         print(f"{name}: {size_mb:.1f} MB, {lines} lines ({path.relative_to(ROOT)})")
         wall, cpu, _, _ = best(run_stripper, path, args.runs)
         print(
