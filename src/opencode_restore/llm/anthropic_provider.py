@@ -16,7 +16,6 @@ import re
 from typing import Any
 
 import anthropic
-import httpx2
 from anthropic.types import Message
 from pydantic import BaseModel
 
@@ -27,8 +26,7 @@ from opencode_restore.llm.base import (
     ToolCallRequest,
     json_schema,
 )
-from opencode_restore.llm.retry import is_retryable_response
-from opencode_restore.llm.settings import ProviderSettings
+from opencode_restore.llm.sdk_provider import SDKProvider
 from opencode_restore.llm.structured import parse_structured, validate_value
 from opencode_restore.model import Usage
 
@@ -42,40 +40,14 @@ def structured_tool_name(schema: type[BaseModel]) -> str:
     return f"emit_{re.sub(r'[^a-z0-9_]', '_', snake)}"[:64]
 
 
-class AnthropicProvider:
+class AnthropicProvider(SDKProvider):
     """One Messages call per `complete`; retries belong to `retry.call_with_retry`."""
 
     name = "anthropic"
-
-    def __init__(
-        self,
-        model: str,
-        settings: ProviderSettings,
-        api_key: str,
-        http_client: httpx2.AsyncClient | None = None,
-    ) -> None:
-        self.model = model
-        self.settings = settings
-        self.supports_native_tools = settings.tool_mode != "text"
-        self._client = anthropic.AsyncAnthropic(
-            api_key=api_key,
-            base_url=settings.base_url,
-            timeout=settings.timeout,
-            max_retries=0,
-            http_client=http_client,
-        )
-
-    async def aclose(self) -> None:
-        """Close the SDK client's connection pool (call before the event loop ends)."""
-        await self._client.close()
-
-    def should_retry(self, exc: BaseException) -> bool:
-        """Timeouts, dropped connections, 408/409/429/5xx/529 (unless `x-should-retry` says no)."""
-        if isinstance(exc, anthropic.APIConnectionError):
-            return True
-        if isinstance(exc, anthropic.APIStatusError):
-            return is_retryable_response(exc.response)
-        return False
+    client_class = anthropic.AsyncAnthropic
+    connection_error = anthropic.APIConnectionError
+    status_error = anthropic.APIStatusError
+    _client: anthropic.AsyncAnthropic
 
     async def complete(self, request: LLMRequest) -> LLMResult:
         """Send one Messages request and map the reply."""
