@@ -132,7 +132,7 @@ def test_lines_that_change_between_the_passes(tmp_path: Path) -> None:
     )
     sink = WarningSink()
     s = scan([path], sink)
-    tree = build_tree(s)
+    tree = build_tree(s, [path], sink)
     path.write_bytes(b"garbage\n" + path.read_bytes().splitlines(keepends=True)[1])
     got = [nid for nid, _ in read_entries([path], s, tree.main.active, sink)]
     assert got == [1]

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from opencode_restore.sources.base import WarningSink
 from opencode_restore.sources.claude_code import READER, split_transcripts
 
+from .claude_tree_helpers import deadline
+
 CC = Path(__file__).resolve().parents[2] / "fixtures" / "claude-code"
 GOOD = [
     line
@@ -141,7 +143,8 @@ def test_odd_field_types_and_links_never_raise(lines: list[dict[str, object]]) -
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "odd.jsonl"
         path.write_bytes(body)
-        session = READER.read([path], WarningSink())
-        streamed = list(READER.iter_messages([path], WarningSink()))
+        with deadline(5):  # parent loops once hung here; fail instead of hanging
+            session = READER.read([path], WarningSink())
+            streamed = list(READER.iter_messages([path], WarningSink()))
     assert [m.id for m in streamed] == [m.id for m in session.messages()]
     assert len({m.id for m in streamed}) == len(streamed)

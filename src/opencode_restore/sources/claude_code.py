@@ -79,7 +79,7 @@ class ClaudeCodeReader:
     def iter_messages(self, files: Sequence[Path], sink: WarningSink) -> Iterator[Message]:
         """Stream the live conversation; memory holds ids, never the log's text."""
         s = scan(files, sink)
-        tree = build_tree(s, with_side_runs=False)
+        tree = build_tree(s, files, sink, with_side_runs=False)
         conv = Converter()
 
         def gen() -> Iterator[Message]:

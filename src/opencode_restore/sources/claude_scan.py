@@ -62,8 +62,6 @@ class Scan:
     roots: dict[int, tuple[int, int]] = field(default_factory=dict)
     #: conversation entries outside side chains
     main_messages: int = 0
-    #: a parent written after its child (only such links can close a loop)
-    backward: bool = False
     session_id: str | None = None
     session_ids: list[str] = field(default_factory=list)
     cwd: str | None = None
@@ -130,7 +128,6 @@ class _Scanner:
             p = s.index.get(puid, NO_PARENT)
             s.parent[nid] = p
             if p != NO_PARENT:
-                s.backward = True
                 del s.roots[nid]
         return s
 

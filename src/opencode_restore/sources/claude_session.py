@@ -80,7 +80,7 @@ def _read_agent(sink: WarningSink) -> Callable[[Path], tuple[Session, dict[str, 
 def _read(files: Sequence[Path], sink: WarningSink, with_agents: bool) -> tuple[Session, Scan]:
     first_warning = len(sink.warnings)
     s = scan(files, sink)
-    tree = build_tree(s)
+    tree = build_tree(s, files, sink)
     sid = s.session_id or (files[0].stem if files else "")
     owner: dict[int, list[Message]] = {}
     root = _plan(s, TimelineSpan(sid, "main", "agent"), tree.main, sid, owner)

@@ -12,15 +12,22 @@
 
 The live path is the path to the newest conversation entry; the side subtrees that
 are not rewinds are folded back into it.
+
+A damaged log can make the links loop (an entry that is its own parent, parents
+written after their children, repeated uuids, a logical parent under its own
+boundary). Loops are cut once, while the parent map is built, each with a warning;
+every walk after ``build_tree``'s cuts sees a forest and needs no loop guard.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from .base import WarningSink
 from .claude_line import NOISE, PROMPT
-from .claude_scan import NO_PARENT, Scan
+from .claude_scan import NO_PARENT, Scan, unpack
 
 #: Deeper rewind nesting than this is folded into its parent branch.
 _MAX_DEPTH = 64
@@ -46,8 +53,13 @@ class Tree:
     has_main: bool
 
 
-def build_tree(s: Scan, with_side_runs: bool = True) -> Tree:
-    """Resolve parents (loops, boundaries, restarts) and lay out the main conversation."""
+def build_tree(
+    s: Scan, files: Sequence[Path], sink: WarningSink, with_side_runs: bool = True
+) -> Tree:
+    """Resolve parents (loops, boundaries, restarts) and lay out the main conversation.
+
+    Every parent loop is cut, and reported through ``sink`` with its file and line.
+    """
     n = len(s.uuids)
     has_main = s.main_messages > 0
     parent = s.parent
@@ -62,12 +74,17 @@ def build_tree(s: Scan, with_side_runs: bool = True) -> Tree:
     else:
         # A sub-agent's own file is all side chain: read it as the main conversation.
         in_main = bytearray(b"\x01") * n
-    if s.backward:
-        _break_loops(s, in_main)
+    # Loops in the links as written; an entry cut out of one continues the story
+    # like any restart. ``_attach_boundaries`` walks parents, so it needs a forest.
+    for cut in _cut_loops(parent):
+        _warn_loop(s, files, sink, cut)
+        _make_root(s, in_main, cut[0])
     _attach_boundaries(s, in_main)
     _attach_restarts(s, in_main, has_main)
-    if s.backward:
-        _break_loops(s, in_main)
+    # A restart can close a loop through a link that points forward in the file;
+    # such a cut entry stays a plain root (attaching it again could loop again).
+    for cut in _cut_loops(parent):
+        _warn_loop(s, files, sink, cut)
     members: Sequence[int] = range(n) if not has_main or 1 not in s.side else _main_ids(in_main)
     main = _layout(s, members, None, 0)
     runs: list[Layout] = []
@@ -121,22 +138,45 @@ def _make_root(s: Scan, in_main: bytearray, i: int) -> None:
     s.roots[i] = (j, j)
 
 
-def _break_loops(s: Scan, in_main: bytearray) -> None:
-    """Cut parent loops (only logs with parents written after children can have them)."""
-    parent = s.parent
+def _cut_loops(parent: list[int]) -> list[tuple[int, int, int]]:
+    """Cut every parent loop; returns (entry, its former parent, loop length) per cut.
+
+    Each loop loses the link of its oldest entry, which always points at or after that
+    entry in the file: the oldest entry becomes the loop's root.
+    """
+    # Parents strictly before their children cannot loop: skip the walk in the common case.
+    if not any(p >= i for i, p in enumerate(parent)):
+        return []
+    cuts: list[tuple[int, int, int]] = []
     state = bytearray(len(parent))  # 0 new, 1 on the current walk, 2 done
     for start in range(len(parent)):
-        path = []
+        path: list[int] = []
         node = start
         while node >= 0 and state[node] == 0:
             state[node] = 1
             path.append(node)
             node = parent[node]
         if node >= 0 and state[node] == 1:
-            parent[path[-1]] = NO_PARENT
-            _make_root(s, in_main, path[-1])
+            loop = path[path.index(node) :]
+            oldest = min(loop)
+            cuts.append((oldest, parent[oldest], len(loop)))
+            parent[oldest] = NO_PARENT
         for x in path:
             state[x] = 2
+    return cuts
+
+
+def _warn_loop(
+    s: Scan, files: Sequence[Path], sink: WarningSink, cut: tuple[int, int, int]
+) -> None:
+    entry, former, length = cut
+    fi, line = unpack(s.pos[entry])
+    uid = s.uuids[entry]
+    if length == 1:
+        what = f"entry {uid} is its own parent"
+    else:
+        what = f"parent loop of {length} entries: {uid} -> {s.uuids[former]} leads back to {uid}"
+    sink.warn(files[fi], line, f"{what}; link cut, read as a new start")
 
 
 def _attach_restarts(s: Scan, in_main: bytearray, has_main: bool) -> None:
@@ -171,8 +211,7 @@ def _layout(s: Scan, members: Sequence[int], top: int | None, depth: int) -> Lay
         return Layout()
     spine: set[int] = set()
     node = newest
-    # A damaged log can make a parent loop (even an entry that is its own parent).
-    while node >= 0 and node not in spine:
+    while node >= 0:
         spine.add(node)
         if node == top:
             break
@@ -215,17 +254,11 @@ def _side_root(
 ) -> int:
     """The entry where ``node``'s subtree leaves the spine (memoized along the walk)."""
     path: list[int] = []
-    seen: set[int] = set()
     while True:
         if node in memo:
             root = memo[node]
             break
-        if node in seen:
-            # A parent loop off the spine (repeated or damaged uuids): it roots itself.
-            root = node
-            break
         path.append(node)
-        seen.add(node)
         p = parent[node]
         if p < 0 or p in spine or node == top:
             root = node
