@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from ..errors import UsageError
 from ..llm.ratelimit import rate_limited
 from ..llm.registry import close_provider, get_provider
 from ..pipeline.restore import RestoreOptions
+from ..pipeline.timeline_store import TimelineStore
 from ..sources.base import WarningSink, stderr_sink
 from ..store.paths import db_path
 from ..store.store import Store
@@ -43,6 +44,8 @@ class RunSettings:
     skip_evidence_search: bool | None = None
     max_searches: int | None = None
     quiet: bool = False
+    #: Ignore saved restore timelines (they are still written): ``batch --force``.
+    fresh: bool = False
     overrides: dict[str, Any] = field(default_factory=dict)
 
     def config(self) -> Config:
@@ -61,7 +64,14 @@ class RunSettings:
 
     def options(self) -> RestoreOptions:
         """Per-session restore options."""
-        return RestoreOptions(self.max_turns, self.skip_evidence_search, self.max_searches)
+        return RestoreOptions(
+            self.max_turns, self.skip_evidence_search, self.max_searches, fresh=self.fresh
+        )
+
+
+def timeline_store(config: Config) -> TimelineStore | None:
+    """Where restores keep their timelines, as ``restore`` does; None without ``resume``."""
+    return TimelineStore(config.data_dir / "timelines") if config.restore.resume else None
 
 
 def _execute(job: BatchJob, settings: RunSettings) -> BatchReport:
@@ -98,7 +108,12 @@ def run_batch(
     force: bool = False,
     dask: str | None = None,
 ) -> int:
-    """``opencode-restore batch``: the exit code is 0 when every session succeeded."""
+    """``opencode-restore batch``: the exit code is 0 when every session succeeded.
+
+    ``force`` redoes sessions the manifest says are done, from their first turn.
+    """
+    if force:
+        settings = replace(settings, fresh=True)
     config = settings.config()
     sink = WarningSink() if settings.quiet else stderr_sink()
     items = discover(args, sink, agent)
@@ -121,6 +136,7 @@ def run_batch(
         concurrency=settings.concurrency,
         options=settings.options(),
         force=force,
+        timelines=timeline_store(config),
     )
     return _execute(job, settings).exit_code
 
@@ -199,6 +215,7 @@ def run_nightly(
             options=settings.options(),
             on_result=store_hook(store),
             mirror=Manifest(p.out_dir / MANIFEST_NAME, sink),
+            timelines=timeline_store(config),
         )
         report = _execute(job, settings)
         failed = len(report.failed)

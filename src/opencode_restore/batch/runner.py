@@ -6,13 +6,18 @@ is synchronous), ``restore_session``, write ``<key>.md`` and ``<key>.json``
 atomically, then append its manifest line. A session whose manifest says ``done``
 with the same content hash and provider is skipped, so a batch killed at any point
 and started again redoes no finished session and loses none.
+
+With a `TimelineStore` (``[restore] resume``, the default) each restore continues the
+session's saved restore timeline under its lock (`timeline_lock`): a session that grew
+by a turn since it was last restored (by a batch, nightly or ``restore``) has only the
+new turn summarized, and a session killed mid-restore resumes at its next turn.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,12 +27,15 @@ from anyio import to_thread
 
 from ..config import Config
 from ..llm.base import Provider
+from ..model import Session
 from ..pipeline.restoration import Restoration, UsageReport
 from ..pipeline.restore import RestoreOptions, restore_session
+from ..pipeline.timeline_store import TimelineStore
 from ..report.summary import summary_markdown
 from ..sources.base import WarningSink
-from .items import BatchItem
+from .items import BatchItem, safe_name
 from .manifest import Manifest, write_atomic
+from .timeline_lock import timeline_lock
 
 #: Called (in a worker thread) with a finished restoration before its manifest line is
 #: written; what it returns is added to the line. An exception fails the session.
@@ -43,6 +51,8 @@ class Outcome:
     error: str | None = None
     usage: UsageReport = field(default_factory=UsageReport)
     duration: float = 0.0
+    #: Turns taken from the saved restore timeline instead of asking the model again.
+    turns_reused: int = 0
 
     @property
     def ok(self) -> bool:
@@ -90,6 +100,8 @@ class BatchJob:
     #: Called in the event loop when a session starts and when it ends.
     on_start: Callable[[BatchItem], None] | None = None
     on_finish: Callable[[Outcome], None] | None = None
+    #: Saved restore timelines to continue (None: every restore starts from turn 1).
+    timelines: TimelineStore | None = None
 
     @property
     def provider_spec(self) -> str:
@@ -141,12 +153,12 @@ class BatchJob:
             if item.error is not None:
                 raise RuntimeError(item.error)
             session = await to_thread.run_sync(item.load, WarningSink())
-            restoration = await restore_session(
-                session, self.config, self.provider, options=self.options
-            )
+            restoration = await self._restore_session(item, session)
             extra = await to_thread.run_sync(self._save, item, restoration)
             outcome.status = "done" if restoration.complete else "incomplete"
             outcome.usage = restoration.usage
+            if restoration.timeline is not None:
+                outcome.turns_reused = restoration.timeline.turns_reused
             if not restoration.complete:
                 turns = ", ".join(str(f.turn) for f in restoration.failed_turns)
                 outcome.error = f"turns {turns} failed: {restoration.failed_turns[0].error}"
@@ -155,6 +167,22 @@ class BatchJob:
         outcome.duration = time.perf_counter() - start
         await to_thread.run_sync(self._record, outcome, extra)
         return outcome
+
+    async def _restore_session(self, item: BatchItem, session: Session) -> Restoration:
+        store = self.timelines
+        if store is None:
+            return await restore_session(session, self.config, self.provider, options=self.options)
+        # The session id names the timeline, as for `restore`, so every command continues
+        # one another's work; another session with the same id (an eval log reusing a
+        # sample id) gets a timeline of its own under its batch key.
+        options = self.options
+        if item.key != safe_name(item.session_id):
+            options = replace(options, timeline_key=item.key)
+        key = options.timeline_key or session.id
+        async with timeline_lock(store, key):
+            return await restore_session(
+                session, self.config, self.provider, options=options, store=store
+            )
 
     def _save(self, item: BatchItem, restoration: Restoration) -> dict[str, Any]:
         write_atomic(self.out_dir / f"{item.key}.md", summary_markdown(restoration).encode())
@@ -176,6 +204,7 @@ class BatchJob:
             "status": outcome.status,
             "error": outcome.error,
             "usage": outcome.usage.model_dump(),
+            "turns_reused": outcome.turns_reused,
             "duration_s": round(outcome.duration, 3),
             "outputs": [f"{item.key}.md", f"{item.key}.json"] if written else [],
             "finished_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
