@@ -298,6 +298,9 @@ def _masked(headers: dict[str, str]) -> dict[str, str]:
 
 class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
+    # A batch opens 16+ connections at once; the default backlog of 5 drops SYNs
+    # (a one-second retransmit on each).
+    request_queue_size = 128
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that gave up (timeout tests) is expected; say nothing."""
@@ -306,6 +309,9 @@ class _QuietServer(ThreadingHTTPServer):
 def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body go out in two writes: with Nagle on, the body waits for the
+        # client's delayed ACK (~40 ms a reply on Linux), far above a benchmark's latency.
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:
             """Quiet: the JSONL log is the record."""
