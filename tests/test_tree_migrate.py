@@ -17,7 +17,7 @@ from opencode_restore.sources.pi_migrate import (
     export_pi_branch,
     migrate_file,
 )
-from opencode_restore.tree import tree_of
+from opencode_restore.tree import select_branch, tree_of
 from opencode_restore.tree.export import export_branch
 
 PI = Path("pi")
@@ -155,6 +155,24 @@ def test_export_pi_branch_writes_the_path_and_fresh_labels(fixtures: Path, tmp_p
     assert tree.labels == {"b2000001": "approach-a"}
     with pytest.raises(UsageError, match="no entry with id 'zzz'"):
         export_pi_branch(src, "zzz", tmp_path / "x.jsonl")
+
+
+def test_export_through_a_dropped_label_keeps_the_chain(fixtures: Path, tmp_path: Path) -> None:
+    # c3000007's parent is the label entry c3000006, which the export drops.
+    src = fixtures / PI / "own" / "tree-v3.jsonl"
+    dest = tmp_path / "branch.jsonl"
+    export_pi_branch(src, "c300000f", dest)
+    _, *entries = _lines(dest)
+    kept = [e for e in entries if e["type"] != "label"]
+    assert "c3000006" not in {e["id"] for e in entries}
+    assert [e["parentId"] for e in kept[1:]] == [e["id"] for e in kept[:-1]]
+    assert kept[0]["parentId"] is None
+    original = open_session([src], WarningSink())
+    branch = select_branch(original, leaf="c300000f")
+    exported = open_session([dest], WarningSink())
+    texts = [m.text for m in exported.messages()]
+    assert texts == [m.text for m in branch.messages()]
+    assert len(texts) == 15  # before the fix: 4 (the chain broke at the label)
 
 
 def test_export_branch_of_a_v1_file_uses_migrated_ids(fixtures: Path, tmp_path: Path) -> None:

@@ -150,9 +150,16 @@ def branch_lines(
         "parentSession": str(source),
     }
     kept = [e for e in path if e.type != "label"]
-    lines = [_line(new_header), *(_line(e.data) for e in kept)]
+    lines = [_line(new_header)]
+    parent: str | None = None
+    for entry in kept:
+        data = entry.data
+        if data.get("parentId") != parent:
+            # A dropped label was this entry's parent: chain it to the entry kept before.
+            data = {**data, "parentId": parent}
+        lines.append(_line(data))
+        parent = entry.id
     ids = {e.id for e in kept}
-    parent = kept[-1].id if kept else None
     for target, label in labels.items():
         if target not in ids:
             continue
