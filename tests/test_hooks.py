@@ -215,3 +215,11 @@ def test_hook_imports_stay_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_help_prints_usage_and_records_nothing(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--help"]) == 0
+    assert "Usage: opencode-restore hook" in capsys.readouterr().out
+    assert not (data_dir / "hook.log").exists()

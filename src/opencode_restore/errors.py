@@ -20,7 +20,13 @@ class ConfigError(UsageError):
 
 
 class SourceError(RestoreError):
-    """A log could not be read: unknown format, unreadable or empty file."""
+    """A log could not be read: unknown format, unreadable or empty file.
+
+    Exit code 2, like a usage error: the command was given something it cannot use
+    (1 is kept for "some turns failed").
+    """
+
+    exit_code = 2
 
     def __init__(self, path: str, reason: str, line: int | None = None) -> None:
         self.path = path

@@ -210,9 +210,21 @@ def run(agent: str | None, payload_text: str | None) -> int:
     return 0
 
 
+_USAGE = """\
+Usage: opencode-restore hook [--agent claude-code|codex|gemini] [JSON]
+
+Record an agent's hook event in the session store. The event is read from JSON (Codex's
+`notify` passes it as the last argument) or from stdin (Claude Code and Gemini CLI hooks).
+Always exits 0, so it never disturbs the agent; problems go to hook.log in the data folder.
+"""
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m opencode_restore.hooks [--agent NAME] [JSON]`` (the fastest entry point)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args in (["--help"], ["-h"]):
+        sys.stdout.write(_USAGE)
+        return 0
     agent = None
     if len(args) >= 2 and args[0] == "--agent":
         agent, args = args[1], args[2:]

@@ -128,3 +128,58 @@ def test_missing_api_key_names_the_variable(
     code, _, err = invoke("restore", str(fixtures / EXPORT), "-m", "openai:gpt-4o")
     assert code == 2
     assert "OPENAI_API_KEY" in err
+
+
+@pytest.mark.parametrize(
+    ("command", "target", "expected"),
+    [
+        ("restore", "missing/x.md", "does not exist; create it first"),
+        ("restore", ".", "is a directory"),
+        ("report", "missing/x.html", "does not exist; create it first"),
+    ],
+)
+def test_unwritable_output_is_refused_before_any_work(
+    fixtures: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    target: str,
+    expected: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, err = invoke(command, str(fixtures / EXPORT), "-q", "-o", target)
+    assert code == 2
+    assert expected in err
+    assert out == ""
+    assert not (tmp_path / "missing").exists()
+
+
+def test_a_write_error_is_one_line(fixtures: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    class FullDisk:
+        def write(self, data: bytes) -> int:
+            raise OSError(28, "No space left on device")
+
+        def flush(self) -> None:
+            pass
+
+    class Stdout:
+        buffer = FullDisk()
+
+    from opencode_restore import cli as cli_module
+
+    monkeypatch.setattr(cli_module.sys, "stdout", Stdout())
+    with pytest.raises(SystemExit) as exc:
+        cli_module.cli.main(["messages", str(fixtures / EXPORT)], standalone_mode=False)
+    assert exc.value.code == 2
+    assert sys.stdout is not None
+
+
+def test_unreadable_inputs_exit_2(tmp_path: Path) -> None:
+    code, _, err = invoke("messages", str(tmp_path / "nope.jsonl"))
+    assert code == 2
+    assert "no such file or directory" in err
+    code, _, err = invoke("messages", str(tmp_path))
+    assert code == 2
+    assert "a directory that is no session folder" in err

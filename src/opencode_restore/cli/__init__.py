@@ -31,8 +31,37 @@ def friendly_errors(fn: F) -> F:
             sys.exit(exc.exit_code)
         except BrokenPipeError:
             sys.exit(0)
+        except OSError as exc:  # a full disk, a vanished folder: one line, not a traceback
+            where = exc.filename if exc.filename is not None else "output"
+            click.echo(f"error: {where}: {exc.strerror or exc}", err=True)
+            sys.exit(2)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _check_output(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """Refuse an output path that cannot be written before any work (or LLM call) is done."""
+    if value is None or str(value) == "-":
+        return value
+    if value.is_dir():
+        raise click.BadParameter(f"{value} is a directory; give a file name")
+    parent = value.parent
+    if not parent.is_dir():
+        raise click.BadParameter(f"{parent} does not exist; create it first")
+    return value
+
+
+def output_option(help_text: str = "Write here.", *, required: bool = False) -> Callable[[F], F]:
+    """``-o/--output FILE``, checked before the command runs."""
+    return click.option(
+        "-o",
+        "--output",
+        type=click.Path(path_type=Path),
+        default=None,
+        required=required,
+        callback=_check_output,
+        help=help_text,
+    )
 
 
 def parse_since(value: str | None) -> datetime | None:
@@ -160,7 +189,7 @@ def main() -> None:
 )
 @click.option("--leaf", default=None, help="Restore the branch ending at this entry id.")
 @click.option("--label", default=None, help="Restore the branch through this labelled entry.")
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write here.")
+@output_option()
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None)
 @click.option("--base-url", default=None, help="OpenAI-compatible server URL (Ollama, vLLM, ...).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or warnings on stderr.")

@@ -10,7 +10,7 @@ import click
 from ..errors import UsageError
 from ..sources import open_session, resolve
 from ..sources.base import WarningSink, stderr_sink
-from . import friendly_errors
+from . import friendly_errors, output_option
 
 # Declared here, not imported: this module is imported by the package's __init__.
 paths_argument = click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
@@ -32,7 +32,7 @@ def _sink(quiet: bool) -> WarningSink:
 
 @click.command()
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write here.")
+@output_option()
 @click.option("--in-place", is_flag=True, help="Rewrite FILE itself (a backup is kept).")
 @click.option("--force", is_flag=True, help="Overwrite the output file if it exists.")
 @click.option("-q", "--quiet", is_flag=True, help="No warnings on stderr.")
@@ -59,7 +59,7 @@ def migrate(file: Path, output: Path | None, in_place: bool, force: bool, quiet:
 @click.command("export-branch")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--leaf", required=True, help="The entry id the branch ends at.")
-@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="New file.")
+@output_option("New file.", required=True)
 @agent_option
 @click.option("--force", is_flag=True, help="Overwrite the output file if it exists.")
 @friendly_errors
@@ -77,7 +77,7 @@ def export_branch(file: Path, leaf: str, output: Path, agent: str | None, force:
 @agent_option
 @leaf_option
 @label_option
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write here.")
+@output_option()
 @click.option("--no-redact", is_flag=True, help="Keep secrets in the page (redacted by default).")
 @click.option("-q", "--quiet", is_flag=True, help="No warnings on stderr.")
 @friendly_errors

@@ -41,7 +41,7 @@ def api_key(kind: str, settings: ProviderSettings) -> str:
     if kind == "openai" and settings.base_url:
         return _LOCAL_DUMMY_KEY
     raise ConfigError(
-        f"{kind} needs an API key: set {variable} in the environment (or choose --llm offline)"
+        f"{kind} needs an API key: set {variable} in the environment (or use -m offline)"
     )
 
 

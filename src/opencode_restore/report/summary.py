@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ..pipeline.restoration import Restoration
 from ..pipeline.schemas import TurnSummary
 from .messages import iso
@@ -12,7 +14,21 @@ def _bullets(items: list[str], empty: str = "_None recorded._") -> list[str]:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text for a table cell: a ``|`` would end the cell (GFM unescapes ``\\|`` in code too)."""
+    return _line(text).replace("|", "\\|")
+
+
+def _line(text: str) -> str:
+    return text.replace("\n", " ")
+
+
+def _code(text: str) -> str:
+    """An inline code span holding ``text`` whatever backticks it contains (CommonMark)."""
+    text = _line(text)
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _quote(text: str) -> list[str]:
@@ -62,7 +78,7 @@ def summary_markdown(r: Restoration) -> str:
             status = f" → exit {c.exit_code}" if c.exit_code is not None else ""
             status += " **(failed)**" if c.is_error else ""
             cite = f" [{c.citation}]" if c.citation else ""
-            out.append(f"- turn {c.turn}: `{_cell(c.command[:200])}`{status}{cite}")
+            out.append(f"- turn {c.turn}: {_code(c.command[:200])}{status}{cite}")
     else:
         out.append("_No commands run._")
     out += ["", "## Current work", "", s.current_work or "_Unknown._", ""]
@@ -94,7 +110,7 @@ def summary_markdown(r: Restoration) -> str:
         out += ["", "## Evidence", ""]
         for e in r.evidence:
             cites = f" [{', '.join(e.citations)}]" if e.citations else ""
-            out.append(f"- `{e.tool}` {_cell(e.query)}{cites}")
+            out.append(f"- `{e.tool}` {_line(e.query)}{cites}")
     out += ["", "## References", ""]
     if r.references:
         out += ["| cite | message | file | entry | time |", "|---|---|---|---|---|"]

@@ -87,9 +87,8 @@ def detect(path: Path) -> Reader:
             best = (score, r)
     if best is None:
         tried = ", ".join(r.name for r in readers())
-        raise SourceError(
-            str(path), f"unknown log format (tried {tried}); force one with --agent NAME"
-        )
+        what = "a directory that is no session folder" if path.is_dir() else "unknown log format"
+        raise SourceError(str(path), f"{what} (tried {tried}); force one with --agent NAME")
     return best[1]
 
 
