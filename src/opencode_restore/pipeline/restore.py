@@ -176,13 +176,18 @@ class _Run:
         self.keys = keys
         self.prior_usage = dict(self.timeline.usage)
 
-    async def save(self) -> None:
-        """Persist the timeline with the numbering, state and usage as they are now."""
+    async def save(self, *, with_state: bool = True) -> None:
+        """Persist the timeline with the numbering, state and usage as they are now.
+
+        After a turn the state is left out: it is replayed from the turn records on
+        resume (``resume.replay``, no LLM call), and dumping it after every turn made a
+        long restore quadratic.
+        """
         if self.store is None:
             return
         tl = self.timeline
         tl.numbering = self.ctx.numbering.to_dict()
-        tl.state = self.state.to_dict()
+        tl.state = self.state.to_dict() if with_state else {}
         tl.usage = _usage_dict(self.prior_usage, self.ctx.ledger)
         await tl.persist(self.store)
 
@@ -200,7 +205,7 @@ class _Run:
                 error=outcome.error,
             )
         )
-        await self.save()
+        await self.save(with_state=False)
 
     def reused(self, name: str) -> dict[str, Any] | None:
         """The saved output of stage ``name`` when it may be reused."""

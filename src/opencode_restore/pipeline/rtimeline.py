@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
+from functools import cache
 from datetime import UTC, datetime
 from typing import Any
 
@@ -346,11 +347,11 @@ class RestoreTimeline:
             "fingerprint": self.fingerprint,
             "source_files": [f.to_dict() for f in self.source_files],
             "turn_ids": [t.id for t in self.turns],
-            "turns": [asdict(t) | {"labels": list(t.labels or []) or None} for t in self.turns],
-            "blocks": [asdict(b) for b in self.blocks],
+            "turns": [_plain(t) | {"labels": list(t.labels or []) or None} for t in self.turns],
+            "blocks": [_plain(b) for b in self.blocks],
             "next_block": self.next_block,
             "sources_pool": self.sources_pool,
-            "stages": {name: asdict(s) for name, s in self.stages.items()},
+            "stages": {name: _plain(s) for name, s in self.stages.items()},
             "numbering": self.numbering,
             "state": self.state,
             "usage": self.usage,
@@ -407,3 +408,18 @@ class RestoreTimeline:
         async with self.lock:
             payload = self.to_dict()
             await anyio.to_thread.run_sync(store.save, self.key, payload)
+
+
+@cache
+def _names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
+
+
+def _plain(record: Block | TurnRecord | StageRecord) -> dict[str, Any]:
+    """A record's fields as a dict, sharing its values.
+
+    ``asdict`` deep-copies every nested dict, and the timeline is saved after every turn:
+    on a long session that copying was most of the run. The payload is serialized at
+    once, under the lock, so sharing the values is safe.
+    """
+    return {name: getattr(record, name) for name in _names(type(record))}

@@ -86,6 +86,8 @@ class Numbering:
         self.reuse_labels = reuse_labels
         self._refs: list[Reference] = []  # label "M{n}" is self._refs[n - 1]
         self._label_of: dict[str, str] = {}  # message id -> first label issued for it
+        # to_dict's entries, built once per label: a restore saves the map after every turn.
+        self._entries: list[dict[str, Any]] = []
 
     def __len__(self) -> int:
         return len(self._refs)
@@ -149,18 +151,16 @@ class Numbering:
 
     def to_dict(self) -> dict[str, Any]:
         """The labels issued so far, as JSON-ready data (for a resumable restore)."""
-        return {
-            "version": STATE_VERSION,
-            "labels": [
-                {
-                    "id": ref.id,
-                    "file_index": ref.file_index,
-                    "entry_index": ref.entry_index,
-                    "timestamp": ref.timestamp.isoformat() if ref.timestamp else None,
-                }
-                for ref in self._refs
-            ],
-        }
+        self._entries.extend(
+            {
+                "id": ref.id,
+                "file_index": ref.file_index,
+                "entry_index": ref.entry_index,
+                "timestamp": ref.timestamp.isoformat() if ref.timestamp else None,
+            }
+            for ref in self._refs[len(self._entries) :]
+        )
+        return {"version": STATE_VERSION, "labels": list(self._entries)}
 
     @classmethod
     def from_dict(
