@@ -19,8 +19,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
-from functools import cache
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any
 
 import anyio
