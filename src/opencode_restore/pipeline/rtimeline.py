@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
-from functools import cache
 from typing import Any
 
 import anyio
@@ -410,11 +409,6 @@ class RestoreTimeline:
             await anyio.to_thread.run_sync(store.save, self.key, payload)
 
 
-@cache
-def _names(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in fields(cls))
-
-
 def _plain(record: Block | TurnRecord | StageRecord) -> dict[str, Any]:
     """A record's fields as a dict, sharing its values.
 
@@ -422,4 +416,9 @@ def _plain(record: Block | TurnRecord | StageRecord) -> dict[str, Any]:
     on a long session that copying was most of the run. The payload is serialized at
     once, under the lock, so sharing the values is safe.
     """
-    return {name: getattr(record, name) for name in _names(type(record))}
+    return {name: getattr(record, name) for name in _FIELDS[type(record)]}
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {
+    cls: tuple(f.name for f in fields(cls)) for cls in (Block, TurnRecord, StageRecord)
+}
