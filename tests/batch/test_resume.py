@@ -27,6 +27,7 @@ from opencode_restore.batch.items import BatchItem, finalize
 from opencode_restore.batch.manifest import Manifest
 from opencode_restore.batch.runner import BatchJob, BatchReport
 from opencode_restore.batch.timeline_lock import lock_path, timeline_lock
+from opencode_restore.batch.timelines import BatchTimelines
 from opencode_restore.cli import cli
 from opencode_restore.cli.restore_cmd import provider_settings
 from opencode_restore.config import load_config
@@ -285,3 +286,18 @@ def test_the_lock_is_held_across_processes_and_freed_when_the_holder_dies(
             holder.kill()
             holder.wait(10)
     assert os.path.exists(path)
+
+
+def test_batch_timelines_keep_saves_in_memory_until_flushed(tmp_path: Path) -> None:
+    store = BatchTimelines(tmp_path / "timelines")
+    assert store.load("s1") is None
+    store.save("s1", {"turns": [1]})
+    store.save("s1", {"turns": [1, 2]})
+    assert not store.path_for("s1").exists()
+    assert store.load("s1") == {"turns": [1, 2]}  # a restore of s1 would continue it
+    store.flush("s1")
+    store.flush("s1")  # nothing waiting: no second write
+    store.flush("never-saved")
+    assert json.loads(store.path_for("s1").read_text()) == {"turns": [1, 2]}
+    assert sorted(p.name for p in store.directory.iterdir()) == ["s1.json"]
+    assert BatchTimelines(tmp_path / "timelines").load("s1") == {"turns": [1, 2]}

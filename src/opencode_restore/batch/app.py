@@ -18,7 +18,6 @@ from ..errors import UsageError
 from ..llm.ratelimit import rate_limited
 from ..llm.registry import close_provider, get_provider
 from ..pipeline.restore import RestoreOptions
-from ..pipeline.timeline_store import TimelineStore
 from ..sources.base import WarningSink, stderr_sink
 from ..store.paths import db_path
 from ..store.store import Store
@@ -28,6 +27,7 @@ from .items import BatchItem
 from .manifest import Manifest
 from .nightly import RUN_KIND, nightly_lock, parse_window, plan, state_manifest, store_hook
 from .runner import BatchJob, BatchReport
+from .timelines import BatchTimelines
 
 MANIFEST_NAME = "manifest.jsonl"
 
@@ -69,9 +69,9 @@ class RunSettings:
         )
 
 
-def timeline_store(config: Config) -> TimelineStore | None:
+def timeline_store(config: Config) -> BatchTimelines | None:
     """Where restores keep their timelines, as ``restore`` does; None without ``resume``."""
-    return TimelineStore(config.data_dir / "timelines") if config.restore.resume else None
+    return BatchTimelines(config.data_dir / "timelines") if config.restore.resume else None
 
 
 def _execute(job: BatchJob, settings: RunSettings) -> BatchReport:

@@ -7,10 +7,10 @@ atomically, then append its manifest line. A session whose manifest says ``done`
 with the same content hash and provider is skipped, so a batch killed at any point
 and started again redoes no finished session and loses none.
 
-With a `TimelineStore` (``[restore] resume``, the default) each restore continues the
+With `BatchTimelines` (``[restore] resume``, the default) each restore continues the
 session's saved restore timeline under its lock (`timeline_lock`): a session that grew
 by a turn since it was last restored (by a batch, nightly or ``restore``) has only the
-new turn summarized, and a session killed mid-restore resumes at its next turn.
+new turn summarized. The timeline is written once, when the session's restore ends.
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ from ..llm.base import Provider
 from ..model import Session
 from ..pipeline.restoration import Restoration, UsageReport
 from ..pipeline.restore import RestoreOptions, restore_session
-from ..pipeline.timeline_store import TimelineStore
 from ..report.summary import summary_markdown
 from ..sources.base import WarningSink
 from .items import BatchItem, safe_name
 from .manifest import Manifest, write_atomic
 from .timeline_lock import timeline_lock
+from .timelines import BatchTimelines
 
 #: Called (in a worker thread) with a finished restoration before its manifest line is
 #: written; what it returns is added to the line. An exception fails the session.
@@ -101,7 +101,7 @@ class BatchJob:
     on_start: Callable[[BatchItem], None] | None = None
     on_finish: Callable[[Outcome], None] | None = None
     #: Saved restore timelines to continue (None: every restore starts from turn 1).
-    timelines: TimelineStore | None = None
+    timelines: BatchTimelines | None = None
 
     @property
     def provider_spec(self) -> str:
@@ -180,9 +180,15 @@ class BatchJob:
             options = replace(options, timeline_key=item.key)
         key = options.timeline_key or session.id
         async with timeline_lock(store, key):
-            return await restore_session(
-                session, self.config, self.provider, options=options, store=store
-            )
+            try:
+                return await restore_session(
+                    session, self.config, self.provider, options=options, store=store
+                )
+            finally:
+                # Done or failed, what was summarized is kept for the next run; shielded
+                # so that a cancelled batch still writes it before releasing the lock.
+                with anyio.CancelScope(shield=True):
+                    await to_thread.run_sync(store.flush, key)
 
     def _save(self, item: BatchItem, restoration: Restoration) -> dict[str, Any]:
         write_atomic(self.out_dir / f"{item.key}.md", summary_markdown(restoration).encode())
