@@ -17,9 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from ..pipeline.timeline_store import TimelineStore, atomic_write
+from ..pipeline.timeline_store import TimelineStore
 
 
 class BatchTimelines(TimelineStore):
@@ -44,15 +42,8 @@ class BatchTimelines(TimelineStore):
         return pending if pending is not None else super().load(session_id)
 
     def flush(self, session_id: str) -> None:
-        """Write the last timeline kept for ``session_id`` (nothing if none is waiting).
-
-        Unlike `TimelineStore.save` it does not look for temporary files of killed runs:
-        that lists the whole directory, once per session of a batch of thousands. A
-        leftover is removed by the next ``restore`` of its session.
-        """
+        """Write the last timeline kept for ``session_id`` (nothing if none is waiting)."""
         with self._guard:
             payload = self._pending.pop(session_id, None)
         if payload is not None:
-            atomic_write(
-                self.path_for(session_id), orjson.dumps(payload, option=orjson.OPT_INDENT_2)
-            )
+            super().save(session_id, payload)
