@@ -3,17 +3,24 @@
 Compiled regexes, one pass each (about 10 MB/s): first, self-identifying tokens (keys
 with a vendor prefix, JWTs, private key blocks) anywhere in the text; then contextual secrets,
 where only the value is replaced and the context is kept: passwords in URLs,
-bearer tokens, `--password=...` flags and assignments to secret-named variables
-(`DB_PASSWORD=...`, `"apiKey": "..."`, `password: hunter2`).
+bearer and basic credentials, API-key headers, `--password=...` flags and assignments to
+secret-named variables anywhere on a line (`DB_PASSWORD=...`, `"apiKey": "..."`,
+`password: hunter2`, `curl ...?token=abc123&...`).
 
 Deliberately left alone: git SHAs, UUIDs, hashes and base64 blobs (no vendor prefix),
 "sk-" or "password" in prose, counters such as `TOKEN_COUNT=5` or `max_tokens`, type
-annotations (`password: str`), placeholders (`${TOKEN}`, `<your-key>`) and text that
-is already redacted, so redacting twice changes nothing.
+annotations (`password: str`), placeholders (`${TOKEN}`, `$TOKEN`, `<your-key>`,
+`sk-ant-...`, `xxxx`, `changeme`) and text that is already redacted, so redacting twice
+changes nothing.
+
+Counts are of distinct secrets: the same key found again (in another message, or in
+the same text redacted for a second request) is replaced but not counted twice.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import re
 from collections import Counter
@@ -47,17 +54,28 @@ _TOKENS: dict[str, str] = {
         + "|"
         + _token("github_pat_", rf"[A-Za-z0-9_]{{22,}}{_E}")
     ),
-    "gitlab-token": _token("glpat-", rf"[A-Za-z0-9_-]{{20,}}{_E}"),
-    "slack-token": _token("xox[abposr]-", rf"[A-Za-z0-9-]{{10,}}{_E}"),
+    "gitlab-token": _token("glp[at]t-", rf"[A-Za-z0-9_-]{{20,}}{_E}"),
+    "slack-token": _token("xox[abposr]-", rf"[A-Za-z0-9-]{{10,}}{_E}")
+    + "|"
+    + _token("xapp-", rf"[A-Za-z0-9-]{{20,}}{_E}"),
     "slack-webhook": r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+",
     "google-api-key": _token("AIza", rf"[0-9A-Za-z_-]{{35}}{_E}"),
     "stripe-key": _token("(?:sk|rk)_(?:live|test)_", rf"[0-9A-Za-z]{{16,}}{_E}"),
     "hf-token": _token("hf_", rf"[A-Za-z0-9]{{30,}}{_E}"),
+    "npm-token": _token("npm_", rf"[A-Za-z0-9]{{36}}{_E}"),
+    "pypi-token": _token("pypi-", rf"AgE[A-Za-z0-9_-]{{50,}}{_E}"),
+    "digitalocean-token": _token("do[opr]_v1_", rf"[a-f0-9]{{64}}{_E}"),
+    "docker-token": _token("dckr_pat_", rf"[A-Za-z0-9_-]{{27,}}{_E}"),
+    "sendgrid-key": _token("SG\\.", rf"[A-Za-z0-9_-]{{22}}\.[A-Za-z0-9_-]{{43}}{_E}"),
+    "shopify-token": _token("shp(?:at|ca|pa|ss)_", rf"[a-fA-F0-9]{{32}}{_E}"),
     "jwt": _token("eyJ", rf"[A-Za-z0-9_-]{{8,}}\.eyJ[A-Za-z0-9_-]{{8,}}\.[A-Za-z0-9_-]{{8,}}{_E}"),
 }
 # One pass per pattern: a lone literal-first regex is scanned ~25x faster by `re`
 # than one big alternation, which must try every branch at every position.
 _TOKEN_RES = [(kind, re.compile(pattern)) for kind, pattern in _TOKENS.items()]
+# A token whose random part is a run of one filler is a documentation placeholder
+# (`ghp_xxxxxxxx…`, `sk-XXXX…`), not a key.
+_FILLER = re.compile(r"x{4,}|X{4,}|\*{4,}")
 
 # Words that make a variable name secret when the name ends with them (any case):
 # DB_PASSWORD, apiKey, csrf_token; not TOKEN_COUNT, max_tokens or passwordless.
@@ -65,14 +83,39 @@ _WORDS = [
     "password", "passwd", "passphrase", "secret", "token", "credential", "credentials",
     *(f"{a}{sep}key" for a in ("api", "access", "private", "secret") for sep in ("", "_", "-")),
 ]  # fmt: skip
-_WORD_AT_END = re.compile(rf"(?i:{'|'.join(_WORDS)})[\"']?[ \t]*\Z")
+_SECRET_ENDINGS = tuple(_WORDS)
+
+
+def _ends_with_secret_word(before: str) -> bool:
+    """True when ``before`` ends with a secret word, then maybe a quote and blanks.
+
+    A plain ``endswith`` instead of a regex: this runs for every ``"key": "value"``
+    pair in a JSON log.
+    """
+    tail = before.rstrip(" \t")
+    if tail[-1:] in ('"', "'"):
+        tail = tail[:-1]
+    return tail[-20:].lower().endswith(_SECRET_ENDINGS)
+
+
+# The name before an `=`: its last word must be secret (see `_ends_with_secret_word`).
+_ASSIGNED_NAME = re.compile(r"([A-Za-z0-9_.-]+)[\"']?[ \t]*\Z")
+# HTTP headers that carry a key (the name just before the colon).
+_HEADER_NAME = re.compile(
+    r"(?<![A-Za-z0-9_-])(?:x-)?(?:api-key|auth-token|access-token|private-token|goog-api-key)\Z",
+    re.IGNORECASE,
+)
+# A dotted name on the right of `=` refers to a value kept elsewhere.
+_REFERENCE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z")
 # A whole name (possessive: no backtracking) whose last word is secret, checked with
 # fixed-width look-behinds because `re` has no variable-width ones.
 _NAME = r"[A-Za-z0-9_.-]++(?:" + "|".join(f"(?<=(?i:{word}))" for word in _WORDS) + ")"
 # Values that name a secret instead of holding one.
 _PLACEHOLDER = re.compile(
-    r"^(?:\$|<|\{|%|\*{3}|\[REDACTED|x{4,}$|(?:str|int|bytes|bool|float|None|null|true|false"
-    r"|Optional|SecretStr|Any|string|~)\b)",
+    r"^(?:\$|<|\{|%|\*{3}|\[REDACTED|(?:str|int|bytes|bool|float|None|null|true|false"
+    r"|Optional|SecretStr|Any|string|~)\b|your[-_]|(?:change[-_]?me|placeholder)$)"
+    # elided (`sk-ant-...`) or filled with x (`sk-xxxx`)
+    r"|(?:\.\.\.|…)$|x{4,}|X{4,}",
     re.IGNORECASE,
 )
 # Each pattern is (context kept, value replaced), as groups "keep" and "value".
@@ -84,20 +127,23 @@ _CONTEXT: dict[str, str] = {
         r"(?P<keep>earer(?<=[Bb]earer)(?<![A-Za-z0-9_][Bb]earer)\s+)"
         r"(?P<value>(?=[A-Za-z._~+/-]*[0-9])[A-Za-z0-9._~+/-]{16,}=*)"
     ),
+    # Authorization: Basic base64(user:password); `_replace_value` decodes it to be sure
+    "basic": (
+        r"(?P<keep>asic(?<=[Bb]asic)(?<![A-Za-z0-9_][Bb]asic)[ \t]+)"
+        r"(?P<value>[A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=_-])"
+    ),
+    # X-Api-Key: value / Private-Token: value (HTTP headers, also inside a quoted -H).
+    # Anchored on the colon; `_replace_value` checks the header name before it.
+    "header": r"(?P<keep>:(?<=[A-Za-z]:)[ \t]*)(?P<value>[^\s\"'<$%{\[]{8,})",
     # "name": "value" / name = 'value' (JSON, YAML, code). Anchored on the separator
     # for speed; the name before it is checked in `_replace_value`.
     "quoted": r"(?P<keep>[:=][ \t]*(?P<q>[\"']))(?P<value>[^\"'\n]+)(?P=q)",
-    # NAME=value in .env files and shells: upper-case names, unquoted values
-    "env": (
-        r"(?P<keep>^[ \t]*(?:export[ \t]+)?[A-Z0-9_]*(?:PASSWORD|PASSWD|PASSPHRASE|SECRET"
-        r"|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|SECRET_?KEY|CREDENTIALS?)[ \t]*=[ \t]*)"
-        r"(?P<value>[^\s\"'`$(){}<>\[\],;#]+)"
-    ),
-    # aws_secret_access_key = value (INI, any case): a digit tells a value from a
-    # variable name, as in `api_key = api_key`
-    "ini": (
-        rf"(?P<keep>^[ \t]*{_NAME}[ \t]*=[ \t]*)"
-        r"(?P<value>(?=[^\s\"'()\[\]]*[0-9])[^\s\"'()\[\]#]+)(?=[ \t]*$)"
+    # NAME=value anywhere on a line (.env files, shells, INI, query strings), anchored on
+    # the `=`; `_replace_value` checks the name. Lower-case names need a digit in the
+    # value, which tells a value from a variable, as in `api_key = api_key`.
+    "assign": (
+        r"(?P<keep>(?<![=!<>])=(?!=)[ \t]*)"
+        r"(?P<value>[^\s\"'`$(){}<>\[\],;&#=][^\s\"'`$(){}<>\[\],;&#]*)(?=[\s,;&)]|$)"
     ),
     # --password=value / --token value
     "flag": (
@@ -108,18 +154,43 @@ _CONTEXT: dict[str, str] = {
     "yaml": rf"(?P<keep>^[ \t]*-?[ \t]*{_NAME}:[ \t]+)(?P<value>[^\s\"'#]\S*)(?=[ \t]*$)",
 }
 _CONTEXT_RES = [(kind, re.compile(pattern, re.MULTILINE)) for kind, pattern in _CONTEXT.items()]
-_LABELS = {"url": "url-password", "bearer": "bearer-token"}
+_LABELS = {"url": "url-password", "bearer": "bearer-token", "basic": "basic-auth"}
+
+
+def _basic_credentials(value: str) -> bool:
+    """True when ``value`` is base64 of ``user:password``, as HTTP Basic auth sends."""
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return b":" in decoded and decoded.isascii()
+
+
+def _assigned_secret(before: str, value: str) -> bool:
+    """True when the name in ``before`` (the text ahead of ``=``) makes ``value`` a secret."""
+    if not _ends_with_secret_word(before):
+        return False
+    if _REFERENCE.match(value):
+        return False  # API_KEY = settings.API_KEY
+    # Upper-case names (environment variables) hold secrets whatever they look like;
+    # other names are often code, where a value without a digit is another variable
+    # and a short number is a count (`token=5`).
+    name = _ASSIGNED_NAME.search(before)
+    if name is not None and name.group(1).isupper():
+        return True
+    return any(c.isdigit() for c in value) and not (value.isdigit() and len(value) < 8)
 
 
 class Redactor:
-    """Redacts text and keeps counts per kind of secret across calls."""
+    """Redacts text and keeps counts per kind of distinct secret across calls."""
 
     def __init__(self) -> None:
         self.by_kind: Counter[str] = Counter()
+        self._seen: set[tuple[str, str]] = set()
 
     @property
     def count(self) -> int:
-        """How many secrets were redacted so far."""
+        """How many distinct secrets were redacted so far."""
         return sum(self.by_kind.values())
 
     def redact(self, text: str) -> str:
@@ -130,25 +201,37 @@ class Redactor:
             text = regex.sub(functools.partial(self._replace_value, kind), text)
         return text
 
+    def _found(self, kind: str, secret: str) -> None:
+        if (kind, secret) not in self._seen:
+            self._seen.add((kind, secret))
+            self.by_kind[kind] += 1
+
     def _replace_token(self, kind: str, match: re.Match[str]) -> str:
-        self.by_kind[kind] += 1
+        if _FILLER.search(match.group(0)):
+            return match.group(0)
+        self._found(kind, match.group(0))
         return f"[REDACTED:{kind}]"
 
     def _replace_value(self, kind: str, match: re.Match[str]) -> str:
         value = match.group("value")
-        if _PLACEHOLDER.match(value):
+        if _PLACEHOLDER.search(value):
             return match.group(0)
-        if kind == "quoted":
-            before = match.string[max(0, match.start() - 64) : match.start()]
-            if not _WORD_AT_END.search(before):
-                return match.group(0)
+        before = match.string[max(0, match.start() - 64) : match.start()]
+        if kind == "quoted" and not _ends_with_secret_word(before):
+            return match.group(0)
+        if kind == "assign" and not _assigned_secret(before, value):
+            return match.group(0)
+        if kind == "header" and not _HEADER_NAME.search(before):
+            return match.group(0)
+        if kind == "basic" and not _basic_credentials(value):
+            return match.group(0)
         label = _LABELS.get(kind, "secret")
-        self.by_kind[label] += 1
+        self._found(label, value)
         closing = match.groupdict().get("q") or ""
         return f"{match.group('keep')}[REDACTED:{label}]{closing}"
 
 
 def redact(text: str) -> tuple[str, int]:
-    """Redact secrets from `text`; returns the new text and how many were replaced."""
+    """Redact secrets from `text`; returns the new text and how many distinct secrets it held."""
     redactor = Redactor()
     return redactor.redact(text), redactor.count
