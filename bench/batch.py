@@ -83,7 +83,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             # Start-up cost: the same command on one session, every call answered at once
             # is not possible with a fixed latency, so subtract one session's share instead.
-            _, base_cpu, _ = run_batch(tmp / "one", tmp / "out-one", url, 1, env)
+            # Its own data dir: the main run must not find this session's restore timeline.
+            one_env = dict(env, OPENCODE_RESTORE_DATA_DIR=str(tmp / "data-one"))
+            _, base_cpu, _ = run_batch(tmp / "one", tmp / "out-one", url, 1, one_env)
             wall, cpu, code = run_batch(tmp / "in", tmp / "out", url, args.concurrency, env)
         finally:
             server.terminate()
