@@ -17,7 +17,10 @@ from .timeline_helpers import Counting, Crash, config, restore, session_of
 
 
 def _saved(data: Path, key: str = "sess/1") -> dict:
-    return json.loads(TimelineStore(data).path_for(key).read_text())
+    """What is saved: the snapshot with the journal's changes applied."""
+    saved = TimelineStore(data).load(key)
+    assert saved is not None
+    return saved
 
 
 def _comparable(r: Restoration) -> dict:

@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from opencode_restore.pipeline.timeline_store import TimelineStore
+
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = ROOT / "tests" / "fakes" / "fake_llm_server.py"
 LOG = ROOT / "fixtures" / "pi" / "pi-mono" / "large-session.jsonl"
@@ -84,11 +86,13 @@ def _start(base: str, tmp_path: Path) -> subprocess.Popen[str]:
 
 
 def _timeline(tmp_path: Path) -> dict[str, Any] | None:
-    files = list((tmp_path / "data" / "timelines").glob("*.json"))
+    """The saved timeline (snapshot and journal), read as a resumed run reads it."""
+    directory = tmp_path / "data" / "timelines"
+    files = list(directory.glob("*.json"))
     if not files:
         return None
-    data: dict[str, Any] = json.loads(files[0].read_text())  # never torn: must always parse
-    return data
+    json.loads(files[0].read_text())  # the snapshot is never torn: it must always parse
+    return TimelineStore(directory).load(files[0].stem)
 
 
 def _requests(log: Path) -> list[dict[str, Any]]:

@@ -176,20 +176,21 @@ class _Run:
         self.keys = keys
         self.prior_usage = dict(self.timeline.usage)
 
-    async def save(self, *, with_state: bool = True) -> None:
+    async def save(self, *, after_turn: bool = False) -> None:
         """Persist the timeline with the numbering, state and usage as they are now.
 
-        After a turn the state is left out: it is replayed from the turn records on
-        resume (``resume.replay``, no LLM call), and dumping it after every turn made a
-        long restore quadratic.
+        After a turn only what the turn added is saved (the store's journal) and the
+        state is left out: it is replayed from the turn records on resume
+        (``resume.replay``, no LLM call). Dumping everything after every turn made a
+        long restore quadratic. After a stage, the whole artifact is written.
         """
         if self.store is None:
             return
         tl = self.timeline
         tl.numbering = self.ctx.numbering.to_dict()
-        tl.state = self.state.to_dict() if with_state else {}
+        tl.state = {} if after_turn else self.state.to_dict()
         tl.usage = _usage_dict(self.prior_usage, self.ctx.ledger)
-        await tl.persist(self.store)
+        await tl.persist(self.store, snapshot=not after_turn)
 
     async def on_turn(self, outcome: TurnOutcome) -> None:
         turn = outcome.turn
@@ -205,7 +206,7 @@ class _Run:
                 error=outcome.error,
             )
         )
-        await self.save(with_state=False)
+        await self.save(after_turn=True)
 
     def reused(self, name: str) -> dict[str, Any] | None:
         """The saved output of stage ``name`` when it may be reused."""

@@ -142,6 +142,10 @@ class RestoreTimeline:
         self.next_block = 1
         self._announcements: list[str] = []
         self._lock: anyio.Lock | None = None
+        #: Snapshot generation on disk; changes after it go to the store's journal.
+        self.generation = 0
+        #: Turns, blocks and labels the disk holds; None: the next persist is a snapshot.
+        self._saved: tuple[int, int, int] | None = None
 
     @property
     def lock(self) -> anyio.Lock:
@@ -237,6 +241,7 @@ class RestoreTimeline:
         self.cache.last_touch_at = None
         if not pruned:
             return
+        self._saved = None  # saved blocks changed: the next persist writes a snapshot
         idle = int(self.clock() - touched)
         self._append(
             "system.message",
@@ -296,6 +301,7 @@ class RestoreTimeline:
             if kept:
                 kept[0].parent_id = summary.id  # relinked: its old parent is gone
             self.blocks = [summary, *kept]
+            self._saved = None
             return summary
 
     def keep_turns(self, count: int) -> None:
@@ -306,6 +312,7 @@ class RestoreTimeline:
         from their records instead.
         """
         self.turns = self.turns[:count]
+        self._saved = None
         self.state = {}
         self.stages.clear()
         self.sources_pool.clear()
@@ -323,6 +330,7 @@ class RestoreTimeline:
     def _relink(self) -> None:
         for before, block in zip([None, *self.blocks], self.blocks, strict=False):
             block.parent_id = before.id if before is not None else None
+        self._saved = None
 
     def drop_evidence(self) -> None:
         """Remove evidence blocks and the sources pool (a new evidence search replaces them)."""
@@ -337,6 +345,7 @@ class RestoreTimeline:
         return {
             "schema": SCHEMA,
             "version": VERSION,
+            "generation": self.generation,
             "ts": _now_iso(self.clock),
             "session_id": self.session_id,
             "key": self.key,
@@ -346,7 +355,7 @@ class RestoreTimeline:
             "fingerprint": self.fingerprint,
             "source_files": [f.to_dict() for f in self.source_files],
             "turn_ids": [t.id for t in self.turns],
-            "turns": [_plain(t) | {"labels": list(t.labels or []) or None} for t in self.turns],
+            "turns": [_turn_dict(t) for t in self.turns],
             "blocks": [_plain(b) for b in self.blocks],
             "next_block": self.next_block,
             "sources_pool": self.sources_pool,
@@ -387,6 +396,7 @@ class RestoreTimeline:
             tl.state = dict(data["state"])
             tl.usage = dict(data["usage"])
             tl.token_factor = float(data["token_factor"])
+            tl.generation = int(data.get("generation", 0))
             touch, ttl = data.get("cache_last_touch_at"), data.get("cache_last_ttl_seconds")
             tl.cache = CacheState(
                 float(touch) if touch is not None else None,
@@ -402,11 +412,49 @@ class RestoreTimeline:
             before = block.id
         return tl
 
-    async def persist(self, store: TimelineStore) -> None:
-        """Save atomically (under the lock, so no contribution lands half-way)."""
+    async def persist(self, store: TimelineStore, *, snapshot: bool = False) -> None:
+        """Save (under the lock, so no contribution lands half-way).
+
+        When only turns, blocks and labels were added since the last save, they go to
+        the store's journal: one small fsynced line. Rewriting the whole artifact after
+        every turn made a long restore quadratic in its length. Anything else (a range
+        summary, pruning, cut turns, stages) and ``snapshot=True`` write the whole
+        artifact atomically, which also empties the journal.
+        """
         async with self.lock:
-            payload = self.to_dict()
-            await anyio.to_thread.run_sync(store.save, self.key, payload)
+            labels = self.numbering.get("labels", [])
+            now = (len(self.turns), len(self.blocks), len(labels))
+            saved = self._saved
+            if snapshot or saved is None or any(n < was for n, was in zip(now, saved, strict=True)):
+                self.generation += 1
+                payload = self.to_dict()
+                await anyio.to_thread.run_sync(store.save, self.key, payload)
+            else:
+                change = self._change(saved, labels)
+                await anyio.to_thread.run_sync(store.append, self.key, change)
+            self._saved = now
+
+    def _change(self, saved: tuple[int, int, int], labels: list[Any]) -> dict[str, Any]:
+        turns, blocks, label_count = saved
+        new_turns = self.turns[turns:]
+        return {
+            "generation": self.generation,
+            "append": {
+                "turn_ids": [t.id for t in new_turns],
+                "turns": [_turn_dict(t) for t in new_turns],
+                "blocks": [_plain(b) for b in self.blocks[blocks:]],
+                "numbering.labels": labels[label_count:],
+            },
+            "set": {
+                "ts": _now_iso(self.clock),
+                "next_block": self.next_block,
+                "state": self.state,
+                "usage": self.usage,
+                "token_factor": self.token_factor,
+                "cache_last_touch_at": self.cache.last_touch_at,
+                "cache_last_ttl_seconds": self.cache.last_ttl_seconds,
+            },
+        }
 
 
 def _plain(record: Block | TurnRecord | StageRecord) -> dict[str, Any]:
@@ -417,6 +465,10 @@ def _plain(record: Block | TurnRecord | StageRecord) -> dict[str, Any]:
     once, under the lock, so sharing the values is safe.
     """
     return {name: getattr(record, name) for name in _FIELDS[type(record)]}
+
+
+def _turn_dict(record: TurnRecord) -> dict[str, Any]:
+    return _plain(record) | {"labels": list(record.labels or []) or None}
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {

@@ -169,17 +169,71 @@ class TimelineStore:
         except orjson.JSONDecodeError as exc:
             log.warning("%s: unreadable timeline (%s); starting again", path, exc)
             path.replace(path.with_suffix(".corrupt"))
+            self.journal_for(session_id).unlink(missing_ok=True)
             return None
-        return data if isinstance(data, dict) else None
+        if not isinstance(data, dict):
+            return None
+        _replay_journal(data, self.journal_for(session_id))
+        return data
 
     def save(self, session_id: str, payload: dict[str, Any]) -> Path:
-        """Write ``payload`` atomically; stale temporary files of killed runs are removed."""
+        """Write ``payload`` atomically and start an empty journal after it.
+
+        Stale temporary files of killed runs are removed.
+        """
         path = self.path_for(session_id)
         atomic_write(path, orjson.dumps(payload, option=orjson.OPT_INDENT_2))
+        # A crash before this unlink leaves lines of the previous generation, which
+        # load skips: the snapshot already holds them.
+        self.journal_for(session_id).unlink(missing_ok=True)
         for stale in path.parent.glob(f".{path.name}.*.tmp"):
             if not _alive(stale.name.rsplit(".", 2)[-2]):
                 stale.unlink(missing_ok=True)
         return path
+
+    def journal_for(self, session_id: str) -> Path:
+        """The append-only file of changes made since ``session_id``'s last snapshot."""
+        return self.directory / f"{safe_name(session_id)}.journal"
+
+    def append(self, session_id: str, change: dict[str, Any]) -> None:
+        """Add one change to the journal: one line, written and fsynced.
+
+        ``change`` holds the snapshot ``generation`` it follows, lists to ``append`` to
+        the payload (dotted keys reach into nested maps) and values to ``set``. A line
+        torn by a crash is ignored on load, with every line after it.
+        """
+        path = self.journal_for(session_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, orjson.dumps(change) + b"\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _replay_journal(data: dict[str, Any], path: Path) -> None:
+    """Apply the journal's changes of the snapshot's generation to ``data``, in order."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return
+    generation = data.get("generation")
+    for line in raw.splitlines():
+        try:
+            change = orjson.loads(line)
+            if change.get("generation") != generation:
+                continue
+            for key, items in change.get("append", {}).items():
+                *parents, last = key.split(".")
+                target = data
+                for part in parents:
+                    target = target[part]
+                target[last].extend(items)
+            data.update(change.get("set", {}))
+        except (orjson.JSONDecodeError, AttributeError, KeyError, TypeError):
+            log.warning("%s: torn or unreadable change; the changes after it are ignored", path)
+            return
 
 
 def _alive(pid: str) -> bool:

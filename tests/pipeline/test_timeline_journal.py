@@ -1,0 +1,81 @@
+"""The restore timeline's journal: turns are appended, stages write a snapshot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from opencode_restore.llm.offline import OfflineProvider
+from opencode_restore.pipeline.timeline_store import TimelineStore
+
+from .timeline_helpers import Counting, Crash, restore, session_of
+
+KEY = "sess/1"
+
+
+def _files(data: Path) -> tuple[dict, list[dict]]:
+    store = TimelineStore(data)
+    snapshot = json.loads(store.path_for(KEY).read_text())
+    journal = store.journal_for(KEY)
+    lines = [json.loads(x) for x in journal.read_text().splitlines()] if journal.exists() else []
+    return snapshot, lines
+
+
+def test_turns_go_to_the_journal_and_a_finished_run_leaves_one_snapshot(tmp_path: Path) -> None:
+    session = session_of(5)
+    with pytest.raises(Crash):
+        restore(session, Counting(crash_at=5), tmp_path)  # turns 1-4 done
+    snapshot, journal = _files(tmp_path)
+    # The first turn writes a snapshot; each later one is one small line after it.
+    assert snapshot["turn_ids"] == ["u1"]
+    assert [c["append"]["turn_ids"] for c in journal] == [["u2"], ["u3"], ["u4"]]
+    assert {c["generation"] for c in journal} == {snapshot["generation"]}
+    merged = TimelineStore(tmp_path).load(KEY)
+    assert merged is not None
+    assert merged["turn_ids"] == ["u1", "u2", "u3", "u4"]
+    assert [b["parent_id"] for b in merged["blocks"][1:]] == [
+        b["id"] for b in merged["blocks"][:-1]
+    ]
+    assert len(merged["numbering"]["labels"]) == 16
+    again = Counting()
+    restore(session, again, tmp_path)
+    assert again.turn_calls() == [5]
+    snapshot, journal = _files(tmp_path)
+    assert journal == []
+    assert snapshot["turn_ids"] == ["u1", "u2", "u3", "u4", "u5"]
+    assert "synthesis" in snapshot["stages"]
+
+
+def test_a_torn_last_line_loses_only_that_turn(tmp_path: Path) -> None:
+    session = session_of(4)
+    with pytest.raises(Crash):
+        restore(session, Counting(crash_at=4), tmp_path)  # turns 1-3 done
+    journal = TimelineStore(tmp_path).journal_for(KEY)
+    text = journal.read_text()
+    journal.write_text(text[: len(text) - 40])  # the kill landed inside the last write
+    again = Counting()
+    r = restore(session, again, tmp_path)
+    assert again.turn_calls() == [3, 4]
+    clean = restore(session, OfflineProvider(), None)
+    assert r.model_dump(mode="json", exclude={"usage", "timeline"}) == clean.model_dump(
+        mode="json", exclude={"usage", "timeline"}
+    )
+
+
+def test_lines_of_an_older_generation_are_ignored(tmp_path: Path) -> None:
+    session = session_of(3)
+    with pytest.raises(Crash):
+        restore(session, Counting(crash_at=3), tmp_path)  # turns 1-2 done: u2 in the journal
+    store = TimelineStore(tmp_path)
+    stale = store.journal_for(KEY).read_text()
+    restore(session, Counting(), tmp_path)  # finishes with a new snapshot
+    # A crash between the snapshot's rename and the journal's removal leaves old lines.
+    store.journal_for(KEY).write_text(stale)
+    loaded = store.load(KEY)
+    assert loaded is not None
+    assert loaded["turn_ids"] == ["u1", "u2", "u3"]
+    done = Counting()
+    restore(session, done, tmp_path)
+    assert done.requests == []
