@@ -247,6 +247,8 @@ class Turn:
     messages: list[Message]
     artifacts: list[ArtifactAction] = field(default_factory=list)
     commands: list[CommandRun] = field(default_factory=list)
+    #: File actions the agent attempted whose tool call failed (never in ``artifacts``).
+    failed_artifacts: list[ArtifactAction] = field(default_factory=list)
 
     @property
     def message_ids(self) -> list[str]:

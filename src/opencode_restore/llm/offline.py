@@ -16,6 +16,11 @@ from .base import LLMRequest, LLMResult, ToolCallRequest
 
 # Rough prompt size accounting so the progress bar and ledgers show something honest.
 _CHARS_PER_TOKEN = 3.5
+#: Caps on listed items; what a cap leaves out is counted in a line of its own.
+TURN_OUTCOMES = 20
+TURN_ERRORS = 10
+DONE_ITEMS = 40
+ERROR_ITEMS = 20
 
 
 def _cite(text: str, label: str | None) -> str:
@@ -25,6 +30,19 @@ def _cite(text: str, label: str | None) -> str:
 def _short(text: str, limit: int = 240) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _capped(items: list[str], limit: int, what: str, keep_last: bool = False) -> list[str]:
+    """At most ``limit`` items; when some are left out, a last (or first) line says how many."""
+    if len(items) <= limit:
+        return items
+    left_out = len(items) - (limit - 1)
+    if keep_last:
+        return [f"({left_out} earlier {what} not listed here)", *items[-(limit - 1) :]]
+    return [*items[: limit - 1], f"(and {left_out} more {what} not listed here)"]
+
+
+_VERB = {"edited": "edit", "created": "create", "deleted": "delete"}
 
 
 def _turn_summary(f: dict[str, Any]) -> dict[str, Any]:
@@ -43,7 +61,10 @@ def _turn_summary(f: dict[str, Any]) -> dict[str, Any]:
         f"{action.capitalize()} `{path}`" + (f" [{', '.join(labels)}]" if labels else "")
         for (action, path), labels in changed.items()
     ]
+    shown = {label for labels in changed.values() for label in labels}
     for c in f.get("commands", []):
+        if c["command"].lstrip().startswith("apply_patch") and c.get("label") in shown:
+            continue  # a patch applied through the shell: its files are listed above
         status = ""
         if c.get("exit_code") is not None:
             status = f" (exit {c['exit_code']})"
@@ -56,7 +77,16 @@ def _turn_summary(f: dict[str, Any]) -> dict[str, Any]:
         response = "Worked with tools only; no reply text in this turn."
     else:
         response = "No agent response recorded in this turn."
-    errors = [_cite(f"Error seen: {e['text']}", e.get("label")) for e in f.get("errors", [])]
+    # Attempts whose tool call failed are not outcomes (nothing changed), but they matter.
+    errors = [
+        _cite(
+            f"Tried to {_VERB.get(a['action'], a['action'])} `{a['path']}`; it failed",
+            a.get("label"),
+        )
+        for a in f.get("failed_artifacts", [])
+        if a["action"] != "read"
+    ]
+    errors += [_cite(f"Error seen: {e['text']}", e.get("label")) for e in f.get("errors", [])]
     changes = [
         _cite(f"Context compacted: {_short(c['summary'], 160)}", c.get("label"))
         for c in f.get("compactions", [])
@@ -65,7 +95,7 @@ def _turn_summary(f: dict[str, Any]) -> dict[str, Any]:
         "turn_number": f.get("turn_number", 0),
         "user_request_summary": _cite(request, first_label),
         "agent_response_summary": response,
-        "key_outcomes": outcomes[:12],
+        "key_outcomes": _capped(outcomes, TURN_OUTCOMES, "outcomes of this turn"),
         "state_changes": changes,
         "artifacts_modified": [
             {"path": a["path"], "note": _cite(a["action"], a.get("label"))}
@@ -74,7 +104,7 @@ def _turn_summary(f: dict[str, Any]) -> dict[str, Any]:
         ],
         "constraints_assumptions_added": [],
         "decisions": [],
-        "errors_and_fixes": errors[:6],
+        "errors_and_fixes": _capped(errors, TURN_ERRORS, "errors of this turn"),
         "open_questions": [],
         "resolved_questions": [],
     }
@@ -83,9 +113,7 @@ def _turn_summary(f: dict[str, Any]) -> dict[str, Any]:
 def _synthesis(f: dict[str, Any]) -> dict[str, Any]:
     turns: list[dict[str, Any]] = f.get("turn_summaries", [])
     goal = turns[0]["user_request_summary"] if turns else "(no user request found in the log)"
-    done: list[str] = []
-    for t in turns:
-        done.extend(t.get("key_outcomes", [])[:4])
+    done = [o for t in turns for o in t.get("key_outcomes", [])]
     errors: list[str] = []
     for t in turns:
         errors.extend(t.get("errors_and_fixes", []))
@@ -105,12 +133,12 @@ def _synthesis(f: dict[str, Any]) -> dict[str, Any]:
         "goal": goal,
         "constraints_preferences": f.get("constraints", []),
         "progress": {
-            "done": done[-15:],
+            "done": _capped(done, DONE_ITEMS, "outcomes", keep_last=True),
             "in_progress": [last["user_request_summary"]] if last else [],
             "blocked": failed,
         },
         "key_decisions": f.get("decisions", []),
-        "errors_fixes_ruled_out": errors[-10:],
+        "errors_fixes_ruled_out": _capped(errors, ERROR_ITEMS, "errors", keep_last=True),
         "current_work": current,
         "next_step": "",
         "open_questions": f.get("open_questions", []),

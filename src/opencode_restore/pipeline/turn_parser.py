@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import regex
 
 from ..model import ArtifactAction, ArtifactKind, CommandRun, Message, Session, Turn
+from .shell_files import ShellOp, shell_file_ops
 
 _READ_TOOLS = {"read", "read_file", "view", "readfile", "notebookread", "read_many_files"}
 _EDIT_TOOLS = {"edit", "multiedit", "replace", "notebookedit", "str_replace", "edit_file"}
@@ -35,10 +37,22 @@ _PATCH_LINE = regex.compile(
     r"^\*\*\* (?P<op>Add|Update|Delete) File: (?P<path>.+?)\s*$|^\*\*\* Move to: (?P<to>.+?)\s*$",
     regex.MULTILINE,
 )
+#: A file operation before it is resolved against the session's files: a ``write`` creates
+#: or edits, a ``snapshot`` (opencode patch part) edits only what no other action explains.
+_Op = ArtifactKind | ShellOp | Literal["snapshot"]
 _PATCH_ACTION: dict[str, ArtifactKind] = {"Add": "created", "Update": "edited", "Delete": "deleted"}
-# Shell commands that only read a file: recorded as reads (Codex reads files this way).
-_READ_COMMANDS = {"cat", "sed", "head", "tail", "nl", "less", "bat"}
-_SPLIT_COMMANDS = regex.compile(r"\s*(?:&&|\|\||;|\|)\s*")
+#: How the agents' file tools report a failure when the result carries no error flag.
+_FAILURE_PREFIXES = (
+    "<tool_use_error>",
+    "error:",
+    "string to replace not found",
+    "file does not exist",
+    "file has not been read yet",
+    "permission denied",
+    "apply_patch verification failed",
+    "failed to find expected lines",
+    "no such file or directory",
+)
 
 
 def _tool_key(name: str | None) -> str:
@@ -66,35 +80,15 @@ def _command_of(inp: dict[str, Any]) -> str | None:
     return None
 
 
-def _patch_actions(text: str) -> list[tuple[str, ArtifactKind]]:
-    out: list[tuple[str, ArtifactKind]] = []
+def _patch_actions(text: str) -> list[tuple[str, _Op]]:
+    out: list[tuple[str, _Op]] = []
     for m in _PATCH_LINE.finditer(text):
         if m.group("to"):
+            if out:  # ``*** Move to:`` renames the file just updated
+                out[-1] = (out[-1][0], "deleted")
             out.append((m.group("to"), "created"))
         else:
             out.append((m.group("path"), _PATCH_ACTION[m.group("op")]))
-    return out
-
-
-def _shell_file_actions(command: str) -> list[tuple[str, ArtifactKind]]:
-    """Reads and deletions visible in simple shell commands (``sed -n 1,80p f``, ``rm f``)."""
-    out: list[tuple[str, ArtifactKind]] = []
-    for part in _SPLIT_COMMANDS.split(command):
-        try:
-            words = shlex.split(part)
-        except ValueError:
-            continue
-        if not words:
-            continue
-        prog, args = os.path.basename(words[0]), [w for w in words[1:] if not w.startswith("-")]
-        if prog in _READ_COMMANDS:
-            if prog == "sed" and args and not any(w.startswith("-i") for w in words[1:]):
-                args = args[1:]  # the sed script
-            elif prog == "sed":
-                continue
-            out.extend((a, "read") for a in args if "/" in a or "." in a)
-        elif prog == "rm":
-            out.extend((a, "deleted") for a in args)
     return out
 
 
@@ -117,20 +111,35 @@ class _Normalizer:
         return norm
 
 
-def _actions_for(
-    m: Message, seen: set[str], norm: _Normalizer
-) -> tuple[list[ArtifactAction], str | None]:
-    """The artifact actions and the shell command (if any) of one tool_use message."""
+@dataclass(slots=True)
+class _Files:
+    """What the session has done to its files so far (carried from turn to turn)."""
+
+    norm: _Normalizer
+    seen: set[str] = field(default_factory=set)  # known to exist: read or written, not deleted
+    changed: set[str] = field(default_factory=set)  # changed by a successful action
+
+
+def _is_snapshot(m: Message) -> bool:
+    """An opencode ``patch`` part: the files a step changed, however it changed them."""
+    return _tool_key(m.tool_name) == "patch" and bool(m.meta.get("synthetic"))
+
+
+def _actions_for(m: Message) -> tuple[list[tuple[str, _Op]], str | None]:
+    """The file operations (raw paths) and the shell command (if any) of one tool_use."""
     inp = m.tool_input or {}
     key = _tool_key(m.tool_name)
-    found: list[tuple[str, ArtifactKind]] = []
+    found: list[tuple[str, _Op]] = []
     command: str | None = None
-    if key == "str_replace_based_edit_tool":
+    if _is_snapshot(m):
+        files = inp.get("files")
+        if isinstance(files, list):
+            found.extend((f, "snapshot") for f in files if isinstance(f, str))
+    elif key == "str_replace_based_edit_tool":
         sub = str(inp.get("command", ""))
         path = _path_of(inp)
         if path:
-            kind: ArtifactKind = {"view": "read", "create": "created"}.get(sub, "edited")  # type: ignore[assignment]
-            found.append((path, kind))
+            found.append((path, {"view": "read", "create": "created"}.get(sub, "edited")))  # type: ignore[arg-type]
     elif key in _READ_TOOLS:
         paths = inp.get("paths")
         if isinstance(paths, list):
@@ -142,7 +151,7 @@ def _actions_for(
             found.append((path, "edited"))
     elif key in _WRITE_TOOLS:
         if (path := _path_of(inp)) is not None:
-            found.append((path, "edited" if norm(path) in seen else "created"))
+            found.append((path, "write"))
     elif key in _PATCH_TOOLS:
         files = inp.get("files")
         if isinstance(files, list):
@@ -153,14 +162,48 @@ def _actions_for(
     elif key in _SHELL_TOOLS or _command_of(inp) is not None:
         command = _command_of(inp)
         if command:
-            patch = _patch_actions(command)
-            found.extend(patch if patch else _shell_file_actions(command))
-    actions = [
-        ArtifactAction(norm(path), action, m.id, m.entry_index) for path, action in found if path
-    ]
-    for a in actions:
-        seen.add(a.file_path)
-    return actions, command
+            found.extend(_patch_actions(command) or shell_file_ops(command))
+            workdir = inp.get("workdir") or inp.get("cwd")
+            if isinstance(workdir, str) and workdir:
+                found = [(os.path.join(workdir, path), op) for path, op in found]
+    return found, command
+
+
+def _failed(result: Message | None, shell: bool) -> bool:
+    """True when the tool's result says it failed (so its file actions did not happen)."""
+    if result is None:
+        return False
+    code = result.meta.get("exit_code")
+    if result.is_error or (isinstance(code, int) and code != 0):
+        return True
+    # A shell command's output may say anything; only the file tools' own messages count.
+    return not shell and result.text.lstrip()[:64].lower().startswith(_FAILURE_PREFIXES)
+
+
+def _resolve(ops: Iterable[tuple[str, _Op]], files: _Files) -> list[tuple[str, ArtifactKind]]:
+    """Normalized paths with the action each op amounts to, given what the session did before."""
+    out: list[tuple[str, ArtifactKind]] = []
+    exists: dict[str, bool] = {}  # what this call's earlier ops did (``rm f && touch f``)
+    for raw, op in ops:
+        path = files.norm(raw)
+        if path in (".", ".."):
+            continue
+        new = not exists.get(path, path in files.seen)
+        kind: ArtifactKind | None
+        if op == "write":
+            kind = "created" if new else "edited"
+        elif op == "touch":
+            kind = "created" if new else None
+        elif op == "snapshot":
+            # A change some other action shows is not repeated; others (made by a script,
+            # say) are edits: the snapshot cannot tell a new file from a changed one.
+            kind = None if path in files.changed or path in exists else "edited"
+        else:
+            kind = op
+        if kind is not None and (path, kind) not in out:  # one call, one citation per fact
+            out.append((path, kind))
+            exists[path] = kind != "deleted"
+    return out
 
 
 def _is_turn_start(m: Message) -> bool:
@@ -190,19 +233,51 @@ def split_turns(messages: Sequence[Message]) -> list[list[Message]]:
     return groups
 
 
-def build_turn(number: int, messages: list[Message], cwd: str | None, seen: set[str]) -> Turn:
-    """One turn with its artifacts and commands (``seen`` carries files across turns)."""
-    norm = _Normalizer(cwd)
+def _step_order(messages: Iterable[Message]) -> Iterator[Message]:
+    """The tool calls in order, each opencode snapshot after the other calls of its step.
+
+    A snapshot lists what its step (one assistant message, ``group``) changed; read after
+    the step's own calls, it only adds the changes those calls do not show.
+    """
+    held: list[Message] = []
+    for m in messages:
+        if held and m.group != held[0].group:
+            yield from held
+            held = []
+        if m.type == "tool_use":
+            if _is_snapshot(m):
+                held.append(m)
+            else:
+                yield m
+    yield from held
+
+
+def build_turn(number: int, messages: list[Message], files: _Files) -> Turn:
+    """One turn with its artifacts and commands (``files`` carries the session's files).
+
+    A tool call whose result reports a failure makes no artifact: its attempted actions go
+    to ``Turn.failed_artifacts``, so nothing claims a change that did not happen.
+    """
     results = {m.tool_call_id: m for m in messages if m.type == "tool_result" and m.tool_call_id}
     artifacts: list[ArtifactAction] = []
+    failed: list[ArtifactAction] = []
     commands: list[CommandRun] = []
-    for m in messages:
-        if m.type != "tool_use":
-            continue
-        actions, command = _actions_for(m, seen, norm)
-        artifacts.extend(actions)
+    for m in _step_order(messages):
+        ops, command = _actions_for(m)
+        res = results.get(m.tool_call_id) if m.tool_call_id else None
+        ok = not _failed(res, shell=command is not None)
+        actions = [
+            ArtifactAction(path, kind, m.id, m.entry_index) for path, kind in _resolve(ops, files)
+        ]
+        (artifacts if ok else failed).extend(actions)
+        for a in actions if ok else ():
+            if a.action == "deleted":
+                files.seen.discard(a.file_path)  # so a file written again is created anew
+            else:
+                files.seen.add(a.file_path)
+            if a.action != "read":
+                files.changed.add(a.file_path)
         if command:
-            res = results.get(m.tool_call_id) if m.tool_call_id else None
             exit_code = res.meta.get("exit_code") if res is not None else None
             commands.append(
                 CommandRun(
@@ -214,7 +289,7 @@ def build_turn(number: int, messages: list[Message], cwd: str | None, seen: set[
                 )
             )
     user_text = "\n\n".join(m.text for m in messages if m.is_human).strip()
-    return Turn(number, user_text, messages, artifacts, commands)
+    return Turn(number, user_text, messages, artifacts, commands, failed)
 
 
 def parse_turns(session: Session | Iterable[Message], cwd: str | None = None) -> list[Turn]:
@@ -224,7 +299,5 @@ def parse_turns(session: Session | Iterable[Message], cwd: str | None = None) ->
         cwd = cwd or session.cwd
     else:
         messages = list(session)
-    seen: set[str] = set()
-    return [
-        build_turn(i, group, cwd, seen) for i, group in enumerate(split_turns(messages), start=1)
-    ]
+    files = _Files(_Normalizer(cwd))
+    return [build_turn(i, group, files) for i, group in enumerate(split_turns(messages), start=1)]

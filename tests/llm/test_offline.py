@@ -1,0 +1,206 @@
+"""The offline provider's answers: every outcome listed (or counted), failures kept visible."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from opencode_restore.config import load_config
+from opencode_restore.llm.base import ChatMessage, LLMRequest
+from opencode_restore.llm.offline import (
+    DONE_ITEMS,
+    ERROR_ITEMS,
+    TURN_ERRORS,
+    TURN_OUTCOMES,
+    OfflineProvider,
+)
+from opencode_restore.pipeline.restore import Restoration, RestoreOptions, restore_session
+from opencode_restore.pipeline.schemas import SessionSummary, TurnSummary
+from opencode_restore.sources import open_session
+from opencode_restore.sources.base import WarningSink
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+CODEX_TUI = (
+    "codex/recorded/tui-compact/"
+    "rollout-2026-11-21T11-38-37-01a1fde6-b303-7f63-b067-d32dfaddcad9.jsonl"
+)
+CODEX_EXEC = (
+    "codex/recorded/exec-resume/"
+    "rollout-2026-11-21T11-41-29-01a1fde9-539c-77f2-9e0a-d405fab49546.jsonl"
+)
+UNITTEST = "Ran `python3 -m unittest discover -s tests -t . -v` (exit 0)"
+
+
+def ask(stage: str, facts: dict[str, Any], schema: Any) -> Any:
+    request = LLMRequest(
+        [ChatMessage("user", "x")], response_schema=schema, stage=stage, facts=facts
+    )
+    return anyio.run(OfflineProvider().complete, request).parsed
+
+
+def turn_facts(n: int = 1, **kw: Any) -> dict[str, Any]:
+    return {"turn_number": n, "user_request": f"request {n}", "user_labels": ["M1"]} | kw
+
+
+def command(text: str, label: str, exit_code: int | None = 0) -> dict[str, Any]:
+    return {"command": text, "label": label, "exit_code": exit_code, "is_error": False}
+
+
+def test_failed_attempts_are_errors_never_outcomes() -> None:
+    facts = turn_facts(
+        failed_artifacts=[
+            {"path": "app.py", "action": "edited", "label": "M2"},
+            {"path": "new.py", "action": "created", "label": "M4"},
+            {"path": "gone.py", "action": "read", "label": "M6"},
+        ],
+        errors=[{"label": "M3", "text": "String to replace not found in file."}],
+    )
+    summary = ask("turn_summary", facts, TurnSummary)
+    assert summary.key_outcomes == []
+    assert summary.artifacts_modified == []
+    assert summary.errors_and_fixes == [
+        "Tried to edit `app.py`; it failed [M2]",
+        "Tried to create `new.py`; it failed [M4]",
+        "Error seen: String to replace not found in file. [M3]",
+    ]
+
+
+def test_a_patch_run_through_the_shell_is_listed_once() -> None:
+    facts = turn_facts(
+        artifacts=[
+            {"path": "greet.py", "action": "read", "label": "M5"},
+            {"path": "greet.py", "action": "edited", "label": "M11"},
+        ],
+        commands=[
+            command("sed -n '1,200p' greet.py", "M5"),
+            command("apply_patch <<'EOF'\n*** Update File: greet.py\nEOF", "M11"),
+            command("apply_patch <<'EOF'\n*** Update File: x.py\nEOF", "M12", exit_code=1),
+        ],
+    )
+    summary = ask("turn_summary", facts, TurnSummary)
+    assert summary.key_outcomes == [
+        "Edited `greet.py` [M11]",
+        "Ran `sed -n '1,200p' greet.py` (exit 0) [M5]",
+        "Ran `apply_patch <<'EOF' *** Update File: x.py EOF` (exit 1) [M12]",
+    ]
+
+
+def test_a_turn_with_many_outcomes_says_how_many_are_not_listed() -> None:
+    commands = [command(f"step {i}", f"M{i}") for i in range(TURN_OUTCOMES + 5)]
+    summary = ask("turn_summary", turn_facts(commands=commands), TurnSummary)
+    assert len(summary.key_outcomes) == TURN_OUTCOMES
+    assert (
+        summary.key_outcomes[-2]
+        == f"Ran `step {TURN_OUTCOMES - 2}` (exit 0) [M{TURN_OUTCOMES - 2}]"
+    )
+    assert summary.key_outcomes[-1] == "(and 6 more outcomes of this turn not listed here)"
+
+
+def synthesis(outcomes_per_turn: list[int]) -> SessionSummary:
+    turns = [
+        {
+            "turn_number": n,
+            "user_request_summary": f"request {n} [M1]",
+            "agent_response_summary": "ok",
+            "key_outcomes": [f"outcome {n}.{i}" for i in range(count)],
+        }
+        for n, count in enumerate(outcomes_per_turn, start=1)
+    ]
+    return ask("synthesis", {"turn_summaries": turns}, SessionSummary)  # type: ignore[no-any-return]
+
+
+def test_done_keeps_every_outcome_of_every_turn() -> None:
+    done = synthesis([6, 5, 1]).progress.done
+    assert done == [f"outcome 1.{i}" for i in range(6)] + [
+        *(f"outcome 2.{i}" for i in range(5)),
+        "outcome 3.0",
+    ]
+
+
+def test_done_of_a_long_session_counts_what_it_leaves_out() -> None:
+    done = synthesis([20, 20, 20]).progress.done
+    assert len(done) == DONE_ITEMS
+    left_out = 60 - (DONE_ITEMS - 1)
+    assert done[0] == f"({left_out} earlier outcomes not listed here)"
+    assert done[1] == f"outcome {1 + left_out // 20}.{left_out % 20}"
+    assert done[-1] == "outcome 3.19"
+
+
+def restore(*parts: str) -> Restoration:
+    session = open_session([FIXTURES.joinpath(*parts)], WarningSink())
+    config = load_config(env={})
+    options = RestoreOptions(skip_evidence_search=True)
+    return anyio.run(lambda: restore_session(session, config, OfflineProvider(), options=options))
+
+
+@pytest.mark.parametrize(
+    "path",
+    [CODEX_TUI, CODEX_EXEC, "opencode/recorded/tui-compact/export.json",
+     "opencode/recorded/run-noninteractive/export.json"],
+    ids=["codex-tui", "codex-exec", "opencode-tui", "opencode-run"],
+)  # fmt: skip
+def test_recorded_sessions_done_lists_the_turn_one_test_run(path: str) -> None:
+    r = restore(path)
+    done = r.summary.progress.done
+    assert sum(d.startswith(UNITTEST) for d in done) == 1
+    changes = [d.split(" [")[0] for d in done if not d.startswith("Ran ")]
+    assert changes == ["Edited `greet.py`", "Created `tests/test_greet.py`", "Edited `README.md`"]
+    # One citation per change: the opencode snapshot parts add none of their own.
+    assert all(d.count("[M") == 1 and "," not in d.split("[")[-1] for d in done)
+    assert [(f.path, f.actions) for f in r.files] == [
+        ("greet.py", ["read", "edited"]),
+        ("tests/test_greet.py", ["created"]),
+        ("README.md", ["read", "edited"]),
+    ]
+
+
+def test_failed_edits_are_not_done() -> None:
+    r = restore("pipeline/qa/failedit.jsonl")
+    assert r.summary.progress.done == []
+    assert r.files == []
+    assert any("String to replace not found" in e for e in r.summary.errors_fixes_ruled_out)
+
+
+def test_errors_are_capped_with_a_count_too() -> None:
+    errors = [{"label": f"M{i}", "text": f"boom {i}"} for i in range(TURN_ERRORS + 2)]
+    summary = ask("turn_summary", turn_facts(errors=errors), TurnSummary)
+    assert summary.errors_and_fixes[-1] == "(and 3 more errors of this turn not listed here)"
+    turns = [
+        {
+            "turn_number": n,
+            "user_request_summary": "r [M1]",
+            "agent_response_summary": "ok",
+            "errors_and_fixes": [f"error {n}.{i}" for i in range(10)],
+        }
+        for n in (1, 2, 3)
+    ]
+    listed = ask("synthesis", {"turn_summaries": turns}, SessionSummary).errors_fixes_ruled_out
+    assert len(listed) == ERROR_ITEMS
+    assert listed[0] == f"({30 - ERROR_ITEMS + 1} earlier errors not listed here)"
+    assert listed[-1] == "error 3.9"
+
+
+def test_a_failed_command_without_exit_code_says_so() -> None:
+    facts = turn_facts(commands=[{"command": "make", "label": "M2", "is_error": True}])
+    summary = ask("turn_summary", facts, TurnSummary)
+    assert summary.key_outcomes == ["Ran `make` (failed) [M2]"]
+
+
+def test_range_summary_is_one_line_per_turn() -> None:
+    turns = [
+        {
+            "turn_number": 1,
+            "user_request_summary": "add flag [M1]",
+            "agent_response_summary": "done",
+        },
+        {"turn_number": 2, "user_request_summary": "docs [M6]", "agent_response_summary": "ok"},
+    ]
+    request = LLMRequest(
+        [ChatMessage("user", "x")], stage="range_summary", facts={"turn_summaries": turns}
+    )
+    result = anyio.run(OfflineProvider().complete, request)
+    assert result.text == "Turn 1: add flag [M1] → done\nTurn 2: docs [M6] → ok"
+    assert result.parsed is None
