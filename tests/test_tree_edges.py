@@ -15,7 +15,7 @@ from opencode_restore.pipeline.branches import MAX_BRANCH_CHARS, summarize_branc
 from opencode_restore.pipeline.restore import make_context
 from opencode_restore.sources import open_session
 from opencode_restore.sources.base import WarningSink
-from opencode_restore.sources.pi_migrate import branch_lines, export_pi_branch, write_atomic
+from opencode_restore.sources.pi_migrate import branch_lines, export_pi_branch
 from opencode_restore.sources.pi_tree import PiEntry
 from opencode_restore.tree import SessionTree, TreeNode, resolve_leaf, timeline_tree, tree_of
 from opencode_restore.tree.export import export_branch
@@ -119,18 +119,6 @@ def test_claude_export_keeps_side_chains_and_skips_bad_lines(
     lines = dest.read_text().splitlines()
     assert json.loads(lines[-1])["uuid"] == "side-1"
     assert all(line.startswith("{") for line in lines)
-
-
-def test_write_atomic_cleans_up_on_failure(tmp_path: Path) -> None:
-    def boom():  # type: ignore[no-untyped-def]
-        yield b"ok\n"
-        raise RuntimeError("disk full")
-
-    dest = tmp_path / "x.jsonl"
-    with pytest.raises(RuntimeError):
-        write_atomic(dest, boom())
-    assert not dest.exists()
-    assert list(tmp_path.iterdir()) == []
 
 
 def test_branch_lines_skip_labels_off_the_path(fixtures: Path, tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from opencode_restore.batch.manifest import Manifest, write_atomic
+from opencode_restore.batch.manifest import Manifest
 from opencode_restore.sources.base import WarningSink
 
 
@@ -60,11 +60,3 @@ def test_lines_without_a_key_are_reported(tmp_path: Path) -> None:
     sink = WarningSink()
     assert Manifest(path, sink).latest == {}
     assert [w.line for w in sink.warnings] == [1, 3]
-
-
-def test_write_atomic_replaces_whole_files(tmp_path: Path) -> None:
-    target = tmp_path / "s.md"
-    write_atomic(target, b"old")
-    write_atomic(target, b"new" * 1000)
-    assert target.read_bytes() == b"new" * 1000
-    assert [p.name for p in tmp_path.iterdir()] == ["s.md"]

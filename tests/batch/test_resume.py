@@ -301,3 +301,18 @@ def test_batch_timelines_keep_saves_in_memory_until_flushed(tmp_path: Path) -> N
     assert json.loads(store.path_for("s1").read_text()) == {"turns": [1, 2]}
     assert sorted(p.name for p in store.directory.iterdir()) == ["s1.json"]
     assert BatchTimelines(tmp_path / "timelines").load("s1") == {"turns": [1, 2]}
+
+
+def test_batch_timelines_apply_turn_changes_in_memory(tmp_path: Path) -> None:
+    store = BatchTimelines(tmp_path / "timelines")
+    store.save("s1", {"generation": 2, "turns": [1], "numbering": {"labels": ["M1"]}})
+    change = {"generation": 2, "append": {"turns": [2], "numbering.labels": ["M2"]}}
+    store.append("s1", change)
+    assert not store.journal_for("s1").exists()  # no fsynced line per turn in a batch
+    store.flush("s1")
+    saved = json.loads(store.path_for("s1").read_text())
+    assert saved == {"generation": 2, "turns": [1, 2], "numbering": {"labels": ["M1", "M2"]}}
+    # A change for a snapshot that is not waiting here goes to the journal on disk.
+    store.append("s1", {"generation": 2, "append": {"turns": [3]}})
+    assert store.journal_for("s1").exists()
+    assert BatchTimelines(tmp_path / "timelines").load("s1")["turns"] == [1, 2, 3]

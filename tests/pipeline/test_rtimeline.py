@@ -22,7 +22,6 @@ from opencode_restore.pipeline.rtimeline import (
 from opencode_restore.pipeline.timeline_store import (
     SourceFile,
     TimelineStore,
-    atomic_write,
     file_change,
     safe_name,
     source_file,
@@ -304,15 +303,6 @@ def test_safe_names() -> None:
     assert odd.startswith("a_b_c-")
     assert safe_name("a/b") != safe_name("a_b")
     assert safe_name("///").startswith("session-")
-
-
-def test_atomic_write_replaces_whole_files(tmp_path: Path) -> None:
-    target = tmp_path / "deep" / "t.json"
-    atomic_write(target, b'{"a": 1}')
-    atomic_write(target, b'{"a": 2}')
-    assert json.loads(target.read_text()) == {"a": 2}
-    assert oct(target.stat().st_mode & 0o777) == "0o600"
-    assert [p.name for p in target.parent.iterdir()] == ["t.json"]
 
 
 def test_store_cleans_temporary_files_of_dead_runs(tmp_path: Path) -> None:

@@ -21,33 +21,11 @@ from typing import Any
 
 import orjson
 
+from ..atomic import fsync_directory
 from ..sources.base import WarningSink
 
 #: The statuses a line can carry; only ``done`` sessions are skipped by a re-run.
 STATUSES = ("done", "incomplete", "failed")
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that readers see the old or the new file, whole."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def read_lines(path: Path, sink: WarningSink) -> Iterator[dict[str, Any]]:
@@ -116,7 +94,7 @@ class Manifest:
         if size and os.pread(fd, 1, size - 1) != b"\n":
             os.write(fd, b"\n")
         if created:
-            _fsync_dir(self.path.parent)
+            fsync_directory(self.path.parent)
         return fd
 
     def close(self) -> None:

@@ -25,6 +25,7 @@ from typing import Any
 import anyio
 from anyio import to_thread
 
+from ..atomic import atomic_write, remove_stale_temporaries
 from ..config import Config
 from ..llm.base import Provider
 from ..model import Session
@@ -33,7 +34,7 @@ from ..pipeline.restore import RestoreOptions, restore_session
 from ..report.summary import summary_markdown
 from ..sources.base import WarningSink
 from .items import BatchItem, safe_name
-from .manifest import Manifest, write_atomic
+from .manifest import Manifest
 from .timeline_lock import timeline_lock
 from .timelines import BatchTimelines
 
@@ -122,6 +123,7 @@ class BatchJob:
         todo, done = self.plan()
         report = BatchReport([Outcome(item, "skipped") for item in done])
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(self.out_dir)  # outputs half-written when a batch was killed
         pending = iter(todo)
 
         async def worker() -> None:
@@ -191,8 +193,8 @@ class BatchJob:
                     await to_thread.run_sync(store.flush, key)
 
     def _save(self, item: BatchItem, restoration: Restoration) -> dict[str, Any]:
-        write_atomic(self.out_dir / f"{item.key}.md", summary_markdown(restoration).encode())
-        write_atomic(
+        atomic_write(self.out_dir / f"{item.key}.md", summary_markdown(restoration).encode())
+        atomic_write(
             self.out_dir / f"{item.key}.json", restoration.model_dump_json(indent=2).encode()
         )
         return self.on_result(item, restoration) if self.on_result is not None else {}

@@ -4,8 +4,9 @@ A restore saves its timeline after each turn and each stage, so that ``restore``
 killed mid-session resumes at its next turn. In a batch those saves (six for a
 three-turn session, each a file written, fsynced and renamed) cost more CPU than the
 restore's own work per LLM call (measured by ``bench/batch.py``). `BatchTimelines`
-keeps them in memory and `flush` writes the latest one when the session ends, done or
-failed, before the next restore of that session may start (under its lock).
+keeps them in memory (a turn's journal change is applied to the snapshot waiting there)
+and `flush` writes the latest one when the session ends, done or failed, before the
+next restore of that session may start (under its lock).
 
 What a kill costs: the sessions in flight at that moment lose the turns summarized in
 this run and redo them; finished sessions are in the manifest and are never redone.
@@ -17,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..pipeline.timeline_store import TimelineStore
+from ..pipeline.timeline_store import TimelineStore, apply_change
 
 
 class BatchTimelines(TimelineStore):
@@ -34,6 +35,15 @@ class BatchTimelines(TimelineStore):
         with self._guard:
             self._pending[session_id] = payload
         return self.path_for(session_id)
+
+    def append(self, session_id: str, change: dict[str, Any]) -> None:
+        """Apply ``change`` to the timeline waiting in memory (or journal it on disk)."""
+        with self._guard:
+            pending = self._pending.get(session_id)
+            if pending is not None and pending.get("generation") == change.get("generation"):
+                apply_change(pending, change)
+                return
+        super().append(session_id, change)
 
     def load(self, session_id: str) -> dict[str, Any] | None:
         """The unwritten timeline of ``session_id`` if there is one, else the saved one."""

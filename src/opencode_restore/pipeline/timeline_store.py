@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from ..atomic import atomic_write, remove_stale_temporaries
 from ..model import Message, Turn
 
 log = logging.getLogger(__name__)
@@ -122,32 +123,14 @@ def chain_hash(*parts: str) -> str:
     return h.hexdigest()
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data``: temporary file, fsync, rename, fsync of the directory."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
 class TimelineStore:
     """The directory of saved timelines (``config.data_dir / "timelines"``)."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
+        # Temporary files of killed runs are looked for once: the look lists the whole
+        # directory, which a batch of thousands of sessions must not do per save.
+        self._swept = False
 
     def path_for(self, session_id: str) -> Path:
         """The file that holds ``session_id``'s timeline."""
@@ -182,13 +165,13 @@ class TimelineStore:
         Stale temporary files of killed runs are removed.
         """
         path = self.path_for(session_id)
-        atomic_write(path, orjson.dumps(payload, option=orjson.OPT_INDENT_2))
+        atomic_write(path, orjson.dumps(payload, option=orjson.OPT_INDENT_2), mode=0o600)
         # A crash before this unlink leaves lines of the previous generation, which
         # load skips: the snapshot already holds them.
         self.journal_for(session_id).unlink(missing_ok=True)
-        for stale in path.parent.glob(f".{path.name}.*.tmp"):
-            if not _alive(stale.name.rsplit(".", 2)[-2]):
-                stale.unlink(missing_ok=True)
+        if not self._swept:
+            self._swept = True
+            remove_stale_temporaries(path.parent)
         return path
 
     def journal_for(self, session_id: str) -> Path:
@@ -222,26 +205,19 @@ def _replay_journal(data: dict[str, Any], path: Path) -> None:
     for line in raw.splitlines():
         try:
             change = orjson.loads(line)
-            if change.get("generation") != generation:
-                continue
-            for key, items in change.get("append", {}).items():
-                *parents, last = key.split(".")
-                target = data
-                for part in parents:
-                    target = target[part]
-                target[last].extend(items)
-            data.update(change.get("set", {}))
+            if change.get("generation") == generation:
+                apply_change(data, change)
         except (orjson.JSONDecodeError, AttributeError, KeyError, TypeError):
             log.warning("%s: torn or unreadable change; the changes after it are ignored", path)
             return
 
 
-def _alive(pid: str) -> bool:
-    """True when ``pid`` names a running process (its temporary file may be in use)."""
-    try:
-        os.kill(int(pid), 0)
-    except (ValueError, ProcessLookupError):
-        return False
-    except PermissionError:
-        return True
-    return True
+def apply_change(data: dict[str, Any], change: dict[str, Any]) -> None:
+    """Apply one journal change (see `TimelineStore.append`) to a payload in place."""
+    for key, items in change.get("append", {}).items():
+        *parents, last = key.split(".")
+        target = data
+        for part in parents:
+            target = target[part]
+        target[last].extend(items)
+    data.update(change.get("set", {}))

@@ -10,11 +10,9 @@ original, and migrating again changes nothing.
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from ..atomic import atomic_write
 from ..errors import SourceError, UsageError
 from . import pi_tree
 from .base import WarningSink
@@ -44,19 +43,6 @@ class MigrationResult:
 def _line(obj: dict[str, Any]) -> bytes:
     # pi writes JSON.stringify(entry): compact, keys in insertion order, UTF-8 as is.
     return orjson.dumps(obj) + b"\n"
-
-
-def write_atomic(dest: Path, lines: Iterable[bytes]) -> None:
-    """Write ``lines`` to ``dest`` through a temp file in the same directory, then rename."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            for line in lines:
-                fh.write(line)
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def backup_path(path: Path) -> Path:
@@ -111,7 +97,7 @@ def migrate_file(
     if in_place:
         result.backup = backup_path(source)
         shutil.copy2(source, result.backup)
-    write_atomic(target, (_line(obj) for obj in [pi.header, *(e.data for e in pi.entries)]))
+    atomic_write(target, (_line(obj) for obj in [pi.header, *(e.data for e in pi.entries)]))
     result.written = target
     return result
 
@@ -196,6 +182,6 @@ def export_pi_branch(
     path = pi_tree.path_to_root(by_id, by_id[leaf])
     labels = pi_tree.resolve_labels(pi.entries)
     session_id, lines = branch_lines(pi.header, path, labels, source)
-    write_atomic(dest, lines)
+    atomic_write(dest, lines)
     written_labels = len(lines) - 1 - sum(1 for e in path if e.type != "label")
     return BranchExport(dest, session_id, len(lines) - 1, written_labels)

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import orjson
 
+from ..atomic import atomic_write
 from ..errors import UsageError
 from ..sources import get_reader
 from ..sources.base import WarningSink, iter_json_lines
-from ..sources.pi_migrate import export_pi_branch, write_atomic
+from ..sources.pi_migrate import export_pi_branch
 from .build import timeline_tree
 
 
@@ -79,5 +80,5 @@ def _export_claude(source: Path, leaf: str, dest: Path) -> int:
                 kept += 1
                 yield raw if raw.endswith(b"\n") else raw + b"\n"
 
-    write_atomic(dest, lines())
+    atomic_write(dest, lines())
     return kept

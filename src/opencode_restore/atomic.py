@@ -1,0 +1,66 @@
+"""Files replaced whole: readers see the old content or the new, never a torn write.
+
+Every writer of the package that replaces a file (restore timelines, batch outputs,
+migrated and exported sessions) goes through `atomic_write`: a temporary file named
+after the target and the writing process, written, fsynced, renamed over the target,
+and the directory fsynced. A process killed half-way leaves only its temporary file,
+which `remove_stale_temporaries` deletes once that process is gone.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+
+def atomic_write(path: Path, data: bytes | Iterable[bytes], *, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``data`` (bytes, or chunks of bytes written in order)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        try:
+            for chunk in [data] if isinstance(data, bytes) else data:
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_directory(path.parent)
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make a rename or a new file in ``directory`` durable."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def remove_stale_temporaries(directory: Path) -> int:
+    """Delete the temporary files of writers that died (SIGKILL) in ``directory``."""
+    removed = 0
+    for stale in directory.glob(".*.tmp"):
+        pid = stale.name.rsplit(".", 2)[-2]
+        if not _alive(pid):
+            stale.unlink(missing_ok=True)
+            removed += 1
+    return removed
+
+
+def _alive(pid: str) -> bool:
+    """True when ``pid`` names a running process (its temporary file may be in use)."""
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
