@@ -24,6 +24,8 @@ from ..pipeline.timeline_store import TimelineStore, apply_change
 class BatchTimelines(TimelineStore):
     """A `TimelineStore` whose saves wait in memory until `flush`."""
 
+    in_memory = True
+
     def __init__(self, directory: Path) -> None:
         super().__init__(directory)
         self._pending: dict[str, dict[str, Any]] = {}

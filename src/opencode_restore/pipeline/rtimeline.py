@@ -425,13 +425,16 @@ class RestoreTimeline:
             labels = self.numbering.get("labels", [])
             now = (len(self.turns), len(self.blocks), len(labels))
             saved = self._saved
+            write: Callable[[str, dict[str, Any]], object]
             if snapshot or saved is None or any(n < was for n, was in zip(now, saved, strict=True)):
                 self.generation += 1
-                payload = self.to_dict()
-                await anyio.to_thread.run_sync(store.save, self.key, payload)
+                write, data = store.save, self.to_dict()
             else:
-                change = self._change(saved, labels)
-                await anyio.to_thread.run_sync(store.append, self.key, change)
+                write, data = store.append, self._change(saved, labels)
+            if store.in_memory:  # a thread hop costs more than keeping the data
+                write(self.key, data)
+            else:
+                await anyio.to_thread.run_sync(write, self.key, data)
             self._saved = now
 
     def _change(self, saved: tuple[int, int, int], labels: list[Any]) -> dict[str, Any]:

@@ -126,6 +126,9 @@ def chain_hash(*parts: str) -> str:
 class TimelineStore:
     """The directory of saved timelines (``config.data_dir / "timelines"``)."""
 
+    #: True when ``save`` and ``append`` only keep data in memory (no I/O to wait for).
+    in_memory = False
+
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         # Temporary files of killed runs are looked for once: the look lists the whole
