@@ -24,7 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from common import ROOT, precompile
+
 SERVER = ROOT / "tests" / "fakes" / "fake_llm_server.py"
 EXPORT = ROOT / "fixtures" / "opencode" / "recorded" / "tui-compact" / "export.json"
 EXPORT_ID = "ses_e021ac976ffeprCgfn115CWSLu"
@@ -74,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--concurrency", type=int, default=16)
     args = parser.parse_args(argv)
+    precompile()
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as name:
         tmp = Path(name)
         build(tmp / "in", args.sessions)
