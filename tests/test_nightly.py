@@ -211,4 +211,4 @@ def test_opencode_sessions_and_vanished_files(env: dict[str, str], tmp_path: Pat
     gone.unlink()
     code, output = _nightly(env, tmp_path)
     assert code == 0
-    assert f"{FILES[0].stem}:0: no transcript file of this session exists any more" in output
+    assert f"{FILES[0].stem}: no transcript file of this session exists any more" in output

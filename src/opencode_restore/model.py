@@ -182,7 +182,9 @@ class ReadWarning:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
+        # Line 0 means the problem is the file as a whole (unreadable, wrong format).
+        where = f"{self.path}:{self.line}" if self.line > 0 else self.path
+        return f"{where}: {self.message}"
 
 
 @dataclass(slots=True)

@@ -183,3 +183,14 @@ def test_unreadable_inputs_exit_2(tmp_path: Path) -> None:
     code, _, err = invoke("messages", str(tmp_path))
     assert code == 2
     assert "a directory that is no session folder" in err
+
+
+def test_a_forced_format_that_finds_nothing_says_what_the_file_is(fixtures: Path) -> None:
+    log = fixtures / "claude-code/recorded/tui-compact/e57fea98-e10e-4cce-a470-5de2e7413154.jsonl"
+    code, out, err = invoke("messages", str(log), "--agent", "codex")
+    assert code == 0
+    assert out == ""
+    assert f"warning: {log}: read as codex, nothing found; it looks like a claude-code log" in err
+    code, out, err = invoke("messages", str(log), "--agent", "claude-code")
+    assert out
+    assert "looks like" not in err

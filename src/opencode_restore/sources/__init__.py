@@ -103,14 +103,43 @@ def resolve(paths: Sequence[Path], agent: str | None) -> Reader:
 
 def open_session(paths: Sequence[Path], sink: WarningSink, agent: str | None = None) -> Session:
     """Read ``paths`` (one session's chain of files, oldest first) into a ``Session``."""
-    return resolve(paths, agent).read(paths, sink)
+    reader = resolve(paths, agent)
+    session = reader.read(paths, sink)
+    if agent and not session.messages():
+        _warn_forced(paths, reader, sink)
+    return session
 
 
 def iter_messages(
     paths: Sequence[Path], sink: WarningSink, agent: str | None = None
 ) -> Iterator[Message]:
     """Stream the messages of one session's chain of files, oldest first."""
-    return resolve(paths, agent).iter_messages(paths, sink)
+    reader = resolve(paths, agent)
+    if not agent:
+        return reader.iter_messages(paths, sink)
+    return _checked(paths, reader, sink)
+
+
+def _checked(paths: Sequence[Path], reader: Reader, sink: WarningSink) -> Iterator[Message]:
+    empty = True
+    for message in reader.iter_messages(paths, sink):
+        empty = False
+        yield message
+    if empty:
+        _warn_forced(paths, reader, sink)
+
+
+def _warn_forced(paths: Sequence[Path], reader: Reader, sink: WarningSink) -> None:
+    """A format forced with --agent found nothing: say what the file looks like instead."""
+    for path in paths:
+        try:
+            detected = detect(path).name
+        except SourceError:
+            continue
+        if detected != reader.name:
+            sink.warn(
+                path, 0, f"read as {reader.name}, nothing found; it looks like a {detected} log"
+            )
 
 
 def filter_messages(
