@@ -7,8 +7,14 @@ from typing import Any
 
 import pytest
 
-from opencode_restore.model import Message, Turn
-from opencode_restore.pipeline.turn_parser import parse_turns
+from opencode_restore.model import Message, TimelineEvent, TimelineSpan, Turn
+from opencode_restore.pipeline.turn_parser import (
+    _Files,
+    _Normalizer,
+    _subagents,
+    build_turn,
+    parse_turns,
+)
 from opencode_restore.sources import open_session
 from opencode_restore.sources.base import WarningSink
 
@@ -241,3 +247,35 @@ def test_patch_renames_list_forms_and_pathless_tools() -> None:
         ("lone.py", "created"),
     ]
     assert [c.command for c in turn.commands] == ["touch c.txt", "rm 'd e.txt'"]
+
+
+def test_what_a_sub_agent_did_counts_for_the_turn_that_started_it() -> None:
+    # agent-atest01.jsonl beside the log is the Explore agent of call toolu_task_001.
+    session = open_session([FIXTURES / "claude-code/scout/agent_session.jsonl"], WarningSink())
+    [turn] = parse_turns(session)
+    task = next(m for m in turn.messages if m.tool_call_id == "toolu_task_001")
+    assert task.tool_name == "Task"
+    [command] = turn.commands
+    assert command.command == "ls -la"
+    assert (command.message_id, command.line_number) == (task.id, task.entry_index)
+    # Without the session (bare messages) there is no sub-agent to follow.
+    assert parse_turns(session.messages())[0].commands == []
+
+
+def test_a_sub_agent_linked_twice_is_taken_once() -> None:
+    edit = Message(
+        "s1", "assistant", "tool_use", "", tool_name="Write", tool_call_id="w1",
+        tool_input={"file_path": "/w/a.py"},
+    )  # fmt: skip
+    span = TimelineSpan("sub", "Explore", meta={"tool_use_id": "t1"})
+    span.content.append(TimelineEvent(uuid="s1", kind="message", message=edit))
+    calls = [
+        Message("u", "user", "text", "go", entry_index=1),
+        Message("c1", "assistant", "tool_use", "", tool_name="Task", tool_call_id="t1"),
+        Message("c2", "assistant", "tool_use", "", tool_name="Task", tool_call_id="t1"),
+    ]
+    root = TimelineSpan("root", "main", content=[span])
+    turn = build_turn(1, calls, _Files(_Normalizer("/w")), _subagents(root, {}))
+    assert [(a.file_path, a.action, a.message_id) for a in turn.artifacts] == [
+        ("a.py", "created", "c1")
+    ]

@@ -14,7 +14,15 @@ from typing import Any, Literal
 
 import regex
 
-from ..model import ArtifactAction, ArtifactKind, CommandRun, Message, Session, Turn
+from ..model import (
+    ArtifactAction,
+    ArtifactKind,
+    CommandRun,
+    Message,
+    Session,
+    TimelineSpan,
+    Turn,
+)
 from .shell_files import ShellOp, shell_file_ops
 
 _READ_TOOLS = {"read", "read_file", "view", "readfile", "notebookread", "read_many_files"}
@@ -252,24 +260,43 @@ def _step_order(messages: Iterable[Message]) -> Iterator[Message]:
     yield from held
 
 
-def build_turn(number: int, messages: list[Message], files: _Files) -> Turn:
+def build_turn(
+    number: int,
+    messages: list[Message],
+    files: _Files,
+    subagents: dict[str, list[Message]] | None = None,
+) -> Turn:
     """One turn with its artifacts and commands (``files`` carries the session's files).
 
     A tool call whose result reports a failure makes no artifact: its attempted actions go
-    to ``Turn.failed_artifacts``, so nothing claims a change that did not happen.
+    to ``Turn.failed_artifacts``, so nothing claims a change that did not happen. What a
+    sub-agent started by a call of this turn did (``subagents``: its conversation by the
+    id of that call) counts for the turn and is cited by that call, the message a reader
+    of the main conversation sees.
     """
+    turn = Turn(number, "\n\n".join(m.text for m in messages if m.is_human).strip(), messages)
+    _take(messages, files, turn, subagents if subagents is not None else {}, None)
+    return turn
+
+
+def _take(
+    messages: list[Message],
+    files: _Files,
+    turn: Turn,
+    subagents: dict[str, list[Message]],
+    cite: Message | None,
+) -> None:
     results = {m.tool_call_id: m for m in messages if m.type == "tool_result" and m.tool_call_id}
-    artifacts: list[ArtifactAction] = []
-    failed: list[ArtifactAction] = []
-    commands: list[CommandRun] = []
     for m in _step_order(messages):
+        source = cite or m
         ops, command = _actions_for(m)
         res = results.get(m.tool_call_id) if m.tool_call_id else None
         ok = not _failed(res, shell=command is not None)
         actions = [
-            ArtifactAction(path, kind, m.id, m.entry_index) for path, kind in _resolve(ops, files)
+            ArtifactAction(path, kind, source.id, source.entry_index)
+            for path, kind in _resolve(ops, files)
         ]
-        (artifacts if ok else failed).extend(actions)
+        (turn.artifacts if ok else turn.failed_artifacts).extend(actions)
         for a in actions if ok else ():
             if a.action == "deleted":
                 files.seen.discard(a.file_path)  # so a file written again is created anew
@@ -279,25 +306,42 @@ def build_turn(number: int, messages: list[Message], files: _Files) -> Turn:
                 files.changed.add(a.file_path)
         if command:
             exit_code = res.meta.get("exit_code") if res is not None else None
-            commands.append(
+            turn.commands.append(
                 CommandRun(
                     command=command,
-                    message_id=m.id,
-                    line_number=m.entry_index,
+                    message_id=source.id,
+                    line_number=source.entry_index,
                     exit_code=exit_code if isinstance(exit_code, int) else None,
                     is_error=bool(res.is_error) if res is not None else False,
                 )
             )
-    user_text = "\n\n".join(m.text for m in messages if m.is_human).strip()
-    return Turn(number, user_text, messages, artifacts, commands, failed)
+        if m.type == "tool_use" and m.tool_call_id and m.tool_call_id in subagents:
+            # pop: a sub-agent is taken once, even if a malformed log links it twice.
+            _take(subagents.pop(m.tool_call_id), files, turn, subagents, source)
+
+
+def _subagents(span: TimelineSpan, out: dict[str, list[Message]]) -> dict[str, list[Message]]:
+    """The conversations of the sub-agents below ``span`` (abandoned branches excluded),
+    by the id of the tool call that started each."""
+    for child in span.spans():
+        link = child.meta.get("tool_use_id")
+        if isinstance(link, str) and link and link not in out:
+            out[link] = child.messages()
+        _subagents(child, out)
+    return out
 
 
 def parse_turns(session: Session | Iterable[Message], cwd: str | None = None) -> list[Turn]:
     """turn_parser's entry point: the turns of a session's active conversation."""
+    subagents: dict[str, list[Message]] = {}
     if isinstance(session, Session):
         messages = session.messages()
         cwd = cwd or session.cwd
+        _subagents(session.timeline.root, subagents)
     else:
         messages = list(session)
     files = _Files(_Normalizer(cwd))
-    return [build_turn(i, group, files) for i, group in enumerate(split_turns(messages), start=1)]
+    return [
+        build_turn(i, group, files, subagents)
+        for i, group in enumerate(split_turns(messages), start=1)
+    ]

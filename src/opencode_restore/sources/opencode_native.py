@@ -129,6 +129,7 @@ def _span(
         span = _span(store, child, infos, sink, seen)
         link = converter.task_links.get(span.id)
         span.meta["task_call"] = link
+        span.meta["tool_use_id"] = link  # the unified link to the starting call
         (after.setdefault(link, []) if link in known else tail).append(span)
     content: list[TimelineEvent | TimelineSpan] = []
     for event in events:

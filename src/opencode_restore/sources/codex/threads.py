@@ -143,6 +143,8 @@ def attach_children(
                 "file": str(path),
                 "parent_thread_id": header.parent_thread_id,
                 "spawn_call_id": header.spawn_call_id,
+                # The unified link to the call that started it (as the other readers set).
+                "tool_use_id": header.spawn_call_id,
                 "cwd": header.cwd,
                 "model": header.model,
             },
