@@ -23,7 +23,14 @@ from ..llm.retry import call_with_retry
 from .context import StageContext
 from .prompts import RenderedPrompt, quote_log
 from .prompts import render as render_prompt
-from .render import debug_view, raw_tokens, request_chars, stream_texts
+from .render import (
+    RedactCache,
+    debug_view,
+    raw_tokens,
+    redact_request,
+    request_chars,
+    stream_texts,
+)
 from .rtimeline import Block, RestoreTimeline
 
 LOW_WATER = 0.6
@@ -108,6 +115,7 @@ class Window:
     estimator: TokenEstimator = field(default_factory=TokenEstimator)
     debug: Callable[[str], None] | None = None
     _last_chars: int = 0
+    _redact: RedactCache | None = None
 
     @property
     def budget(self) -> int:
@@ -123,16 +131,21 @@ class Window:
     async def _render(
         self, prompt: RenderedPrompt, base: LLMRequest, notes: list[str]
     ) -> LLMRequest:
-        return await self.timeline.render(
+        request = await self.timeline.render(
             base,
             system=prompt.system,
-            header=self.ctx.redact(prompt.context),
-            task=self.ctx.redact(prompt.task),
+            header=prompt.context,
+            task=prompt.task,
             ttl_seconds=self.ttl,
             prune_buffer_seconds=self.ctx.config.restore.cache_prune_buffer_seconds,
             announcements=notes,
             consume=False,
         )
+        # Everything, the stream of earlier summaries and the facts included: nothing
+        # unredacted reaches a provider. The stream repeats call after call, hence the cache.
+        if self._redact is None:
+            self._redact = RedactCache(self.ctx.redact)
+        return redact_request(request, self._redact)
 
     def _base(
         self,

@@ -13,7 +13,8 @@ from ..model import Session
 from ..redact import Redactor
 from ..timeline.numbering import Numbering
 from ..timeline.preprocess import MessagesPreprocessor
-from .prompts import RenderedPrompt
+from .prompts import RenderedPrompt, quote_messages
+from .render import redact_request
 
 
 @dataclass
@@ -29,8 +30,12 @@ class StageContext:
     redactor: Redactor = field(default_factory=Redactor)
 
     def __post_init__(self) -> None:
+        # Message bodies are quoted so log text cannot pass for a message header.
         self.numbering = Numbering(
-            MessagesPreprocessor(max_tool_output_chars=self.config.restore.max_tool_output_chars)
+            MessagesPreprocessor(
+                max_tool_output_chars=self.config.restore.max_tool_output_chars,
+                transform=quote_messages,
+            )
         )
 
     @property
@@ -53,9 +58,9 @@ class StageContext:
         """An LLM request from a rendered prompt: stable parts first, cache points marked."""
         messages = []
         if prompt.context:
-            messages.append(ChatMessage("user", self.redact(prompt.context), cache_breakpoint=True))
-        messages.append(ChatMessage("user", self.redact(prompt.task)))
-        return LLMRequest(
+            messages.append(ChatMessage("user", prompt.context, cache_breakpoint=True))
+        messages.append(ChatMessage("user", prompt.task))
+        request = LLMRequest(
             messages=messages,
             system=[SystemBlock(prompt.system, cache_breakpoint=True)],
             max_tokens=self.config.llm.max_tokens,
@@ -66,3 +71,4 @@ class StageContext:
             cache_key=self.session.id,
             **kwargs,
         )
+        return redact_request(request, self.redact)

@@ -6,7 +6,9 @@ the message with the greatest ``entry_index <= N`` and carries that message's ``
 Elsewhere (an opencode export or database, an Inspect log, a legacy Gemini JSON file) a
 line says nothing about messages, so the messages themselves are searched, each hit
 labelled by its message. Files are streamed a line at a time (very long lines in chunks
-of 1 MB), never read whole.
+of 1 MB), never read whole. Of a line longer than 4 MB (a giant tool output) only the
+first 2 MB and the last 1-2 MB are searched, and the result says so: a pass over every
+byte of a 50 MB line costs seconds and finds nothing a model could use.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from .sandbox import GrepResult, Matcher, Refused, clip_line, grep, open_regular
 
 LINE_AGENTS = frozenset({"claude-code", "codex", "pi", "terminal"})
 MAX_LINE_BYTES = 1 << 20
+# Chunks of one raw line searched from its start; its last two chunks are searched too.
+HEAD_CHUNKS = 2
 # Characters around a match that are redacted together, so a secret is never split.
 _WINDOW = 1000
 
@@ -64,15 +68,40 @@ def describe_stop(found: GrepResult, matcher: Matcher, max_hits: int) -> list[st
     return notes
 
 
-def _raw_lines(fd: int) -> Iterator[tuple[int, str]]:
+def _decoded(chunk: bytes) -> str:
+    return chunk.decode("utf-8", errors="replace").rstrip("\r\n")
+
+
+def _raw_lines(fd: int, cut: list[int]) -> Iterator[tuple[int, str]]:
+    """Numbered chunks of the file's lines; the middle of a very long line is skipped.
+
+    A line's first ``HEAD_CHUNKS`` chunks and its last two are yielded; the numbers of
+    lines whose middle was skipped are appended to ``cut``.
+    """
     with os.fdopen(fd, "rb") as fh:
         number = 0
-        continuing = False
+        part = 0  # chunks of the current line read so far
+        held: bytes | None = None  # the latest skipped chunk: the tail may need it
         while chunk := fh.readline(MAX_LINE_BYTES):
-            if not continuing:
+            if part == 0:
                 number += 1
-            continuing = not chunk.endswith(b"\n")
-            yield number, chunk.decode("utf-8", errors="replace").rstrip("\r\n")
+            ends = chunk.endswith(b"\n")
+            if part < HEAD_CHUNKS:
+                yield number, _decoded(chunk)
+            elif not ends:
+                if held is not None and cut[-1:] != [number]:
+                    cut.append(number)
+                held = chunk
+            else:
+                if held is not None:
+                    yield number, _decoded(held)
+                yield number, _decoded(chunk)
+            if ends:
+                part, held = 0, None
+            else:
+                part += 1
+        if held is not None:
+            yield number, _decoded(held)  # a last line without a newline
 
 
 def searchable_text(m: Message) -> str:
@@ -135,9 +164,12 @@ class LogSearch:
                 notes.append(f"{self._names[index]}: {exc}; searched its messages instead")
                 by_message.add(index)
                 continue
-            found = grep(_raw_lines(fd), matcher, context, self.limits.max_hits - stop.hits)
+            cut: list[int] = []
+            found = grep(_raw_lines(fd, cut), matcher, context, self.limits.max_hits - stop.hits)
             _merge(stop, found)
             out.extend(self._format_raw(index, found, cited))
+            if cut:
+                notes.append(_cut_note(self._names[index], cut))
         if by_message and not stop.timed_out and stop.hits < self.limits.max_hits:
             out.extend(self._search_messages(by_message, matcher, context, stop, cited))
         where = "messages" if len(by_message) == len(self.session.files) else "raw log"
@@ -186,7 +218,7 @@ class LogSearch:
             if stop.timed_out or stop.hits >= self.limits.max_hits:
                 stop.hit_cap = stop.hit_cap or not stop.timed_out
                 break
-            numbered = enumerate(searchable_text(m).splitlines(), start=1)
+            numbered = _capped_lines(searchable_text(m))
             found = grep(numbered, matcher, context, self.limits.max_hits - stop.hits)
             _merge(stop, found)
             label = self.numbering.label_for(m.id)
@@ -197,6 +229,26 @@ class LogSearch:
                 sep = ":" if g.is_match else "-"
                 lines.append(f"{who} line {g.number}{sep} {self._show(g.text, g.span)}")
         return lines
+
+
+def _capped_lines(text: str) -> Iterator[tuple[int, str]]:
+    """Numbered lines of a message; a very long one is searched by its head and its end."""
+    head = HEAD_CHUNKS * MAX_LINE_BYTES
+    for number, line in enumerate(text.splitlines(), start=1):
+        if len(line) > 2 * head:
+            yield number, line[:head]
+            yield number, line[-head:]
+        else:
+            yield number, line
+
+
+def _cut_note(name: str, cut: list[int]) -> str:
+    lines = ", ".join(str(n) for n in cut[:5]) + (", …" if len(cut) > 5 else "")
+    head = HEAD_CHUNKS * MAX_LINE_BYTES >> 20
+    return (
+        f"note: {name} line(s) {lines} are very long; only their first {head} MB and "
+        "their end were searched"
+    )
 
 
 def _merge(total: GrepResult, found: GrepResult) -> None:

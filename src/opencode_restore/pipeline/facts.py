@@ -6,42 +6,90 @@ They go into every prompt as ground truth and are all the offline provider has t
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 import regex
 
 from ..model import Message, Turn
 
-_ERROR_LINE = regex.compile(
-    r"^.*(?:Traceback \(most recent call last\)|\b\w*Error\b:|\bERROR\b|\bFAILED\b|\bfatal:|"
-    r"\bcommand not found\b|\bNo such file or directory\b|\bexit (?:code|status) [1-9]).*$",
-    regex.MULTILINE,
+# No leading `^.*`: that form backtracks over the whole of a huge line at every match
+# attempt. A hit is widened to its line afterwards, with plain string searches.
+_ERROR_MARK = regex.compile(
+    r"Traceback \(most recent call last\)|Error:|\bERROR\b|\bFAILED\b|\bfatal:|"
+    r"\bcommand not found\b|\bNo such file or directory\b|\bexit (?:code|status) [1-9]"
 )
 _MAX_FACT_CHARS = 300
+# Of a huge tool output only the head and the tail are scanned: errors show up at the
+# start (a refused command) or the end (a traceback, a failing exit), seldom in between.
+SCAN_HEAD_CHARS = 100_000
+SCAN_TAIL_CHARS = 100_000
+# Enough hits for the traceback rule below; more lines only cost time.
+_MAX_HITS = 200
 
 
 def _clip(text: str, limit: int = _MAX_FACT_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    # Only a bounded head is flattened: a fact never needs more of a huge text.
+    head = text[: limit * 4]
+    flat = " ".join(head.split())
+    if len(flat) <= limit and len(head) == len(text):
+        return flat
+    return flat[: limit - 1] + "…"
 
 
-def error_lines(m: Message) -> list[str]:
-    """Error evidence in a tool result or assistant text: failing exits, tracebacks, errors."""
-    if m.type not in ("tool_result", "text"):
-        return []
-    found = [match.group(0).strip() for match in _ERROR_LINE.finditer(m.text)]
-    if m.type == "tool_result" and m.is_error and not found:
-        first = next((ln for ln in m.text.splitlines() if ln.strip()), "(error, no output)")
+def scanned_text(text: str) -> str:
+    """The part of ``text`` searched for errors: all of it, or its head and tail when huge."""
+    if len(text) <= SCAN_HEAD_CHARS + SCAN_TAIL_CHARS:
+        return text
+    return f"{text[:SCAN_HEAD_CHARS]}\n{text[-SCAN_TAIL_CHARS:]}"
+
+
+def _error_hits(text: str) -> list[str]:
+    """The lines that hold an error mark, each cut to a window around the mark."""
+    found: list[str] = []
+    pos = 0
+    while len(found) < _MAX_HITS and (match := _ERROR_MARK.search(text, pos)) is not None:
+        start, end = match.span()
+        line_start = text.rfind("\n", 0, start) + 1
+        line_end = text.find("\n", end)
+        line_end = len(text) if line_end < 0 else line_end
+        # A multi-megabyte line is clipped around the mark before it is flattened.
+        lead = max(line_start, start - 2 * _MAX_FACT_CHARS)
+        found.append(text[lead : min(line_end, end + 2 * _MAX_FACT_CHARS)].strip())
+        pos = line_end + 1
+    return found
+
+
+@lru_cache(maxsize=1024)
+def _error_lines(kind: str, is_error: bool, text: str) -> tuple[str, ...]:
+    found = _error_hits(text)
+    if kind == "tool_result" and is_error and not found:
+        first = next((ln for ln in text.splitlines() if ln.strip()), "(error, no output)")
         found = [first.strip()]
     # The exception line of a traceback is the last one that names an error.
     if any(f.startswith("Traceback") for f in found):
         named = [f for f in found if not f.startswith("Traceback")]
         found = named[-1:] or found[:1]
-    return [_clip(f) for f in found[:3]]
+    return tuple(_clip(f) for f in found[:3])
+
+
+def error_lines(m: Message) -> list[str]:
+    """Error evidence in a tool result or assistant text: failing exits, tracebacks, errors.
+
+    Computed once per distinct (scanned) text: the same message is asked about by every
+    stage that builds facts.
+    """
+    if m.type not in ("tool_result", "text"):
+        return []
+    return list(_error_lines(m.type, bool(m.is_error), scanned_text(m.text)))
 
 
 def turn_facts(turn: Turn, label_of: Mapping[str, str]) -> dict[str, Any]:
-    """Facts of one turn, each tied to the ``M#`` label of the message that shows it."""
+    """Facts of one turn, each tied to the ``M#`` label of the message that shows it.
+
+    The facts are raw log text; whoever puts them into a request redacts them
+    (see ``render.redact_request``).
+    """
 
     def lab(mid: str) -> str | None:
         return label_of.get(mid)

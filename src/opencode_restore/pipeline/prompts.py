@@ -7,6 +7,8 @@ that order lets the provider's prompt cache reuse the stable prefix.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -15,7 +17,21 @@ from typing import Any
 import jinja2
 
 from ..errors import ConfigError
+from ..model import Message
 from ..resources import data_path
+
+# The tags that wrap quoted data in the templates and in the evidence loop's replies.
+_DATA_TAG = re.compile(
+    r"<(/?)(?=(?:session_log|evidence|turn_summaries|tool_result)\b)", re.IGNORECASE
+)
+# Lines that read like a header the renderer writes itself: a message ("[M2] ASSISTANT:"),
+# a turn, a range summary, a system message or a notice.
+_HEADER_LINE = re.compile(
+    r"^(?=[ \t]*\[(?:M\d+\]|TURN \d|SUMMARY OF TURNS|SYSTEM MESSAGE\]|NOTICE\]))",
+    re.MULTILINE,
+)
+#: Put in front of a quoted line that looks like a header, so it no longer starts like one.
+QUOTED_MARK = "(quoted) "
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,8 +60,58 @@ def _environment(override: str | None) -> jinja2.Environment:
 
 
 def quote_log(text: str) -> str:
-    """Keep quoted log text from closing the data tags it is wrapped in."""
-    return text.replace("</session_log", "<\\/session_log").replace("</evidence", "<\\/evidence")
+    """Keep quoted log text from opening or closing the data tags it is wrapped in.
+
+    ``</session_log`` becomes ``<\\/session_log`` and ``<session_log`` becomes
+    ``<\\session_log`` (the same for every data tag, in any case).
+    """
+    if "<" not in text:
+        return text
+    return _DATA_TAG.sub(lambda m: "<\\/" if m.group(1) else "<\\", text)
+
+
+def quote_body(text: str) -> str:
+    """``quote_log`` for one message's own text, whose lines must not pass for headers.
+
+    A line that starts like a header the renderer writes (``[M2] ASSISTANT:``,
+    ``[TURN 3 · M9–M12]``) gets ``QUOTED_MARK`` in front: still readable, no longer a
+    boundary. Only message bodies are quoted this way, so the real headers put around
+    them stay the only lines that start like headers.
+    """
+    if "[" in text:
+        text = _HEADER_LINE.sub(QUOTED_MARK, text)
+    return quote_log(text)
+
+
+def _quote_value(value: Any) -> Any:
+    # Only strings are rendered as they are; anything else is JSON, its newlines escaped.
+    return quote_body(value) if isinstance(value, str) else value
+
+
+def quote_message(message: Message) -> Message:
+    """``message`` with its text, string arguments and compaction summary quoted.
+
+    The message itself when nothing needed quoting (the common case: no copy).
+    """
+    changes: dict[str, Any] = {}
+    text = quote_body(message.text)
+    if text != message.text:
+        changes["text"] = text
+    if message.tool_input:
+        quoted = {key: _quote_value(value) for key, value in message.tool_input.items()}
+        if quoted != message.tool_input:
+            changes["tool_input"] = quoted
+    compaction = message.compaction
+    if compaction is not None and compaction.summary:
+        summary = quote_body(compaction.summary)
+        if summary != compaction.summary:
+            changes["compaction"] = dataclasses.replace(compaction, summary=summary)
+    return dataclasses.replace(message, **changes) if changes else message
+
+
+async def quote_messages(messages: list[Message]) -> list[Message]:
+    """A ``MessagesPreprocessor.transform``: every message body quoted before it is rendered."""
+    return [quote_message(m) for m in messages]
 
 
 def render(stage: str, override_dir: str | None = None, **variables: Any) -> RenderedPrompt:

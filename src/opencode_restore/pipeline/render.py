@@ -19,13 +19,14 @@ by itself.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from ..llm.base import ChatMessage, LLMRequest, SystemBlock, json_schema
+from ..llm.base import ChatMessage, LLMRequest, SystemBlock, ToolCallRequest, json_schema
+from .prompts import quote_body
 
 CHARS_PER_TOKEN = 3.5
 PRUNED_KEEP_CHARS = 300
@@ -75,7 +76,8 @@ def summary_text(summary: dict[str, Any]) -> str:
     section("Errors and fixes", summary.get("errors_and_fixes", []))
     section("Open questions", summary.get("open_questions", []))
     section("Resolved questions", summary.get("resolved_questions", []))
-    return "\n".join(lines)
+    # A field with a line break must not start a line that reads like a header.
+    return quote_body("\n".join(lines))
 
 
 def failed_text(error: str) -> str:
@@ -91,7 +93,8 @@ def block_text(block: BlockView) -> str:
     if meta.get("pruned") and len(text) > PRUNED_KEEP_CHARS:
         text = f"[TRUNCATED] {text[:PRUNED_KEEP_CHARS].rstrip()}…"
     if block.kind == "range.summary":
-        return f"[SUMMARY OF TURNS {meta.get('first_turn')}–{meta.get('last_turn')}]\n{text}"
+        span = f"{meta.get('first_turn')}–{meta.get('last_turn')}"
+        return f"[SUMMARY OF TURNS {span}]\n{quote_body(text)}"
     if block.kind == "system.message":
         return f"[SYSTEM MESSAGE] {text}"
     return text
@@ -141,6 +144,58 @@ def build_request(
     base.messages = messages
     base.system = system_blocks
     return base
+
+
+def redact_value(value: Any, redact: Callable[[str], str]) -> Any:
+    """``value`` with every string in it redacted; dicts, lists and tuples are walked."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: redact_value(item, redact) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_value(item, redact) for item in value]
+    return value
+
+
+class RedactCache:
+    """``redact`` remembered per text: the stable stream is sent again with every call.
+
+    Redaction is a pure function of the text (and counts each secret once), so a text
+    seen before is answered from the cache. The cache is dropped whole when full.
+    """
+
+    def __init__(self, redact: Callable[[str], str], max_entries: int = 4096) -> None:
+        self._redact = redact
+        self._max = max_entries
+        self._done: dict[str, str] = {}
+
+    def __call__(self, text: str) -> str:
+        done = self._done.get(text)
+        if done is None:
+            if len(self._done) >= self._max:
+                self._done.clear()
+            done = self._done[text] = self._redact(text)
+        return done
+
+
+def redact_request(request: LLMRequest, redact: Callable[[str], str]) -> LLMRequest:
+    """``request`` with every text a provider reads redacted, in place; returns it.
+
+    System blocks, messages (the stream of earlier summaries and evidence included),
+    tool-call arguments and the facts: the offline provider writes its answer from the
+    facts, so a secret left there would reach every output. Redacting twice changes
+    nothing, so parts redacted earlier may pass again.
+    """
+    for block in request.system:
+        block.text = redact(block.text)
+    for message in request.messages:
+        message.content = redact(message.content)
+        message.tool_calls = [
+            ToolCallRequest(c.id, c.name, redact_value(c.arguments, redact))
+            for c in message.tool_calls
+        ]
+    request.facts = redact_value(request.facts, redact)
+    return request
 
 
 def request_chars(request: LLMRequest) -> int:
