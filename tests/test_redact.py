@@ -6,6 +6,7 @@ Secrets are assembled at run time so that secret scanners do not flag this file.
 from __future__ import annotations
 
 import base64
+import json
 import time
 import uuid
 
@@ -281,3 +282,11 @@ def test_many_placeholders_count_nothing() -> None:
     # The pi large session has ten of these: none is a secret.
     text = "\n".join(["export ANTHROPIC_API_KEY=sk-ant-..."] * 10)
     assert redact(text) == (text, 0)
+
+
+def test_a_secret_quoted_in_json_is_the_same_secret() -> None:
+    # The facts go into the prompt as JSON, where a key block's line breaks read `\n`.
+    redactor = Redactor()
+    redactor.redact(f"key file:\n{PRIVATE_KEY}\n")
+    redactor.redact(json.dumps({"user_request": PRIVATE_KEY}))
+    assert redactor.by_kind == {"private-key": 1}

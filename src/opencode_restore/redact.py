@@ -154,6 +154,8 @@ _CONTEXT: dict[str, str] = {
     "yaml": rf"(?P<keep>^[ \t]*-?[ \t]*{_NAME}:[ \t]+)(?P<value>[^\s\"'#]\S*)(?=[ \t]*$)",
 }
 _CONTEXT_RES = [(kind, re.compile(pattern, re.MULTILINE)) for kind, pattern in _CONTEXT.items()]
+# Line breaks and indentation inside a secret, as written or escaped in a JSON string.
+_LAYOUT = re.compile(r"\s+|\\[nrt]")
 _LABELS = {"url": "url-password", "bearer": "bearer-token", "basic": "basic-auth"}
 
 
@@ -202,8 +204,10 @@ class Redactor:
         return text
 
     def _found(self, kind: str, secret: str) -> None:
-        if (kind, secret) not in self._seen:
-            self._seen.add((kind, secret))
+        # The same secret quoted inside JSON has `\n` for its line breaks: one secret.
+        key = (kind, _LAYOUT.sub("", secret))
+        if key not in self._seen:
+            self._seen.add(key)
             self.by_kind[kind] += 1
 
     def _replace_token(self, kind: str, match: re.Match[str]) -> str:

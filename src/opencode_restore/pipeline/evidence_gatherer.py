@@ -182,7 +182,7 @@ class _Loop:
             session=self.ctx.session_header,
             turn_count=len(self.turns),
             summaries_json=quote_log(_json([s.model_dump() for s in self.state.summaries])),
-            state_json=_json(self.state.for_prompt()),
+            state_json=quote_log(_json(self.state.for_prompt())),
             tools=[
                 {"name": t.name, "description": t.description, "syntax": TEXT_SYNTAX[t.name]}
                 for t in TOOL_SPECS

@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import json
 import os
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,27 +82,28 @@ def _raw_lines(fd: int, cut: list[int]) -> Iterator[tuple[int, str]]:
     with os.fdopen(fd, "rb") as fh:
         number = 0
         part = 0  # chunks of the current line read so far
-        held: bytes | None = None  # the latest skipped chunk: the tail may need it
+        tail: deque[bytes] = deque(maxlen=2)  # the latest chunks past the head
+        skipped = False
         while chunk := fh.readline(MAX_LINE_BYTES):
             if part == 0:
                 number += 1
-            ends = chunk.endswith(b"\n")
             if part < HEAD_CHUNKS:
                 yield number, _decoded(chunk)
-            elif not ends:
-                if held is not None and cut[-1:] != [number]:
-                    cut.append(number)
-                held = chunk
             else:
-                if held is not None:
-                    yield number, _decoded(held)
-                yield number, _decoded(chunk)
-            if ends:
-                part, held = 0, None
-            else:
+                skipped = skipped or len(tail) == tail.maxlen
+                tail.append(chunk)
+            if not chunk.endswith(b"\n"):
                 part += 1
-        if held is not None:
-            yield number, _decoded(held)  # a last line without a newline
+                continue
+            yield from ((number, _decoded(c)) for c in tail)
+            if skipped:
+                cut.append(number)
+            part, skipped = 0, False
+            tail.clear()
+        # A last line without a newline.
+        yield from ((number, _decoded(c)) for c in tail)
+        if skipped:
+            cut.append(number)
 
 
 def searchable_text(m: Message) -> str:

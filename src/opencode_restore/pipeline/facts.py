@@ -20,6 +20,7 @@ _ERROR_MARK = regex.compile(
     r"\bcommand not found\b|\bNo such file or directory\b|\bexit (?:code|status) [1-9]"
 )
 _MAX_FACT_CHARS = 300
+_LEAD_CHARS = 80
 # Of a huge tool output only the head and the tail are scanned: errors show up at the
 # start (a refused command) or the end (a traceback, a failing exit), seldom in between.
 SCAN_HEAD_CHARS = 100_000
@@ -53,9 +54,11 @@ def _error_hits(text: str) -> list[str]:
         line_start = text.rfind("\n", 0, start) + 1
         line_end = text.find("\n", end)
         line_end = len(text) if line_end < 0 else line_end
-        # A multi-megabyte line is clipped around the mark before it is flattened.
-        lead = max(line_start, start - 2 * _MAX_FACT_CHARS)
-        found.append(text[lead : min(line_end, end + 2 * _MAX_FACT_CHARS)].strip())
+        # A long line is cut to a little before the mark and the rest of the fact after it
+        # (a multi-megabyte line is never flattened whole).
+        lead = max(line_start, start - _LEAD_CHARS)
+        piece = text[lead : min(line_end, end + _MAX_FACT_CHARS)].strip()
+        found.append(f"…{piece}" if lead > line_start else piece)
         pos = line_end + 1
     return found
 

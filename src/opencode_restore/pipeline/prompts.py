@@ -63,11 +63,12 @@ def quote_log(text: str) -> str:
     """Keep quoted log text from opening or closing the data tags it is wrapped in.
 
     ``</session_log`` becomes ``<\\/session_log`` and ``<session_log`` becomes
-    ``<\\session_log`` (the same for every data tag, in any case).
+    ``< session_log`` (the same for every data tag, in any case). Both stay readable, and
+    JSON stays valid: ``\\/`` is JSON's own escape for ``/``.
     """
     if "<" not in text:
         return text
-    return _DATA_TAG.sub(lambda m: "<\\/" if m.group(1) else "<\\", text)
+    return _DATA_TAG.sub(lambda m: "<\\/" if m.group(1) else "< ", text)
 
 
 def quote_body(text: str) -> str:

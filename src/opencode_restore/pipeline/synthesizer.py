@@ -90,7 +90,7 @@ async def synthesize(
         ctx.config.prompts.dir,
         session=ctx.session_header,
         turn_count=len(turns),
-        state_json=_json(state.for_prompt()),
+        state_json=quote_log(_json(state.for_prompt())),
         evidence_json=quote_log(_json([e.model_dump() for e in evidence])) if evidence else "",
         failed_turns=[f.turn for f in state.failed_turns],
     )

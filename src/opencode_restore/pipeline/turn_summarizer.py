@@ -67,8 +67,9 @@ async def summarize_turn(
     }
     state.add_parsed_turn(turn, label_of)
     facts = turn_facts(turn, label_of)
-    state_json = _json(state.for_prompt())
-    facts_json = _json({k: v for k, v in facts.items() if k not in _NOT_PROMPTED})
+    # Log text inside the JSON must not close or open the prompt's data tags either.
+    state_json = quote_log(_json(state.for_prompt()))
+    facts_json = quote_log(_json({k: v for k, v in facts.items() if k not in _NOT_PROMPTED}))
 
     def prompt(limit: int) -> RenderedPrompt:
         return render(

@@ -1,0 +1,101 @@
+"""Facts of a turn (QA defect 6): error lines found without backtracking over huge lines,
+once per text, in the head and tail of a huge tool output."""
+
+from __future__ import annotations
+
+import time
+
+from opencode_restore.model import Message, Turn
+from opencode_restore.pipeline import facts
+from opencode_restore.pipeline.facts import error_lines, scanned_text, turn_facts
+
+TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "app.py", line 3, in <module>\n'
+    "    main()\n"
+    "KeyError: 'name'\n"
+)
+
+
+def result(text: str, *, is_error: bool = False, mid: str = "r1") -> Message:
+    return Message(mid, "tool", "tool_result", text, is_error=is_error)
+
+
+def test_error_lines_of_ordinary_outputs() -> None:
+    assert error_lines(result(f"collected 3 items\n{TRACEBACK}")) == ["KeyError: 'name'"]
+    assert error_lines(result("ok\nbash: foo: command not found\nexit code 127")) == [
+        "bash: foo: command not found",
+        "exit code 127",
+    ]
+    assert error_lines(result("fatal: not a git repository\nERROR x\n2 FAILED\nFAILED again")) == [
+        "fatal: not a git repository",
+        "ERROR x",
+        "2 FAILED",
+    ]
+    # A traceback without a named exception keeps its first line.
+    assert error_lines(result("Traceback (most recent call last):\n  ...")) == [
+        "Traceback (most recent call last):"
+    ]
+    assert error_lines(result("all good")) == []
+    assert error_lines(result("\n\n  boom  \n", is_error=True)) == ["boom"]
+    assert error_lines(result("", is_error=True)) == ["(error, no output)"]
+    assert error_lines(Message("a", "assistant", "text", "ValueError: bad")) == ["ValueError: bad"]
+    assert error_lines(Message("t", "assistant", "tool_use", "ValueError: bad")) == []
+
+
+def test_json_keys_and_words_are_not_errors() -> None:
+    assert error_lines(result('{"isError": false, "is_error": false}\nlastError: none')) == [
+        "lastError: none"  # "Error:" as the text shows it, one line
+    ]
+    assert error_lines(result('{"isError":false}')) == []
+
+
+def test_a_huge_line_is_clipped_around_the_error() -> None:
+    line = "x" * 5000 + " RuntimeError: disk full " + "y" * 5000
+    [found] = error_lines(result(line))
+    assert "RuntimeError: disk full" in found
+    assert len(found) <= 300
+    assert found.endswith("…")
+
+
+def test_huge_output_is_scanned_by_head_and_tail_fast() -> None:
+    middle = "x" * 30_000_000
+    text = f"start ok\n{middle}\nValueError: at the end"
+    started = time.perf_counter()
+    assert error_lines(result(text, mid="huge")) == ["ValueError: at the end"]
+    assert time.perf_counter() - started < 1.5
+    head, tail = facts.SCAN_HEAD_CHARS, facts.SCAN_TAIL_CHARS
+    hidden = "a" * (head + 10) + "\nOSError: lost in the middle\n" + "b" * (head + tail)
+    assert error_lines(result(hidden)) == []
+    assert scanned_text("short") == "short"
+    assert len(scanned_text(hidden)) == head + tail + 1
+
+
+def test_error_lines_are_computed_once_per_text() -> None:
+    text = "unique output 7f3a\nTypeError: once"
+    before = facts._error_lines.cache_info().hits
+    first = error_lines(result(text, mid="a"))
+    second = error_lines(result(text, mid="b"))  # another message, same text
+    assert first == second == ["TypeError: once"]
+    assert facts._error_lines.cache_info().hits == before + 1
+    first.append("mutated")  # callers get their own list
+    assert error_lines(result(text)) == ["TypeError: once"]
+
+
+def test_turn_facts() -> None:
+    messages = [
+        Message("u1", "user", "text", "please fix\nValueError: in the user's words"),
+        Message("a1", "assistant", "text", "  "),
+        Message("a2", "assistant", "text", "On it " + "z" * 700),
+        result(TRACEBACK, mid="r1"),
+    ]
+    turn = Turn(1, "please fix", messages)
+    got = turn_facts(turn, {"u1": "M1", "a2": "M2", "r1": "M3"})
+    assert got["user_request"] == "please fix"
+    assert got["user_labels"] == ["M1"]
+    assert got["errors"] == [{"label": "M3", "text": "KeyError: 'name'"}]  # not the user's text
+    [text] = got["assistant_texts"]
+    assert text["label"] == "M2"
+    assert len(text["text"]) == 600
+    assert text["text"].endswith("…")
+    assert got["last_assistant"] == text
