@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-import anyio
+from pathlib import Path
 
+import anyio
+import pytest
+
+from opencode_restore.errors import ConfigError
 from opencode_restore.llm.base import ChatMessage, LLMRequest, SystemBlock, ToolCallRequest
 from opencode_restore.model import Compaction, Message
 from opencode_restore.pipeline.prompts import (
     QUOTED_MARK,
+    RenderedPrompt,
     quote_body,
     quote_log,
     quote_message,
     quote_messages,
+    render,
 )
 from opencode_restore.pipeline.render import (
     BlockView,
@@ -157,3 +163,16 @@ def test_redact_cache_redacts_each_text_once() -> None:
     cache("c")  # full: the cache starts over
     cache("a")
     assert calls == ["a", "b", "c", "a"]
+
+
+def test_render_reports_bad_templates_as_config_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="prompts directory not found"):
+        render("turn_summary", str(tmp_path / "missing"))
+    with pytest.raises(ConfigError, match=r"'nope\.j2' not found"):
+        render("nope", str(tmp_path))
+    (tmp_path / "partial.j2").write_text("{% block task %}Turn {{ turn_number }}{% endblock %}")
+    assert render("partial", str(tmp_path), turn_number=3) == RenderedPrompt(
+        "partial.j2", "", "", "Turn 3"
+    )
+    with pytest.raises(ConfigError, match=r"partial\.j2: 'turn_number' is undefined"):
+        render("partial", str(tmp_path))
