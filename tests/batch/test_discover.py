@@ -20,7 +20,7 @@ OPENCODE = FIX / "opencode" / "recorded" / "tui-compact"
 INSPECT_TWO = FIX / "inspect" / "made" / "two_samples_truncated.json"
 
 
-def test_a_file_is_one_session_named_by_its_stem(sink: WarningSink) -> None:
+def test_a_file_is_one_session_named_by_its_session_id(sink: WarningSink) -> None:
     [item] = discover([str(CLAUDE)], sink)
     assert (item.agent, item.session_id, item.key) == ("claude-code", CLAUDE.stem, CLAUDE.stem)
     assert item.files == [CLAUDE]
@@ -51,17 +51,20 @@ def test_opencode_database_and_export_of_one_install_are_one_session(sink: Warni
     assert items[0].fingerprint.startswith("2026-")
 
 
-def test_glob_expands_recursively_and_reports_a_miss(tmp_path: Path) -> None:
+def test_glob_expands_recursively_and_a_miss_is_a_failed_item(tmp_path: Path) -> None:
     make_sessions(tmp_path / "x" / "y", 3)
     sink = WarningSink()
     items = discover(
         [f"{tmp_path}/**/*.json", f"{tmp_path}/nothing*.jsonl", str(tmp_path / "gone")], sink
     )
-    assert [i.session_id for i in items] == [session_id(k) for k in range(3)]
-    assert [w.message for w in sink.warnings] == [
-        "the pattern matches nothing",
-        "no such file or directory",
+    assert [i.session_id for i in items[:3]] == [session_id(k) for k in range(3)]
+    assert all(i.error is None for i in items[:3])
+    assert [(i.agent, i.error) for i in items[3:]] == [
+        ("unknown", f"{tmp_path}/nothing*.jsonl: the pattern matches nothing"),
+        ("unknown", f"{tmp_path / 'gone'}: no such file or directory"),
     ]
+    assert items[4].key == "gone"
+    assert sink.warnings == []
 
 
 def test_an_eval_log_gives_one_item_per_sample(sink: WarningSink) -> None:
@@ -73,12 +76,15 @@ def test_an_eval_log_gives_one_item_per_sample(sink: WarningSink) -> None:
     assert session.id == items[0].selector
 
 
-def test_an_unreadable_explicit_file_is_reported(tmp_path: Path) -> None:
+def test_an_unreadable_explicit_file_is_a_failed_item(tmp_path: Path) -> None:
     bad = tmp_path / "x.json"
     bad.write_text('{"what": 1}')
     sink = WarningSink()
-    assert discover([str(bad)], sink) == []
-    assert "unknown log format" in sink.warnings[0].message
+    [item] = discover([str(bad)], sink)
+    assert (item.key, item.agent, item.content_hash) == ("x", "unknown", "")
+    assert item.error is not None
+    assert item.error.startswith(f"{bad}: unknown log format")
+    assert sink.warnings == []
 
 
 def test_same_id_from_two_sources_gets_two_keys(tmp_path: Path, sink: WarningSink) -> None:

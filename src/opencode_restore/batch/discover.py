@@ -10,8 +10,17 @@
   plus any other ``.json`` / ``.jsonl`` / ``.eval`` file a reader recognizes
   (opencode exports and event streams, Inspect logs).
 
-Files of one session (same agent and session id, e.g. a resumed Codex thread) join
-one chain, oldest first, as in the store.
+A session is named by the id inside its file (``sessionId``, ``session_meta``, the
+pi header; the file stem only when there is none) however it was given, so a file
+named directly, matched by a glob and found in a directory is one item with one key,
+and a re-run skips it whichever way it is named. Files of one session (same agent and
+session id, e.g. a resumed Codex thread, Claude Code files continued under one slug)
+join one chain, oldest first, as in the store; a file named twice is read once.
+
+An input named on the command line that cannot be used (missing, empty, unknown
+format, a pattern matching nothing) becomes an item carrying its error: the batch
+records it as failed. A file a directory scan or a pattern turned up that is not a
+log is only a warning.
 """
 
 from __future__ import annotations
@@ -19,18 +28,30 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SourceError
+from ..model import ReadWarning
 from ..sources import detect, get_reader
 from ..sources.base import WarningSink
 from ..store.db import iso_utc
-from ..store.discovery import AGENTS, Found, find_sessions
-from .items import BatchItem, FileHasher, finalize
+from ..store.discovery import AGENTS, Found, describe, find_sessions, merge_slugs
+from .items import BatchItem, FileHasher, finalize, safe_name
 
 _GLOB_CHARS = frozenset("*?[")
 _EXTRA_SUFFIXES = (".json", ".jsonl", ".eval")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+#: The agent of an input that could not even be detected.
+UNKNOWN_AGENT = "unknown"
+
+
+@dataclass(slots=True)
+class _Hit:
+    """An item found, with what its file says of itself (file chains only)."""
+
+    item: BatchItem
+    found: Found | None = None
 
 
 def discover(
@@ -41,29 +62,61 @@ def discover(
 ) -> list[BatchItem]:
     """The sessions named by ``args``, each with a unique key and its content hash.
 
-    A missing path or a glob that matches nothing is reported through ``sink``.
+    A named input that cannot be read is an item with ``error`` set; a scanned file
+    that is no log is reported through ``sink``.
     """
-    items: list[BatchItem] = []
+    hits: list[_Hit] = []
+    once = _once_per_file(sink)
     for arg in args:
-        for path in _expand(arg, sink):
-            if path.is_dir() and not _is_opencode_dir(path):
-                items.extend(_from_dir(path, sink))
-            else:
-                items.extend(_from_path(path, sink, agent, quiet=False))
-    return finalize(_merge(items), hasher)
+        hits.extend(_from_arg(arg, once, agent))
+    # Files continued under one slug may come from different arguments.
+    merge_slugs([h.found for h in hits if h.found is not None])
+    for hit in hits:
+        if hit.found is not None:
+            hit.item.session_id = hit.found.session_id
+    return finalize(_merge(hits), hasher)
 
 
-def _expand(arg: str, sink: WarningSink) -> list[Path]:
+def _once_per_file(sink: WarningSink) -> WarningSink:
+    """``sink``, but a file skipped as a whole is reported once (a directory and a
+    pattern may both turn it up)."""
+    skipped: set[str] = set()
+
+    def report(w: ReadWarning) -> None:
+        if w.line == 0 and w.message.endswith("skipped"):
+            if w.path in skipped:
+                return
+            skipped.add(w.path)
+        sink.warn(w.path, w.line, w.message)
+
+    return WarningSink(report=report)
+
+
+def _from_arg(arg: str, sink: WarningSink, agent: str | None) -> list[_Hit]:
     path = Path(os.path.expanduser(arg))
     if path.exists():
-        return [path]
+        return _from_match(path, sink, agent, named=True)
     if _GLOB_CHARS & set(arg):
         matches = sorted(Path(m) for m in glob.glob(os.path.expanduser(arg), recursive=True))
         if not matches:
-            sink.warn(arg, 0, "the pattern matches nothing")
-        return matches
-    sink.warn(arg, 0, "no such file or directory")
-    return []
+            return [_failed(path, "the pattern matches nothing", safe_name(arg))]
+        return [hit for m in matches for hit in _from_match(m, sink, agent, named=False)]
+    return [_failed(path, "no such file or directory")]
+
+
+def _from_match(path: Path, sink: WarningSink, agent: str | None, *, named: bool) -> list[_Hit]:
+    if path.is_dir() and not _is_opencode_dir(path):
+        hits = _from_dir(path, sink)
+        if named and not hits:
+            sink.warn(path, 0, "no sessions found in this directory")
+        return hits
+    return _from_file(path, sink, agent, named=named)
+
+
+def _failed(path: Path, reason: str, name: str | None = None) -> _Hit:
+    item = BatchItem(name or path.stem or "input", UNKNOWN_AGENT, [path])
+    item.error = f"{path}: {reason}"
+    return _Hit(item)
 
 
 def _is_opencode_dir(path: Path) -> bool:
@@ -81,28 +134,47 @@ def _is_sqlite(path: Path) -> bool:
         return False
 
 
-def _from_path(path: Path, sink: WarningSink, agent: str | None, *, quiet: bool) -> list[BatchItem]:
+def _from_file(
+    path: Path, sink: WarningSink, agent: str | None, *, named: bool, quiet: bool = False
+) -> list[_Hit]:
+    """``named``: given on the command line (its problems fail it), else found by a scan.
+
+    ``quiet``: a file that is no log is skipped without a word (any ``.json`` of a
+    directory is tried; its ``.jsonl`` files were reported by the scan already).
+    """
     try:
         reader = get_reader(agent) if agent else detect(path)
     except SourceError as exc:
+        if named:
+            return [_failed(path, exc.reason)]
         if not quiet:
-            sink.warn(path, 0, exc.reason)
+            reason = exc.reason.partition("; force one with")[0]
+            sink.warn(path, 0, f"matched by a pattern, but {reason}; skipped")
         return []
     if reader.name == "opencode":
-        return _opencode(path, sink)
+        return _opencode(path, sink, named=named)
     if reader.name == "inspect":
         from ..sources.inspect_log import iter_samples
 
-        return [BatchItem(s.id, "inspect", [path], selector=s.id) for s in iter_samples(path, sink)]
-    return [BatchItem(path.stem, reader.name, [path])]
+        samples = iter_samples(path, sink)
+        return [_Hit(BatchItem(s.id, "inspect", [path], selector=s.id)) for s in samples]
+    found = describe(path, reader.name)
+    if found is not None and found.sidechain:
+        if not named:
+            return []  # a sub-agent transcript is restored with its parent session
+        found = None  # named on its own: restored on its own, named by its file
+    sid = found.session_id if found is not None else path.stem
+    return [_Hit(BatchItem(sid, reader.name, [path]), found)]
 
 
-def _opencode(path: Path, sink: WarningSink) -> list[BatchItem]:
+def _opencode(path: Path, sink: WarningSink, *, named: bool) -> list[_Hit]:
     from ..sources.opencode_native import list_sessions
 
     try:
         infos = list_sessions(path, sink)
     except (SourceError, OSError) as exc:
+        if named:
+            return [_failed(path, f"cannot list opencode sessions: {exc}")]
         sink.warn(path, 0, f"cannot list opencode sessions: {exc}")
         return []
     # A database or storage tree holds many sessions and changes whenever any of them
@@ -115,28 +187,28 @@ def _opencode(path: Path, sink: WarningSink) -> list[BatchItem]:
         if not isinstance(sid, str) or info.get("parent_id"):
             continue
         stamp = iso_utc(updated) if shared and updated is not None else ""
-        out.append(BatchItem(sid, "opencode", [path], selector=sid, fingerprint=stamp))
+        out.append(_Hit(BatchItem(sid, "opencode", [path], selector=sid, fingerprint=stamp)))
     return out
 
 
-def _from_dir(root: Path, sink: WarningSink) -> list[BatchItem]:
+def _from_dir(root: Path, sink: WarningSink) -> list[_Hit]:
     found = sorted(find_sessions(AGENTS, [root], sink), key=_order)
-    items = [_found_item(f) for f in found]
+    hits = [_found_hit(f) for f in found]
     claimed = {f.path.resolve() for f in found}
     containers = [f.path.resolve() for f in found if f.path.is_dir()]
     for path in _extra_files(root, claimed, containers):
-        items.extend(_from_path(path, sink, None, quiet=True))
-    return items
+        hits.extend(_from_file(path, sink, None, named=False, quiet=True))
+    return hits
 
 
-def _found_item(f: Found) -> BatchItem:
+def _found_hit(f: Found) -> _Hit:
     if f.agent == "opencode":
         shared = f.path.is_dir() or _is_sqlite(f.path)
         stamp = iso_utc(f.updated) if shared and f.updated is not None else ""
-        return BatchItem(
-            f.session_id, "opencode", [f.path], selector=f.session_id, fingerprint=stamp
-        )
-    return BatchItem(f.session_id, f.agent, [f.path])
+        item = BatchItem(f.session_id, "opencode", [f.path], selector=f.session_id)
+        item.fingerprint = stamp
+        return _Hit(item)
+    return _Hit(BatchItem(f.session_id, f.agent, [f.path]), f)
 
 
 def _order(f: Found) -> tuple[str, str]:
@@ -157,17 +229,27 @@ def _extra_files(root: Path, claimed: set[Path], containers: list[Path]) -> Iter
         yield path
 
 
-def _merge(items: list[BatchItem]) -> list[BatchItem]:
-    """One item per (agent, session, selector): chains joined, repeated paths dropped."""
+def _merge(hits: list[_Hit]) -> list[BatchItem]:
+    """One item per (agent, session, selector): chains joined oldest first, files once."""
     merged: dict[tuple[str, str, str], BatchItem] = {}
-    for item in items:
+    when: dict[Path, tuple[str, str]] = {}
+    for hit in hits:
+        item = hit.item
+        if hit.found is not None:
+            when[item.files[0].resolve()] = _order(hit.found)
         # opencode.db and the storage/ tree of one install hold the same sessions, so an
-        # opencode session is one item wherever it was found; eval logs reuse sample ids.
-        where = str(item.files[0]) if item.agent == "inspect" else ""
+        # opencode session is one item wherever it was found; eval logs reuse sample
+        # ids, and inputs that failed are apart whatever their names.
+        apart = item.agent == "inspect" or item.error is not None
+        where = str(item.files[0].resolve()) if apart else ""
         key = (item.agent, item.session_id, where)
         first = merged.get(key)
         if first is None:
             merged[key] = item
         elif item.selector is None:
-            first.files.extend(p for p in item.files if p not in first.files)
+            known = {p.resolve() for p in first.files}
+            first.files.extend(p for p in item.files if p.resolve() not in known)
+    for item in merged.values():
+        if len(item.files) > 1:
+            item.files.sort(key=lambda p: when.get(p.resolve(), ("", str(p))))
     return list(merged.values())

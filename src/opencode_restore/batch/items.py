@@ -44,7 +44,18 @@ class BatchItem:
     error: str | None = None
 
     def load(self, sink: WarningSink) -> Session:
-        """Read the session (raises ``SourceError`` when it cannot be read)."""
+        """Read the session (raises ``SourceError`` when it cannot be read).
+
+        A session without a single message (a truncated or empty log) raises too:
+        restoring nothing is no success.
+        """
+        session = self._read(sink)
+        if not session.messages():
+            why = f" ({session.warnings[0]})" if session.warnings else ""
+            raise SourceError(str(self.files[-1]), f"no messages could be read{why}")
+        return session
+
+    def _read(self, sink: WarningSink) -> Session:
         if self.agent == "opencode" and self.selector is not None:
             from ..sources.opencode_native import read_session
 
@@ -118,7 +129,8 @@ def finalize(items: Iterable[BatchItem], hasher: FileHasher | None = None) -> li
     taken: set[str] = set()
     for item in items:
         try:
-            item.content_hash = hasher.item(item)
+            if item.error is None:
+                item.content_hash = hasher.item(item)
         except OSError as exc:
             item.error = f"{item.files[0]}: cannot read: {exc.strerror or exc}"
         base = safe_name(item.session_id)

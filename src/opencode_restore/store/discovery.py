@@ -5,7 +5,8 @@ recursively under DIR):
 
 ==============  ===============================================================
 claude-code     ``~/.claude/projects/<encoded-cwd>/<session>.jsonl`` (sub-agent
-                files under ``<session>/subagents/`` and ``agent-*.jsonl`` skipped)
+                files skipped: under ``<session>/subagents/``, ``agent-*.jsonl``
+                or a first entry marked ``isSidechain``)
 codex           ``$CODEX_HOME`` or ``~/.codex``: ``sessions/**/rollout-*.jsonl`` and
                 ``archived_sessions/**/rollout-*.jsonl``
 gemini          ``~/.gemini/tmp/<project>/chats/session-*.json`` / ``.jsonl``
@@ -14,9 +15,16 @@ opencode        ``~/.local/share/opencode``: ``opencode.db`` and the ``storage/`
 pi              ``~/.pi/agent/sessions/--<cwd>--/<time>_<uuid>.jsonl``
 ==============  ===============================================================
 
-A file is registered only when format detection agrees it belongs to the agent.
+A file is registered only when format detection agrees it belongs to the agent; a
+candidate that is no log of any format (binary, empty, truncated to nothing) is
+reported once and skipped. Session ids are the ones inside the files (a Claude Code
+``sessionId``, a Codex ``session_meta`` id), the file name only when there is none.
+
 Files of one session (a Codex thread resumed into a new rollout, a Gemini legacy
-``.json`` continued as ``.jsonl``) join one chain, oldest first.
+``.json`` continued as ``.jsonl``) join one chain, oldest first. So do Claude Code
+files of one folder that share a ``slug``: ``/clear`` (or "clear context and run the
+plan") starts a new ``sessionId`` that keeps the slug, and the chain takes the id of
+its oldest file.
 """
 
 from __future__ import annotations
@@ -40,7 +48,9 @@ from .store import Store
 AGENTS = ("claude-code", "codex", "gemini", "opencode", "pi")
 _HEAD_LINES = 40
 _HEAD_BYTES = 256 * 1024
+_TAIL_BYTES = 256 * 1024
 _GEMINI_ID = re.compile(rb'"sessionId"\s*:\s*"([^"]+)"')
+_SLUG = re.compile(rb'"slug"\s*:\s*"([^"\\]+)"')
 _UUID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
 
 
@@ -55,6 +65,10 @@ class Found:
     title: str | None = None
     started: datetime | None = None
     updated: datetime | None = None
+    #: Claude Code: the name files of one session share across ``/clear``.
+    slug: str | None = None
+    #: A Claude Code sub-agent transcript: part of its parent session, not one itself.
+    sidechain: bool = False
 
 
 @dataclass(slots=True)
@@ -108,15 +122,36 @@ def _mtime(path: Path) -> datetime | None:
 
 
 def _claude(path: Path) -> Found | None:
-    if "subagents" in path.parts or path.name.startswith("agent-"):
-        return None
     found = Found("claude-code", path.stem, path, updated=_mtime(path))
+    found.sidechain = "subagents" in path.parts or path.name.startswith("agent-")
+    sid = None
     for obj in _head_objects(path):
+        if sid is None and (sid := _text(obj.get("sessionId"))) is not None:
+            # Sub-agent files of Claude Code 2.0 sit next to their parent, named by its
+            # file stem but carrying the parent's sessionId: their entries are sidechains.
+            found.sidechain = found.sidechain or obj.get("isSidechain") is True
         found.cwd = found.cwd or _text(obj.get("cwd"))
         found.started = found.started or parse_timestamp(obj.get("timestamp"))
-        if found.cwd and found.started:
+        if sid and found.cwd and found.started:
             break
+    found.session_id = sid or path.stem
+    found.slug = _claude_slug(path)
     return found
+
+
+def _claude_slug(path: Path) -> str | None:
+    """The file's ``slug``: in its first lines or, once assigned, on its last ones."""
+    try:
+        with path.open("rb") as fh:
+            match = _SLUG.search(fh.read(_HEAD_BYTES))
+            if match is None:
+                size = fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, size - _TAIL_BYTES))
+                tail = list(_SLUG.finditer(fh.read()))
+                match = tail[-1] if tail else None
+    except OSError:
+        return None
+    return match.group(1).decode("utf-8", "replace") if match else None
 
 
 def _codex(path: Path) -> Found | None:
@@ -182,6 +217,25 @@ def _belongs(path: Path, agent: str) -> bool:
         return False
 
 
+class _Detector:
+    """Format detection of candidate files, once per file; reports each non-log once."""
+
+    def __init__(self, sink: WarningSink) -> None:
+        self.sink = sink
+        self._seen: dict[Path, str | None] = {}
+
+    def agent_of(self, path: Path) -> str | None:
+        if path not in self._seen:
+            try:
+                self._seen[path] = detect(path).name
+            except SourceError as exc:
+                self._seen[path] = None
+                # The --agent hint of `restore` means nothing to a scan.
+                reason = exc.reason.partition("; force one with")[0]
+                self.sink.warn(path, 0, f"found by a scan, but {reason}; skipped")
+        return self._seen[path]
+
+
 def _opencode(root: Path, sink: WarningSink) -> list[Found]:
     from ..sources.opencode_native import list_sessions
 
@@ -212,11 +266,22 @@ def _opencode(root: Path, sink: WarningSink) -> list[Found]:
     return found
 
 
+def describe(path: Path, agent: str) -> Found | None:
+    """What ``path`` says about itself cheaply (its first lines): None for other formats."""
+    rule = _FILE_RULES.get(agent)
+    return rule[1](path) if rule is not None else None
+
+
 def find_sessions(
     agents: Sequence[str], roots: Sequence[Path] | None, sink: WarningSink
 ) -> list[Found]:
-    """Session files of ``agents`` under ``roots`` (default: each agent's own locations)."""
+    """Session files of ``agents`` under ``roots`` (default: each agent's own locations).
+
+    Sub-agent files are left out, Claude Code files continued under one slug take the
+    id of the oldest of them.
+    """
     found: list[Found] = []
+    detector = _Detector(sink)
     for agent in agents:
         for root in roots if roots is not None else default_roots(agent):
             if not root.is_dir():
@@ -224,11 +289,31 @@ def find_sessions(
             if agent == "opencode":
                 found.extend(_opencode(root, sink))
                 continue
-            patterns, describe = _FILE_RULES[agent]
+            patterns, describe_file = _FILE_RULES[agent]
             for path in _files(root, patterns):
-                item = describe(path)
-                if item is not None and _belongs(path, agent):
+                if detector.agent_of(path) != agent:
+                    continue
+                item = describe_file(path)
+                if item is not None and not item.sidechain:
                     found.append(item)
+    return merge_slugs(found)
+
+
+def merge_slugs(found: list[Found]) -> list[Found]:
+    """Give Claude Code files of one folder that share a slug the id of the oldest.
+
+    The reader stitches such a chain into one session (all ids kept in its
+    ``session_ids``), so it must be one session in the store and in a batch too.
+    """
+    groups: dict[tuple[Path, str], list[Found]] = {}
+    for f in found:
+        if f.agent == "claude-code" and f.slug:
+            groups.setdefault((f.path.resolve().parent, f.slug), []).append(f)
+    for group in groups.values():
+        if len({f.session_id for f in group}) > 1:
+            first = min(group, key=_order)
+            for f in group:
+                f.session_id = first.session_id
     return found
 
 
