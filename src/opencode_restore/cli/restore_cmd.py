@@ -1,14 +1,25 @@
-"""The `restore` command: config, provider, progress bar, output."""
+"""The `restore` command: config, provider, progress bar, output.
+
+With ``[restore] resume`` (the default) a restore holds its session's timeline lock
+(`timeline_lock`, as batch and nightly do): a second ``restore`` of the session started
+meanwhile waits, then continues from what the first saved instead of asking the
+model for the same turns again.
+"""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sys
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
 import anyio
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
+from ..batch.timeline_lock import lock_path, timeline_lock
 from ..config import Config, load_config
 from ..llm.registry import close_provider, get_provider
 from ..llm.settings import ModelPrice, ProviderSettings
@@ -47,6 +58,41 @@ def render(restoration: Restoration, fmt: str, dump_turns: bool) -> str:
             )
         return restoration.model_dump_json(indent=2)
     return turns_summary_markdown(restoration) if dump_turns else summary_markdown(restoration)
+
+
+def _held_elsewhere(store: TimelineStore, key: str) -> bool:
+    """True when another process holds ``key``'s timeline lock right now."""
+    path = lock_path(store, key)
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+@asynccontextmanager
+async def _no_lock() -> AsyncIterator[None]:
+    yield
+
+
+def _session_lock(
+    store: TimelineStore | None, key: str, console: Console | None
+) -> AbstractAsyncContextManager[object]:
+    """The timeline lock of ``key`` (nothing to lock without a store); says when it waits."""
+    if store is None:
+        return _no_lock()
+    if console is not None and _held_elsewhere(store, key):
+        console.print(
+            f"[dim]another restore of {key} is running; waiting for it, then reusing its turns[/]",
+            highlight=False,
+        )
+    return timeline_lock(store, key)
 
 
 def run_restore(
@@ -106,19 +152,21 @@ def run_restore(
 
         async def job() -> Restoration:
             try:
-                return await restore_session(
-                    session,
-                    config,
-                    provider,
-                    options=RestoreOptions(
-                        max_turns,
-                        fresh=fresh,
-                        debug_render=sys.stderr if debug_render else None,
-                        timeline_key=key,
-                    ),
-                    progress=progress,
-                    store=store,
-                )
+                lock = _session_lock(store, key or session.id, None if quiet else console)
+                async with lock:
+                    return await restore_session(
+                        session,
+                        config,
+                        provider,
+                        options=RestoreOptions(
+                            max_turns,
+                            fresh=fresh,
+                            debug_render=sys.stderr if debug_render else None,
+                            timeline_key=key,
+                        ),
+                        progress=progress,
+                        store=store,
+                    )
             finally:
                 # SDK connection pools must close inside the event loop that opened them.
                 await close_provider(provider)

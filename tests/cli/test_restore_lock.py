@@ -1,0 +1,92 @@
+"""Two ``restore`` runs of one session at once: the second waits and reuses the first's turns.
+
+Real processes and real HTTP (the fake OpenAI server with latency, so the runs
+overlap); the LLM calls are counted at the server by the schema each asks for.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from opencode_restore.batch.timeline_lock import timeline_lock
+from opencode_restore.cli.restore_cmd import _held_elsewhere, _session_lock
+from opencode_restore.pipeline.timeline_store import TimelineStore
+from tests.batch.helpers import ROOT, cli_env, server_process
+
+FIXTURE = (
+    ROOT
+    / "fixtures"
+    / "claude-code"
+    / "recorded"
+    / "print-continue"
+    / "d703ad6a-fc57-46ca-94d6-a6af7cf0c933.jsonl"
+)
+TURNS = 3
+
+
+def _requests(log: Path) -> list[dict[str, Any]]:
+    if not log.exists():
+        return []
+    return [json.loads(line)["body"] for line in log.read_text().splitlines() if line.strip()]
+
+
+def test_a_second_restore_waits_and_reuses_every_turn(tmp_path: Path) -> None:
+    log = tmp_path / FIXTURE.name
+    shutil.copy(FIXTURE, log)
+    env = cli_env(tmp_path / "data")
+    with server_process(tmp_path, latency=0.3) as (url, requests, _):
+        command = [sys.executable, "-m", "opencode_restore", "restore", str(log)]
+        command += ["-m", "openai:fake", "--base-url", url, "--skip-evidence-search"]
+
+        def start(name: str) -> subprocess.Popen[bytes]:
+            return subprocess.Popen(
+                [*command, "-o", str(tmp_path / f"{name}.md")],
+                cwd=ROOT,
+                env=env,
+                stderr=subprocess.PIPE,
+            )
+
+        first = start("first")
+        deadline = time.monotonic() + 60
+        while not _requests(requests):  # the first holds the lock once it calls the model
+            assert first.poll() is None, "the first restore ended before calling the model"
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        second = start("second")
+        errs = [p.communicate(timeout=120)[1].decode() for p in (first, second)]
+        assert [first.returncode, second.returncode] == [0, 0]
+        bodies = _requests(requests)
+    names = Counter(b["response_format"]["json_schema"]["name"] for b in bodies)
+    assert names == {"TurnSummary": TURNS, "SessionSummary": 1}
+    assert f"{TURNS} turns, {TURNS + 1} calls" in errs[0]
+    assert f"{TURNS} turns, 0 calls" in errs[1]
+    assert "another restore of d703ad6a-fc57-46ca-94d6-a6af7cf0c933 is running" in errs[1]
+    assert "timeline: resumed: all 3 turns unchanged" in errs[1]
+    assert (tmp_path / "first.md").read_text().count("\n") > 5
+    assert (tmp_path / "second.md").exists()
+
+
+def test_the_lock_is_only_taken_with_a_timeline_store(tmp_path: Path) -> None:
+    store = TimelineStore(tmp_path / "timelines")
+    assert not _held_elsewhere(store, "s")  # no lock file yet
+
+    async def main() -> list[bool]:
+        seen = []
+        async with _session_lock(None, "s", None):
+            seen.append(_held_elsewhere(store, "s"))
+        async with timeline_lock(store, "s"):
+            # flock locks belong to the open file: another descriptor sees it held.
+            seen.append(_held_elsewhere(store, "s"))
+        seen.append(_held_elsewhere(store, "s"))
+        return seen
+
+    assert anyio.run(main) == [False, True, False]
