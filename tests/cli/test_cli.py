@@ -194,3 +194,11 @@ def test_a_forced_format_that_finds_nothing_says_what_the_file_is(fixtures: Path
     code, out, err = invoke("messages", str(log), "--agent", "claude-code")
     assert out
     assert "looks like" not in err
+
+
+def test_failed_edits_are_reported_as_failed_attempts(fixtures: Path) -> None:
+    code, out, _ = invoke("restore", str(fixtures / "pipeline/qa/failedit.jsonl"), "-q")
+    assert code == 0
+    assert "Tried to edit `app.py`; it failed [M2]" in out
+    assert "Tried to create `new.py`; it failed [M4]" in out
+    assert "Edited app.py" not in out

@@ -122,6 +122,17 @@ def test_synthesis_failure_falls_back_to_offline_summary() -> None:
     r = run(provider)
     assert any("fell back" in w for w in r.warnings)
     assert r.summary.goal.startswith("request 1")
+    assert "**Offline fallback:** the model could not write this summary (" in summary_markdown(r)
+
+
+def test_when_every_call_fails_the_goal_is_still_the_first_request() -> None:
+    provider = ScriptedProvider([ScriptedStatusError(500)] * 12)
+    r = run(provider)
+    assert [f.turn for f in r.failed_turns] == [1, 2]
+    assert r.summary.goal == "Add a --shout flag to greet.py [M1]"  # the log, not a summary
+    md = summary_markdown(r)
+    assert "**Incomplete:** turns 1, 2 could not be summarized (scripted" in md
+    assert "**Offline fallback:**" in md
 
 
 def test_max_turns_limits_the_work() -> None:

@@ -8,6 +8,7 @@ providers: the pipeline cannot tell the difference.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -23,8 +24,21 @@ DONE_ITEMS = 40
 ERROR_ITEMS = 20
 
 
+# A bracket group the citation parser would read (``[M2]``, ``[see M3-M5]``).
+_LABELS = re.compile(r"\[([^\[\]\n]{0,400}\bM[0-9][^\[\]\n]{0,400})\]")
+
+
 def _cite(text: str, label: str | None) -> str:
-    return f"{text} [{label}]" if label else text
+    return f"{_unbracket(text)} [{label}]" if label else _unbracket(text)
+
+
+def _unbracket(text: str) -> str:
+    """Log text copied into the summary must not cite: ``[M2]`` in it becomes ``(M2)``.
+
+    Only the labels this provider adds are citations; a log line that reads like one
+    (forged or quoted) would otherwise point the reader at a message it never named.
+    """
+    return _LABELS.sub(r"(\1)", text) if "[" in text else text
 
 
 def _short(text: str, limit: int = 240) -> str:
@@ -112,7 +126,13 @@ def _turn_summary(f: dict[str, Any]) -> dict[str, Any]:
 
 def _synthesis(f: dict[str, Any]) -> dict[str, Any]:
     turns: list[dict[str, Any]] = f.get("turn_summaries", [])
-    goal = turns[0]["user_request_summary"] if turns else "(no user request found in the log)"
+    first = f.get("first_request")
+    if turns and (turns[0].get("turn_number") == 1 or not first):
+        goal = turns[0]["user_request_summary"]
+    elif first:  # the first turn failed: its request is still a fact of the log
+        goal = _cite(_short(first["text"], 400), first.get("label"))
+    else:
+        goal = "(no user request found in the log)"
     done = [o for t in turns for o in t.get("key_outcomes", [])]
     errors: list[str] = []
     for t in turns:
@@ -128,7 +148,10 @@ def _synthesis(f: dict[str, Any]) -> dict[str, Any]:
         labels = item.get("citations") or []
         if labels and item.get("tool") == "SEARCH_LOG":
             cite = f" [{', '.join(labels[:5])}]"
-            errors.append(f"Log search `{_short(item.get('query', ''), 60)}` matched{cite}")
+            query = str(item.get("query", ""))
+            # The offline pass's own error pattern is long and unreadable: name it instead.
+            what = "for errors" if "Traceback" in query else f"`{_short(query, 60)}`"
+            errors.append(f"Log search {what} matched{cite}")
     return {
         "goal": goal,
         "constraints_preferences": f.get("constraints", []),

@@ -114,7 +114,13 @@ def turn_facts(turn: Turn, label_of: Mapping[str, str]) -> dict[str, Any]:
         for m in turn.messages
         if m.type == "compaction" and m.compaction is not None
     ]
+    failed = [
+        {"path": a.file_path, "action": a.action, "label": lab(a.message_id)}
+        for a in turn.failed_artifacts
+    ]
     return {
+        # Only when there are some: the facts travel in every turn's prompt.
+        **({"failed_artifacts": failed} if failed else {}),
         "turn_number": turn.number,
         "user_request": turn.user_text,
         "user_labels": [lab(m.id) for m in human if lab(m.id)],

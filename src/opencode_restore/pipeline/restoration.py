@@ -106,6 +106,10 @@ class FailedTurnRow(BaseModel):
     error: str
 
 
+#: How a restoration's warnings say the SESSION SUMMARY is the offline fallback's.
+FALLBACK_WARNING = "synthesis fell back to the offline summary"
+
+
 class EvidenceItem(BaseModel):
     """One evidence-search result the synthesizer may cite."""
 

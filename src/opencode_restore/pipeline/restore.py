@@ -17,6 +17,7 @@ from .budget import TokenEstimator, Window
 from .context import StageContext
 from .evidence_gatherer import EvidenceOptions, gather_evidence
 from .restoration import (
+    FALLBACK_WARNING,
     BranchSummaryRow,
     CommandRow,
     CompactionPoint,
@@ -394,7 +395,7 @@ async def restore_session(
         redactions=ctx.redactor.count,
         warnings=[str(w) for w in session.warnings]
         + evidence_warnings
-        + ([f"synthesis fell back to the offline summary: {fallback}"] if fallback else []),
+        + ([f"{FALLBACK_WARNING}: {fallback}"] if fallback else []),
     )
     restoration.branch_summaries = await _branches(run, session)
     labels = [label for f in files for label in f.citations]

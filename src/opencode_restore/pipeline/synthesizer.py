@@ -77,7 +77,11 @@ async def synthesize(
     Returns the summary as the model wrote it and, when the model failed and the
     deterministic fallback was used, the reason. ``clean_outputs`` checks the citations.
     """
+    first = next((m for t in turns for m in t.messages if m.is_human), None)
     facts = {
+        "first_request": (
+            {"text": first.text, "label": ctx.numbering.label_for(first.id)} if first else None
+        ),
         "turn_summaries": [s.model_dump() for s in state.summaries],
         "constraints": state.constraints,
         "decisions": [d.model_dump() for d in state.decisions],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..pipeline.restoration import Restoration
+from ..pipeline.restoration import FALLBACK_WARNING, Restoration
 from ..pipeline.schemas import TurnSummary
 from .messages import iso
 
@@ -47,7 +47,16 @@ def summary_markdown(r: Restoration) -> str:
     out += [" · ".join(facts), f"Summarized by `{r.provider}`.", ""]
     if r.failed_turns:
         failed = ", ".join(str(f.turn) for f in r.failed_turns)
-        out += [f"**Incomplete:** turns {failed} could not be summarized.", ""]
+        why = _line(r.failed_turns[0].error)[:200]
+        out += [f"**Incomplete:** turns {failed} could not be summarized ({why}).", ""]
+    fallback = next((w for w in r.warnings if w.startswith(FALLBACK_WARNING)), None)
+    if fallback is not None:
+        why = _line(fallback.removeprefix(FALLBACK_WARNING).lstrip(": "))[:200]
+        out += [
+            f"**Offline fallback:** the model could not write this summary ({why}); "
+            "it was built from the log's facts instead.",
+            "",
+        ]
     out += ["## Goal", "", s.goal or "_Unknown._", ""]
     out += ["## Constraints and preferences", "", *_bullets(s.constraints_preferences), ""]
     out += ["## Progress", "", "**Done**", "", *_bullets(s.progress.done), ""]
