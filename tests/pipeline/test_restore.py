@@ -149,3 +149,16 @@ def test_offline_provider_cites_parsed_facts() -> None:
     assert any("pytest -q" in d for d in r.summary.progress.done)
     assert r.citations.removed_unknown == 0
     assert r.usage.calls == 3
+
+
+def test_a_provider_that_does_not_read_facts_gets_none() -> None:
+    class Network(ScriptedProvider):
+        reads_facts = False
+
+    provider = Network(auto=True)
+    run(provider)
+    assert provider.requests
+    assert all(r.facts == {} for r in provider.requests)
+    scripted = ScriptedProvider(auto=True)
+    run(scripted)
+    assert all(r.facts for r in scripted.requests)

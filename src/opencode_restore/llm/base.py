@@ -115,7 +115,11 @@ def strict_json_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 class Provider(Protocol):
-    """What the pipeline needs from an LLM backend."""
+    """What the pipeline needs from an LLM backend.
+
+    A provider that answers from ``LLMRequest.facts`` says so with a ``reads_facts = True``
+    attribute (the offline one); the others get requests without facts.
+    """
 
     name: str
     model: str

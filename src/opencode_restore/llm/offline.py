@@ -189,6 +189,8 @@ class OfflineProvider:
 
     name = "offline"
     supports_native_tools = True
+    #: It writes its answers from ``LLMRequest.facts`` (network providers never see them).
+    reads_facts = True
 
     def __init__(self, model: str = "rules") -> None:
         self.model = model

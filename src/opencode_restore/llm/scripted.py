@@ -53,6 +53,8 @@ class ScriptedProvider:
     """Replays `script` in order and records every request in `requests`."""
 
     name = "scripted"
+    #: Tests read the facts of the requests it recorded.
+    reads_facts = True
 
     def __init__(
         self,

@@ -145,7 +145,7 @@ class Window:
         # unredacted reaches a provider. The stream repeats call after call, hence the cache.
         if self._redact is None:
             self._redact = RedactCache(self.ctx.redact)
-        return redact_request(request, self._redact)
+        return redact_request(request, self._redact, facts=self.ctx.reads_facts)
 
     def _base(
         self,

@@ -43,6 +43,11 @@ class StageContext:
         s = self.session
         return {"agent": s.agent, "id": s.id, "title": s.title, "cwd": s.cwd}
 
+    @property
+    def reads_facts(self) -> bool:
+        """Whether the provider answers from ``LLMRequest.facts`` (the offline one does)."""
+        return bool(getattr(self.provider, "reads_facts", False))
+
     def redact(self, text: str) -> str:
         """Secrets out before anything reaches a provider (unless disabled in config)."""
         return self.redactor.redact(text) if self.config.restore.redact else text
@@ -71,4 +76,4 @@ class StageContext:
             cache_key=self.session.id,
             **kwargs,
         )
-        return redact_request(request, self.redact)
+        return redact_request(request, self.redact, facts=self.reads_facts)

@@ -203,7 +203,11 @@ class _Loop:
             tools=list(TOOL_SPECS) if self.native else [],
         )
         # The model's replies and the tool answers are sent again each round: redacted too.
-        return redact_request(replace(base, messages=[*base.messages, *self.history]), self.redact)
+        return redact_request(
+            replace(base, messages=[*base.messages, *self.history]),
+            self.redact,
+            facts=self.ctx.reads_facts,
+        )
 
     async def _complete(self) -> LLMResult:
         try:

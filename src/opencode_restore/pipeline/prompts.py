@@ -52,6 +52,9 @@ def _environment(override: str | None) -> jinja2.Environment:
         search.insert(0, str(directory))
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(search),
+        # Templates do not change during a run; checking their mtime on every render
+        # was a stat per LLM call.
+        auto_reload=False,
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=False,

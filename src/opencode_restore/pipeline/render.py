@@ -178,13 +178,17 @@ class RedactCache:
         return done
 
 
-def redact_request(request: LLMRequest, redact: Callable[[str], str]) -> LLMRequest:
+def redact_request(
+    request: LLMRequest, redact: Callable[[str], str], *, facts: bool = True
+) -> LLMRequest:
     """``request`` with every text a provider reads redacted, in place; returns it.
 
     System blocks, messages (the stream of earlier summaries and evidence included),
     tool-call arguments and the facts: the offline provider writes its answer from the
-    facts, so a secret left there would reach every output. Redacting twice changes
-    nothing, so parts redacted earlier may pass again.
+    facts, so a secret left there would reach every output. A provider that does not
+    read them (``facts=False``: the network ones) gets none, which also spares their
+    redaction on every call. Redacting twice changes nothing, so parts redacted earlier
+    may pass again.
     """
     for block in request.system:
         block.text = redact(block.text)
@@ -194,7 +198,7 @@ def redact_request(request: LLMRequest, redact: Callable[[str], str]) -> LLMRequ
             ToolCallRequest(c.id, c.name, redact_value(c.arguments, redact))
             for c in message.tool_calls
         ]
-    request.facts = redact_value(request.facts, redact)
+    request.facts = redact_value(request.facts, redact) if facts else {}
     return request
 
 
