@@ -163,6 +163,33 @@ def test_redact_cache_redacts_each_text_once() -> None:
     cache("c")  # full: the cache starts over
     cache("a")
     assert calls == ["a", "b", "c", "a"]
+    big = RedactCache(redact, max_chars=10)
+    big("x" * 6)
+    big("y" * 6)  # over the size: the cache starts over
+    big("x" * 6)
+    assert calls[-3:] == ["x" * 6, "y" * 6, "x" * 6]
+
+
+def test_the_stage_context_redacts_a_repeated_text_once() -> None:
+    from opencode_restore.config import load_config
+    from opencode_restore.llm.offline import OfflineProvider
+    from opencode_restore.llm.retry import RetryPolicy
+    from opencode_restore.llm.usage import UsageLedger
+    from opencode_restore.model import Session, Timeline, TimelineSpan
+    from opencode_restore.pipeline.context import StageContext
+
+    session = Session("s", "claude-code", [], Timeline(TimelineSpan("root", "main")))
+    ctx = StageContext(
+        session, load_config(env={}), OfflineProvider(), UsageLedger(), RetryPolicy()
+    )
+    seen: list[str] = []
+    original = ctx.redactor.redact
+    ctx.redactor.redact = lambda text: seen.append(text) or original(text)  # type: ignore[method-assign]
+    ctx.__post_init__()
+    text = "token ghp_" + "a" * 36
+    assert ctx.redact(text) == ctx.redact(text)
+    assert "ghp_" not in ctx.redact(text)
+    assert seen == [text]
 
 
 def test_render_reports_bad_templates_as_config_errors(tmp_path: Path) -> None:

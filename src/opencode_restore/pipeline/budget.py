@@ -24,7 +24,6 @@ from .context import StageContext
 from .prompts import RenderedPrompt, quote_log
 from .prompts import render as render_prompt
 from .render import (
-    RedactCache,
     debug_view,
     raw_tokens,
     redact_request,
@@ -115,7 +114,6 @@ class Window:
     estimator: TokenEstimator = field(default_factory=TokenEstimator)
     debug: Callable[[str], None] | None = None
     _last_chars: int = 0
-    _redact: RedactCache | None = None
 
     @property
     def budget(self) -> int:
@@ -142,10 +140,8 @@ class Window:
             consume=False,
         )
         # Everything, the stream of earlier summaries and the facts included: nothing
-        # unredacted reaches a provider. The stream repeats call after call, hence the cache.
-        if self._redact is None:
-            self._redact = RedactCache(self.ctx.redact)
-        return redact_request(request, self._redact, facts=self.ctx.reads_facts)
+        # unredacted reaches a provider (ctx.redact remembers the texts it has seen).
+        return redact_request(request, self.ctx.redact, facts=self.ctx.reads_facts)
 
     def _base(
         self,

@@ -14,7 +14,7 @@ from ..redact import Redactor
 from ..timeline.numbering import Numbering
 from ..timeline.preprocess import MessagesPreprocessor
 from .prompts import RenderedPrompt, quote_messages
-from .render import redact_request
+from .render import RedactCache, redact_request
 
 
 @dataclass
@@ -28,8 +28,12 @@ class StageContext:
     policy: RetryPolicy
     numbering: Numbering = field(init=False)
     redactor: Redactor = field(default_factory=Redactor)
+    _redacted: RedactCache = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        # The system prompt and the stream of earlier summaries are sent again with every
+        # call: each text is redacted once.
+        self._redacted = RedactCache(self.redactor.redact)
         # Message bodies are quoted so log text cannot pass for a message header.
         self.numbering = Numbering(
             MessagesPreprocessor(
@@ -50,7 +54,7 @@ class StageContext:
 
     def redact(self, text: str) -> str:
         """Secrets out before anything reaches a provider (unless disabled in config)."""
-        return self.redactor.redact(text) if self.config.restore.redact else text
+        return self._redacted(text) if self.config.restore.redact else text
 
     def request(
         self,

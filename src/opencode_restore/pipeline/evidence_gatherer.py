@@ -40,7 +40,7 @@ from .evidence_tools import (
     canonical_name,
 )
 from .prompts import quote_log, render
-from .render import RedactCache, redact_request
+from .render import redact_request
 from .restoration import EvidenceItem
 from .sandbox import Refused, Workspace
 from .state import RestoreState
@@ -165,7 +165,7 @@ class _Loop:
         self.mode: ToolMode = options.tool_mode or ctx.config.llm.tool_mode
         self.history: list[ChatMessage] = []
         self.plan = plan_searches(turns, state, tools.workspace, options.max_searches)
-        self.redact = RedactCache(ctx.redact)
+        self.redact = ctx.redact
 
     @property
     def native(self) -> bool:

@@ -161,20 +161,27 @@ class RedactCache:
     """``redact`` remembered per text: the stable stream is sent again with every call.
 
     Redaction is a pure function of the text (and counts each secret once), so a text
-    seen before is answered from the cache. The cache is dropped whole when full.
+    seen before is answered from the cache. The cache is dropped whole when it holds
+    ``max_entries`` texts or ``max_chars`` characters (a long session's turns are big).
     """
 
-    def __init__(self, redact: Callable[[str], str], max_entries: int = 4096) -> None:
+    def __init__(
+        self, redact: Callable[[str], str], max_entries: int = 4096, max_chars: int = 8_000_000
+    ) -> None:
         self._redact = redact
         self._max = max_entries
+        self._max_chars = max_chars
+        self._chars = 0
         self._done: dict[str, str] = {}
 
     def __call__(self, text: str) -> str:
         done = self._done.get(text)
         if done is None:
-            if len(self._done) >= self._max:
+            if len(self._done) >= self._max or self._chars + len(text) > self._max_chars:
                 self._done.clear()
+                self._chars = 0
             done = self._done[text] = self._redact(text)
+            self._chars += len(text)
         return done
 
 
