@@ -17,6 +17,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = ROOT / "tests" / "fakes" / "fake_llm_server.py"
 EXPORT = ROOT / "fixtures" / "opencode" / "recorded" / "tui-compact" / "export.json"
+#: A real Claude Code session of three turns (recorded offline, see its PROVENANCE.md).
+CLAUDE_3_TURNS = (
+    ROOT / "fixtures/claude-code/recorded/print-continue/d703ad6a-fc57-46ca-94d6-a6af7cf0c933.jsonl"
+)
 _EXPORT_ID = "ses_e021ac976ffeprCgfn115CWSLu"
 
 sys.path.insert(0, str(SERVER.parent))

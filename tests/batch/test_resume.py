@@ -34,16 +34,9 @@ from opencode_restore.config import load_config
 from opencode_restore.llm.registry import close_provider, get_provider
 from opencode_restore.pipeline.timeline_store import TimelineStore
 
-from .helpers import ROOT, FakeLLMServer, cli_env, read_manifest, server_process
+from .helpers import CLAUDE_3_TURNS, ROOT, FakeLLMServer, cli_env, read_manifest, server_process
 
-FIXTURE = (
-    ROOT
-    / "fixtures"
-    / "claude-code"
-    / "recorded"
-    / "print-continue"
-    / "d703ad6a-fc57-46ca-94d6-a6af7cf0c933.jsonl"
-)
+FIXTURE = CLAUDE_3_TURNS
 SESSION = FIXTURE.stem
 NEW_PROMPT = "GROWNTURN: also add a --whisper flag."
 TURNS = 3

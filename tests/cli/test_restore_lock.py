@@ -20,16 +20,9 @@ import anyio
 from opencode_restore.batch.timeline_lock import timeline_lock
 from opencode_restore.cli.restore_cmd import _held_elsewhere, _session_lock
 from opencode_restore.pipeline.timeline_store import TimelineStore
-from tests.batch.helpers import ROOT, cli_env, server_process
+from tests.batch.helpers import CLAUDE_3_TURNS, ROOT, cli_env, server_process
 
-FIXTURE = (
-    ROOT
-    / "fixtures"
-    / "claude-code"
-    / "recorded"
-    / "print-continue"
-    / "d703ad6a-fc57-46ca-94d6-a6af7cf0c933.jsonl"
-)
+FIXTURE = CLAUDE_3_TURNS
 TURNS = 3
 
 
