@@ -169,3 +169,16 @@ def test_reader_never_raises_on_damaged_bytes(cut: int, byte: int, where: int) -
         assert session.id
         assert session.warnings or session.messages()
         assert not [w for w in sink.warnings if "could not be converted" in w.message]
+
+
+def test_negative_or_odd_token_counts_count_as_nothing() -> None:
+    # Found by a random search: a damaged log's negative count made the total negative.
+    usage = {"input_tokens": -5, "output_tokens": 3, "input_tokens_cache_read": True}
+    event = {"event": "model", "model": "m", "input": [], "output": {"usage": usage}}
+    assert total_tokens(build_timeline([event]).root) == 3
+
+
+def test_token_count_accepts_only_non_negative_numbers() -> None:
+    from opencode_restore.sources.base import token_count
+
+    assert [token_count(v) for v in (12, 7.9, 0, -3, True, "5", None)] == [12, 7, 0, 0, 0, 0, 0]

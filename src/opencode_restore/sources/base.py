@@ -150,3 +150,14 @@ def text_of(content: Any) -> str:
         t = content.get("text")
         return t if isinstance(t, str) else orjson.dumps(content).decode()
     return str(content)
+
+
+def token_count(value: Any) -> int:
+    """A token count read from a log: a non-negative int, else 0.
+
+    Logs are untrusted: a count may be missing, a string, a bool or negative, and a
+    negative one would make totals and costs lie.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        return 0
+    return int(value)

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from ..model import Compaction, Message, Usage
-from .base import parse_timestamp, text_of
+from .base import parse_timestamp, text_of, token_count
 
 #: User text that is bookkeeping of a slash command, not a request.
 _COMMAND_PREFIXES = (
@@ -62,15 +62,11 @@ def usage_of(raw: Any) -> Usage | None:
     if not isinstance(raw, dict):
         return None
 
-    def num(key: str) -> int:
-        v = raw.get(key)
-        return v if isinstance(v, int) and not isinstance(v, bool) else 0
-
     return Usage(
-        input=num("input_tokens"),
-        output=num("output_tokens"),
-        cache_read=num("cache_read_input_tokens"),
-        cache_write=num("cache_creation_input_tokens"),
+        input=token_count(raw.get("input_tokens")),
+        output=token_count(raw.get("output_tokens")),
+        cache_read=token_count(raw.get("cache_read_input_tokens")),
+        cache_write=token_count(raw.get("cache_creation_input_tokens")),
     )
 
 

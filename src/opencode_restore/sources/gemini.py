@@ -34,7 +34,7 @@ from typing import Any
 import orjson
 
 from ..model import Message, Session, Timeline, TimelineEvent, TimelineSpan, Usage
-from .base import WarningSink, parse_timestamp
+from .base import WarningSink, parse_timestamp, token_count
 from .gemini_replay import Replay, Slot, parts_text, replay
 
 _SYSTEM_TYPES = frozenset({"info", "error", "warning"})
@@ -72,8 +72,7 @@ def _usage(tokens: Any) -> Usage | None:
         return None
 
     def num(key: str) -> int:
-        v = tokens.get(key)
-        return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
+        return token_count(tokens.get(key))
 
     cached = num("cached")
     return Usage(

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from ..model import Compaction, Message, MessageType, Role, Usage
-from .base import WarningSink, parse_timestamp
+from .base import WarningSink, parse_timestamp, token_count
 
 #: A part with its 1-based ordinal in the session (or its line in an event stream).
 NumberedPart = tuple[int, dict[str, Any]]
@@ -72,10 +72,10 @@ def _usage(tokens: dict[str, Any]) -> Usage | None:
     cache = as_dict(tokens.get("cache"))
     # opencode counts reasoning apart from output; both are billed as output.
     usage = Usage(
-        input=as_int(tokens.get("input")),
-        output=as_int(tokens.get("output")) + as_int(tokens.get("reasoning")),
-        cache_read=as_int(cache.get("read")),
-        cache_write=as_int(cache.get("write")),
+        input=token_count(tokens.get("input")),
+        output=token_count(tokens.get("output")) + token_count(tokens.get("reasoning")),
+        cache_read=token_count(cache.get("read")),
+        cache_write=token_count(cache.get("write")),
     )
     return usage if usage.total else None
 
@@ -156,9 +156,10 @@ class PartConverter:
         compaction.summary = summary or None
         tokens = as_dict(info.get("tokens"))
         # The summary call's input is the whole conversation being compacted.
-        before = as_int(tokens.get("input")) + as_int(as_dict(tokens.get("cache")).get("read"))
+        cached = token_count(as_dict(tokens.get("cache")).get("read"))
+        before = token_count(tokens.get("input")) + cached
         compaction.tokens_before = before or None
-        compaction.tokens_after = as_int(tokens.get("output")) or None
+        compaction.tokens_after = token_count(tokens.get("output")) or None
 
     def finish(self) -> list[Message]:
         """Messages still held back at the end of the session (a compaction with no summary)."""

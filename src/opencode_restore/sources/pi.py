@@ -33,7 +33,7 @@ from ..model import (
     Usage,
 )
 from . import pi_tree
-from .base import WarningSink, parse_timestamp, text_of
+from .base import WarningSink, parse_timestamp, text_of, token_count
 from .pi_tree import PiBranch, PiEntry, PiFile
 
 #: Entry types that never become messages (settings, extension state, bookmarks).
@@ -88,11 +88,7 @@ def _usage(raw: Any) -> Usage | None:
     if not isinstance(raw, dict):
         return None
 
-    def num(key: str) -> int:
-        value = raw.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-    return Usage(num("input"), num("output"), num("cacheRead"), num("cacheWrite"))
+    return Usage(*(token_count(raw.get(k)) for k in ("input", "output", "cacheRead", "cacheWrite")))
 
 
 def _assistant(b: _Blocks, message: dict[str, Any]) -> None:

@@ -25,7 +25,7 @@ from ..model import (
     ToolCall,
     Usage,
 )
-from ..sources.base import parse_timestamp
+from ..sources.base import parse_timestamp, token_count
 from ..sources.base import text_of as _text_of
 
 _ROLES: frozenset[str] = frozenset(get_args(Role))
@@ -176,19 +176,15 @@ def chat_messages_to_messages(
     return out
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def usage_of(value: Any) -> Usage | None:
     """An Inspect ``ModelUsage`` dict as ``Usage`` (cache tokens kept apart)."""
     if not isinstance(value, dict):
         return None
     return Usage(
-        input=_int(value.get("input_tokens")),
-        output=_int(value.get("output_tokens")),
-        cache_read=_int(value.get("input_tokens_cache_read")),
-        cache_write=_int(value.get("input_tokens_cache_write")),
+        input=token_count(value.get("input_tokens")),
+        output=token_count(value.get("output_tokens")),
+        cache_read=token_count(value.get("input_tokens_cache_read")),
+        cache_write=token_count(value.get("input_tokens_cache_write")),
     )
 
 

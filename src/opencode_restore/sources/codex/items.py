@@ -16,6 +16,7 @@ import orjson
 import regex
 
 from ...model import Compaction, Message, MessageType, Role, Usage
+from ..base import token_count
 
 
 @dataclass(slots=True, frozen=True)
@@ -312,8 +313,7 @@ def usage_of(counts: Any) -> Usage | None:
         return None
 
     def num(key: str) -> int:
-        value = counts.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+        return token_count(counts.get(key))
 
     if not any(num(k) for k in ("input_tokens", "output_tokens", "cached_input_tokens")):
         return None
