@@ -17,8 +17,8 @@ from typing import Any
 
 import anyio
 
-from opencode_restore.batch.timeline_lock import timeline_lock
-from opencode_restore.cli.restore_cmd import _held_elsewhere, _session_lock
+from opencode_restore.batch.timeline_lock import lock_path, timeline_lock
+from opencode_restore.cli.restore_cmd import _session_lock
 from opencode_restore.pipeline.timeline_store import TimelineStore
 from tests.batch.helpers import CLAUDE_3_TURNS, ROOT, cli_env, server_process
 
@@ -70,16 +70,17 @@ def test_a_second_restore_waits_and_reuses_every_turn(tmp_path: Path) -> None:
 
 def test_the_lock_is_only_taken_with_a_timeline_store(tmp_path: Path) -> None:
     store = TimelineStore(tmp_path / "timelines")
-    assert not _held_elsewhere(store, "s")  # no lock file yet
+    waits: list[str] = []
 
-    async def main() -> list[bool]:
-        seen = []
+    async def main() -> None:
         async with _session_lock(None, "s", None):
-            seen.append(_held_elsewhere(store, "s"))
+            assert not lock_path(store, "s").exists()  # no store: nothing locked
         async with timeline_lock(store, "s"):
-            # flock locks belong to the open file: another descriptor sees it held.
-            seen.append(_held_elsewhere(store, "s"))
-        seen.append(_held_elsewhere(store, "s"))
-        return seen
+            with anyio.move_on_after(0.2):
+                async with timeline_lock(store, "s", on_wait=lambda: waits.append("s")):
+                    raise AssertionError("taken while held")
+        async with timeline_lock(store, "s", on_wait=lambda: waits.append("again")):
+            pass
 
-    assert anyio.run(main) == [False, True, False]
+    anyio.run(main)
+    assert waits == ["s"]  # told once, while held; never when free

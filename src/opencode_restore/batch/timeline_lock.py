@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -33,8 +33,13 @@ def lock_path(store: TimelineStore, key: str) -> Path:
 
 
 @asynccontextmanager
-async def timeline_lock(store: TimelineStore, key: str) -> AsyncIterator[Path]:
-    """Hold the lock of ``key``'s timeline for the ``async with`` block (waiting for it)."""
+async def timeline_lock(
+    store: TimelineStore, key: str, on_wait: Callable[[], object] | None = None
+) -> AsyncIterator[Path]:
+    """Hold the lock of ``key``'s timeline for the ``async with`` block (waiting for it).
+
+    ``on_wait`` is called once if another holder makes this one wait.
+    """
     path = lock_path(store, key)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -45,6 +50,8 @@ async def timeline_lock(store: TimelineStore, key: str) -> AsyncIterator[Path]:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if on_wait is not None and wait == _FIRST_WAIT:
+                    on_wait()
                 await anyio.sleep(wait)
                 wait = min(wait * 2, _LONGEST_WAIT)
         yield path

@@ -8,18 +8,15 @@ model for the same turns again.
 
 from __future__ import annotations
 
-import fcntl
-import os
 import sys
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, nullcontext
 from pathlib import Path
 
 import anyio
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
-from ..batch.timeline_lock import lock_path, timeline_lock
+from ..batch.timeline_lock import timeline_lock
 from ..config import Config, load_config
 from ..llm.registry import close_provider, get_provider
 from ..llm.settings import ModelPrice, ProviderSettings
@@ -60,39 +57,22 @@ def render(restoration: Restoration, fmt: str, dump_turns: bool) -> str:
     return turns_summary_markdown(restoration) if dump_turns else summary_markdown(restoration)
 
 
-def _held_elsewhere(store: TimelineStore, key: str) -> bool:
-    """True when another process holds ``key``'s timeline lock right now."""
-    path = lock_path(store, key)
-    try:
-        fd = os.open(path, os.O_RDWR)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
-
-
-@asynccontextmanager
-async def _no_lock() -> AsyncIterator[None]:
-    yield
-
-
 def _session_lock(
     store: TimelineStore | None, key: str, console: Console | None
 ) -> AbstractAsyncContextManager[object]:
     """The timeline lock of ``key`` (nothing to lock without a store); says when it waits."""
     if store is None:
-        return _no_lock()
-    if console is not None and _held_elsewhere(store, key):
-        console.print(
-            f"[dim]another restore of {key} is running; waiting for it, then reusing its turns[/]",
-            highlight=False,
-        )
-    return timeline_lock(store, key)
+        return nullcontext()
+
+    def waiting() -> None:
+        if console is not None:
+            console.print(
+                f"[dim]another restore of {key} is running; "
+                "waiting for it, then reusing its turns[/]",
+                highlight=False,
+            )
+
+    return timeline_lock(store, key, on_wait=waiting)
 
 
 def run_restore(
