@@ -297,3 +297,11 @@ def test_generated_citations_resolve_exactly(
                 expected.append(f"M{n}")
     text = f"claims [{separator.join(tokens)}] end" if tokens else "no citations"
     assert [r.label for r in numbering.extract_references(text)] == expected
+
+
+def test_uncite_turns_what_the_parser_would_cite_into_parentheses() -> None:
+    from opencode_restore.timeline.numbering import Numbering, uncite
+
+    text = "done [M2] and [see M3-M5], keep [draft] and [SUM3]"
+    assert uncite(text) == "done (M2) and (see M3-M5), keep [draft] and [SUM3]"
+    assert Numbering().resolve(uncite(text)).unknown == []

@@ -8,11 +8,11 @@ providers: the pipeline cannot tell the difference.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 from ..model import Usage
+from ..timeline.numbering import uncite
 from .base import LLMRequest, LLMResult, ToolCallRequest
 
 # Rough prompt size accounting so the progress bar and ledgers show something honest.
@@ -24,21 +24,9 @@ DONE_ITEMS = 40
 ERROR_ITEMS = 20
 
 
-# A bracket group the citation parser would read (``[M2]``, ``[see M3-M5]``).
-_LABELS = re.compile(r"\[([^\[\]\n]{0,400}\bM[0-9][^\[\]\n]{0,400})\]")
-
-
 def _cite(text: str, label: str | None) -> str:
-    return f"{_unbracket(text)} [{label}]" if label else _unbracket(text)
-
-
-def _unbracket(text: str) -> str:
-    """Log text copied into the summary must not cite: ``[M2]`` in it becomes ``(M2)``.
-
-    Only the labels this provider adds are citations; a log line that reads like one
-    (forged or quoted) would otherwise point the reader at a message it never named.
-    """
-    return _LABELS.sub(r"(\1)", text) if "[" in text else text
+    # Log text copied into the summary must not cite: only the labels added here do.
+    return f"{uncite(text)} [{label}]" if label else uncite(text)
 
 
 def _short(text: str, limit: int = 240) -> str:

@@ -251,6 +251,18 @@ def citation_spans(text: str) -> Iterator[tuple[int, int]]:
             yield group.start(), group.end()
 
 
+def uncite(text: str) -> str:
+    """``text`` with every bracket group this parser would read as a citation turned into
+    parentheses: ``[M2]`` becomes ``(M2)``. For log text copied into a summary, where a
+    label the log happens to hold must not point the reader at a message.
+    """
+    if "[" not in text:
+        return text
+    return _BRACKET.sub(
+        lambda m: f"({m.group(1)})" if _TOKEN.search(m.group(1)) else m.group(0), text
+    )
+
+
 def _citations(text: str) -> Iterator[tuple[int, int]]:
     """Every cited number range ``(low, high)`` in bracket groups of ``text``."""
     for group in _BRACKET.finditer(text):
