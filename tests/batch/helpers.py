@@ -25,6 +25,7 @@ _EXPORT_ID = "ses_e021ac976ffeprCgfn115CWSLu"
 
 sys.path.insert(0, str(SERVER.parent))
 from fake_llm_server import FakeLLMServer  # noqa: E402
+from process import fake_server_process  # noqa: E402
 
 
 def marker(k: int) -> str:
@@ -100,23 +101,8 @@ def server_process(
     tmp: Path, *, latency: float = 0.0, script: list[dict[str, Any]] | None = None
 ) -> Iterator[tuple[str, Path, subprocess.Popen[bytes]]]:
     """The fake server as a subprocess: (OpenAI base URL, request log, process)."""
-    port_file, log = tmp / "port", tmp / "requests.jsonl"
-    cmd = [sys.executable, str(SERVER), "--port-file", str(port_file), "--log", str(log)]
-    cmd += ["--latency", str(latency)]
-    if script is not None:
-        (tmp / "script.json").write_text(json.dumps(script))
-        cmd += ["--script", str(tmp / "script.json")]
-    proc = subprocess.Popen(cmd, cwd=ROOT)
-    try:
-        deadline = time.monotonic() + 20
-        while not (port_file.exists() and port_file.read_text().strip()):
-            assert proc.poll() is None, "fake server died"
-            assert time.monotonic() < deadline, "fake server did not start"
-            time.sleep(0.02)
-        yield f"http://127.0.0.1:{port_file.read_text().strip()}/v1", log, proc
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with fake_server_process(tmp, latency=latency, script=script) as (url, log, proc):
+        yield f"{url}/v1", log, proc
 
 
 def cli_env(data_dir: Path) -> dict[str, str]:

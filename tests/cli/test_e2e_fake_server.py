@@ -6,15 +6,15 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.fakes.process import fake_server_process
+
 ROOT = Path(__file__).resolve().parents[2]
-SERVER = ROOT / "tests" / "fakes" / "fake_llm_server.py"
 EXPORT = ROOT / "fixtures" / "opencode" / "recorded" / "tui-compact" / "export.json"
 
 
@@ -53,32 +53,8 @@ SCRIPT: list[dict[str, Any]] = [
 
 @pytest.fixture
 def fake_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps(SCRIPT))
-    port_file, log = tmp_path / "port", tmp_path / "requests.jsonl"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            str(SERVER),
-            "--port-file",
-            str(port_file),
-            "--script",
-            str(script),
-            "--log",
-            str(log),
-        ],
-        cwd=ROOT,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while not (port_file.exists() and port_file.read_text().strip()):
-            assert proc.poll() is None, "fake server died"
-            assert time.monotonic() < deadline, "fake server did not start"
-            time.sleep(0.05)
-        yield f"http://127.0.0.1:{port_file.read_text().strip()}", log
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with fake_server_process(tmp_path, script=SCRIPT) as (url, log, _):
+        yield url, log
 
 
 def _restore(model: str, base_url: str, tmp_path: Path) -> dict[str, Any]:

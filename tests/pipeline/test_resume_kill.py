@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 
 from opencode_restore.pipeline.timeline_store import TimelineStore
+from tests.fakes.process import fake_server_process
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVER = ROOT / "tests" / "fakes" / "fake_llm_server.py"
 LOG = ROOT / "fixtures" / "pi" / "pi-mono" / "large-session.jsonl"
 TURNS = 12
 _TURN = re.compile(r'<session_log turn="(\d+)">')
@@ -32,30 +32,8 @@ _TURN = re.compile(r'<session_log turn="(\d+)">')
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    port_file, log = tmp_path / "port", tmp_path / "requests.jsonl"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            str(SERVER),
-            "--port-file",
-            str(port_file),
-            "--log",
-            str(log),
-            "--latency",
-            "0.25",
-        ],
-        cwd=ROOT,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while not (port_file.exists() and port_file.read_text().strip()):
-            assert proc.poll() is None, "fake server died"
-            assert time.monotonic() < deadline, "fake server did not start"
-            time.sleep(0.05)
-        yield f"http://127.0.0.1:{port_file.read_text().strip()}", log
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with fake_server_process(tmp_path, latency=0.25) as (url, log, _):
+        yield url, log
 
 
 def _env(tmp_path: Path) -> dict[str, str]:

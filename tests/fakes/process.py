@@ -1,0 +1,39 @@
+"""The fake LLM server as a subprocess, for tests that run the real CLI against it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER = Path(__file__).resolve().parent / "fake_llm_server.py"
+
+
+@contextmanager
+def fake_server_process(
+    tmp: Path, *, latency: float = 0.0, script: list[dict[str, Any]] | None = None
+) -> Iterator[tuple[str, Path, subprocess.Popen[bytes]]]:
+    """Start the server on 127.0.0.1: (its root URL, its request log, the process)."""
+    port_file, log = tmp / "port", tmp / "requests.jsonl"
+    cmd = [sys.executable, str(SERVER), "--port-file", str(port_file), "--log", str(log)]
+    cmd += ["--latency", str(latency)]
+    if script is not None:
+        (tmp / "script.json").write_text(json.dumps(script))
+        cmd += ["--script", str(tmp / "script.json")]
+    proc = subprocess.Popen(cmd, cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 20
+        while not (port_file.exists() and port_file.read_text().strip()):
+            assert proc.poll() is None, "fake server died"
+            assert time.monotonic() < deadline, "fake server did not start"
+            time.sleep(0.02)
+        yield f"http://127.0.0.1:{port_file.read_text().strip()}", log, proc
+    finally:
+        proc.terminate()
+        proc.wait(10)
