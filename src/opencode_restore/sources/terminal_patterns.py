@@ -43,27 +43,12 @@ _SINGLE = (
     "banner",
     "placeholder",
 )
-# The patterns the scanner tries on a whole line in its ordinary state (``composer_edge``
-# is only tried right after a rail block, ``placeholder`` only after ``prompt``).
-LINE_KEYS = (
-    "user_message",
-    "username_timestamp",
-    "agent_working",
-    "read_file",
-    "edit_file",
-    "write_file",
-    "shell",
-    "assistant_footer",
-    "compaction_divider",
-    "prompt",
-    "bullet",
-    "tool_output",
-    "rule",
-    "collapsed_tool",
-    "compacted",
-    "banner",
-    "noise",
-)
+# The patterns the scanner tries on a whole line in its ordinary state. Left out: the
+# ones tried only in a given state (``composer_edge`` right after a rail block,
+# ``placeholder`` after ``prompt``), the sidebar finder, and the sub-patterns applied to
+# a bullet's text (``tool_call``, ``codex_tool``); ``noise`` is a list of its own.
+_NOT_LINE = ("composer_edge", "sidebar_marker", "placeholder", "tool_call", "codex_tool")
+LINE_KEYS = (*(key for key in _SINGLE if key not in _NOT_LINE), "noise")
 
 
 @dataclass(frozen=True, slots=True)
