@@ -211,3 +211,9 @@ def test_export_branch_guards(fixtures: Path, tmp_path: Path) -> None:
     claude = fixtures / "claude-code" / "claude-code-log" / "dag_compact_after_rewind.jsonl"
     with pytest.raises(UsageError, match="no entry or message with id 'zzz'"):
         export_branch(claude, "claude-code", "zzz", tmp_path / "n.jsonl")
+
+
+def test_written_sessions_are_readable_by_their_owner_only(fixtures: Path, tmp_path: Path) -> None:
+    dest = tmp_path / "branch.jsonl"
+    export_pi_branch(fixtures / PI / "own" / "tree-v3.jsonl", "c300000f", dest)
+    assert oct(dest.stat().st_mode & 0o777) == "0o600"

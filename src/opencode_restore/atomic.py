@@ -13,6 +13,9 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+#: Session logs and restore timelines hold private conversations: readable by their owner only.
+SESSION_FILE_MODE = 0o600
+
 
 def atomic_write(path: Path, data: bytes | Iterable[bytes], *, mode: int = 0o644) -> None:
     """Replace ``path`` with ``data`` (bytes, or chunks of bytes written in order)."""

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from ..atomic import atomic_write, remove_stale_temporaries
+from ..atomic import SESSION_FILE_MODE, atomic_write, remove_stale_temporaries
 from ..model import Message, Turn
 
 log = logging.getLogger(__name__)
@@ -168,7 +168,8 @@ class TimelineStore:
         Stale temporary files of killed runs are removed.
         """
         path = self.path_for(session_id)
-        atomic_write(path, orjson.dumps(payload, option=orjson.OPT_INDENT_2), mode=0o600)
+        data = orjson.dumps(payload, option=orjson.OPT_INDENT_2)
+        atomic_write(path, data, mode=SESSION_FILE_MODE)
         # A crash before this unlink leaves lines of the previous generation, which
         # load skips: the snapshot already holds them.
         self.journal_for(session_id).unlink(missing_ok=True)
@@ -190,7 +191,7 @@ class TimelineStore:
         """
         path = self.journal_for(session_id)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, SESSION_FILE_MODE)
         try:
             os.write(fd, orjson.dumps(change) + b"\n")
             os.fsync(fd)

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from ..atomic import atomic_write
+from ..atomic import SESSION_FILE_MODE, atomic_write
 from ..errors import SourceError, UsageError
 from . import pi_tree
 from .base import WarningSink
@@ -97,7 +97,8 @@ def migrate_file(
     if in_place:
         result.backup = backup_path(source)
         shutil.copy2(source, result.backup)
-    atomic_write(target, (_line(obj) for obj in [pi.header, *(e.data for e in pi.entries)]))
+    entries = (_line(obj) for obj in [pi.header, *(e.data for e in pi.entries)])
+    atomic_write(target, entries, mode=SESSION_FILE_MODE)
     result.written = target
     return result
 
@@ -182,6 +183,6 @@ def export_pi_branch(
     path = pi_tree.path_to_root(by_id, by_id[leaf])
     labels = pi_tree.resolve_labels(pi.entries)
     session_id, lines = branch_lines(pi.header, path, labels, source)
-    atomic_write(dest, lines)
+    atomic_write(dest, lines, mode=SESSION_FILE_MODE)
     written_labels = len(lines) - 1 - sum(1 for e in path if e.type != "label")
     return BranchExport(dest, session_id, len(lines) - 1, written_labels)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 
-from ..atomic import atomic_write
+from ..atomic import SESSION_FILE_MODE, atomic_write
 from ..errors import UsageError
 from ..sources import get_reader
 from ..sources.base import WarningSink, iter_json_lines
@@ -80,5 +80,5 @@ def _export_claude(source: Path, leaf: str, dest: Path) -> int:
                 kept += 1
                 yield raw if raw.endswith(b"\n") else raw + b"\n"
 
-    atomic_write(dest, lines())
+    atomic_write(dest, lines(), mode=SESSION_FILE_MODE)
     return kept
