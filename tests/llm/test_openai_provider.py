@@ -123,6 +123,32 @@ async def test_no_choices_and_no_usage() -> None:
     assert result.usage.total == 0
 
 
+@pytest.mark.parametrize("body", [b"<html>502 Bad Gateway</html>", b"[1, 2]"])
+async def test_a_2xx_that_is_no_json_object_is_a_clear_error(
+    policy: RetryPolicy, body: bytes
+) -> None:
+    recorder = Recorder([httpx2.Response(200, content=body)])
+    with pytest.raises(ProviderError, match="not a JSON object"):
+        await call_with_retry(provider(recorder), request(), policy)
+    assert len(recorder.requests) == 1
+
+
+async def test_malformed_tool_calls_are_skipped() -> None:
+    message = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"arguments": "{}"}},
+            {"id": "c2", "type": "custom", "custom": {"name": "x"}},
+            {"id": "c3", "type": "function", "function": {"name": "grep", "arguments": None}},
+        ],
+    }
+    body = {"model": "m", "choices": [{"message": message, "finish_reason": "tool_calls"}]}
+    recorder = Recorder([httpx2.Response(200, json=body)])
+    result = await provider(recorder).complete(request())
+    assert result.tool_calls == [ToolCallRequest("c3", "grep", {})]
+
+
 async def test_native_tools_round_trip() -> None:
     call = {
         "id": "call_1",

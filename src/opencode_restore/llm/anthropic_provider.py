@@ -47,6 +47,7 @@ class AnthropicProvider(SDKProvider):
     client_class = anthropic.AsyncAnthropic
     connection_error = anthropic.APIConnectionError
     status_error = anthropic.APIStatusError
+    aiohttp_client_class = anthropic.DefaultAioHttpClient
     _client: anthropic.AsyncAnthropic
 
     async def complete(self, request: LLMRequest) -> LLMResult:

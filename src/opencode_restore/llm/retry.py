@@ -78,7 +78,8 @@ def retry_after_seconds(exc: BaseException, now: float | None = None) -> float |
 
 
 def error_message(exc: BaseException) -> str:
-    """The provider's own error text (the JSON `error.message`), else the exception text."""
+    """The provider's own error text (the JSON `error.message`), else the exception text,
+    with the socket error under it when there is one."""
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
         inner = body.get("error", body)
@@ -86,7 +87,15 @@ def error_message(exc: BaseException) -> str:
             return str(inner["message"])
         if isinstance(inner, str):
             return inner
-    return str(exc) or type(exc).__name__
+    message = str(exc) or type(exc).__name__
+    # The SDKs say only "Connection error." or (aiohttp transport, even for a refused
+    # port) "Request timed out."; the OSError underneath is what tells a user which.
+    cause = exc.__cause__
+    while cause is not None and not isinstance(cause, OSError):
+        cause = cause.__cause__
+    if cause is not None and str(cause) not in message:
+        return f"{message} ({cause})"
+    return message
 
 
 def error_status(exc: BaseException) -> int | None:

@@ -2,6 +2,11 @@
 
 One provider object (so one SDK client and one connection pool) serves every worker
 of a batch; the subclass says which SDK client class to build.
+
+The SDKs' own HTTP stack (httpx2 over httpcore2 and h11) costs about 2 ms of CPU per
+call, more than the whole pipeline around it; both SDKs ship an aiohttp transport
+(their ``aiohttp`` extra) whose C parser cuts that by about 40%, so it is the default.
+Tests inject an ``httpx2`` client with a mock transport instead.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ class SDKProvider:
     connection_error: ClassVar[type[Exception]]
     #: Its instances carry the ``httpx2.Response`` as ``response``.
     status_error: ClassVar[type[Any]]
+    #: The SDK's ``DefaultAioHttpClient`` (an ``httpx2.AsyncClient`` on aiohttp).
+    aiohttp_client_class: ClassVar[type[httpx2.AsyncClient]]
 
     def __init__(
         self,
@@ -41,7 +48,7 @@ class SDKProvider:
             base_url=settings.base_url,
             timeout=settings.timeout,
             max_retries=0,
-            http_client=http_client,
+            http_client=http_client or self.aiohttp_client_class(),
         )
 
     async def aclose(self) -> None:
