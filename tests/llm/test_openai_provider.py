@@ -56,6 +56,7 @@ async def test_success_maps_text_usage_and_sends_chat_completion() -> None:
     assert sent.url.path == "/v1/chat/completions"
     assert sent.headers["authorization"] == "Bearer sk-test"
     assert sent.headers["x-stainless-retry-count"] == "0"
+    assert sent.headers["content-type"] == "application/json"
     body = recorder.body()
     assert body["model"] == "gpt-test"
     assert body["messages"] == [

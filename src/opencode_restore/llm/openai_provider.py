@@ -44,11 +44,12 @@ class OpenAIProvider(SDKProvider):
         try:
             # `post` rather than `chat.completions.create`: the SDK's request transform
             # walks every message and schema node (about 1.5 ms a call, the largest CPU
-            # cost of a batch) and leaves these plain JSON params unchanged. The reply
-            # is read as plain JSON too: building the `ChatCompletion` model cost
+            # cost of a batch) and leaves these plain JSON params unchanged. They are
+            # encoded by orjson (the SDK's stdlib encoder cost 0.15 ms a call) and the
+            # reply is read as plain JSON too: building the `ChatCompletion` model cost
             # another 0.3 ms a call for the few fields read here.
             response = await self._client.post(
-                "/chat/completions", body=params, cast_to=httpx2.Response
+                "/chat/completions", content=orjson.dumps(params), cast_to=httpx2.Response
             )
         except openai.BadRequestError as exc:
             if "tools" in params and self._tools_rejected(exc):
