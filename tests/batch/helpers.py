@@ -80,14 +80,14 @@ class CountingServer(FakeLLMServer):
         self._count_lock = threading.Lock()
 
     def handle(
-        self, path: str, headers: dict[str, str], body: Any
+        self, path: str, headers: dict[str, str], body: Any, received: float | None = None
     ) -> tuple[int, dict[str, str], Any]:
         with self._count_lock:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             self.arrivals.append(time.monotonic())
         try:
-            reply = super().handle(path, headers, body)
+            reply = super().handle(path, headers, body, received)
         finally:
             with self._count_lock:
                 self.in_flight -= 1

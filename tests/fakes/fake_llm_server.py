@@ -14,7 +14,7 @@ Script steps, consumed in order (one per request):
     {"json": {...}}                      JSON text (OpenAI) / the forced tool's input (Anthropic)
     {"tool": "name", "args": {...}}      a tool call
     {"status": 429, "headers": {...}, "body": ...}   an error response
-    {"delay": 1.5, ...}                  sleep first (alone: sleep, then answer in auto mode)
+    {"delay": 1.5, ...}                  answer 1.5 s later (alone: later, in auto mode)
     {"usage": {...}}                     optional override of the reported usage fields
 When the script runs out, auto mode answers every request: a minimal valid instance
 of the requested JSON schema (OpenAI `response_format`, Anthropic forced tool), else
@@ -121,9 +121,15 @@ class FakeLLMServer:
         self.stop()
 
     def handle(
-        self, path: str, headers: dict[str, str], body: Any
+        self, path: str, headers: dict[str, str], body: Any, received: float | None = None
     ) -> tuple[int, dict[str, str], Any]:
-        """Answer one request: (status, extra headers, JSON body or raw text)."""
+        """Answer one request: (status, extra headers, JSON body or raw text).
+
+        The reply leaves ``delay + latency`` seconds after ``received`` (the
+        ``time.monotonic()`` at which the request arrived; now by default): the time
+        spent building it counts in, as it does in a real service's latency.
+        """
+        received = time.monotonic() if received is None else received
         with self._lock:
             self._counter += 1
             number = self._counter
@@ -133,14 +139,16 @@ class FakeLLMServer:
             if self.log_path:
                 with self.log_path.open("a", encoding="utf-8") as log:
                     log.write(json.dumps(entry) + "\n")
-        delay = float(step.get("delay", 0)) + self.latency
-        if delay:
-            time.sleep(delay)
         if "status" in step:
-            return self._error(path, step)
-        if path.endswith("/messages"):
-            return 200, {}, self._anthropic(number, body, step)
-        return 200, {}, self._openai(number, body, step)
+            reply = self._error(path, step)
+        elif path.endswith("/messages"):
+            reply = 200, {}, self._anthropic(number, body, step)
+        else:
+            reply = 200, {}, self._openai(number, body, step)
+        wait = received + float(step.get("delay", 0)) + self.latency - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        return reply
 
     def _error(self, path: str, step: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
         status = int(step["status"])
@@ -317,6 +325,7 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             """Quiet: the JSONL log is the record."""
 
         def do_POST(self) -> None:
+            received = time.monotonic()
             length = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(length)
             path = self.path.split("?", 1)[0].rstrip("/")
@@ -331,7 +340,7 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 body = json.loads(raw)
             except ValueError:
                 return self._send(400, {}, {"error": {"message": "body is not JSON"}})
-            self._send(*server.handle(path, dict(self.headers.items()), body))
+            self._send(*server.handle(path, dict(self.headers.items()), body, received))
 
         def _send(self, status: int, headers: dict[str, str], body: Any) -> None:
             data = (body if isinstance(body, str) else json.dumps(body)).encode()
@@ -359,7 +368,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port-file", type=Path, required=True, help="write the bound port here")
     parser.add_argument("--script", type=Path, help="JSON list of steps")
     parser.add_argument("--log", type=Path, help="append every request here as JSONL")
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every reply")
+    parser.add_argument(
+        "--latency", type=float, default=0.0, help="seconds from a request's arrival to its reply"
+    )
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args(argv)
     script = json.loads(args.script.read_text(encoding="utf-8")) if args.script else []

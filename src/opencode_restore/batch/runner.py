@@ -24,6 +24,7 @@ from typing import Any
 
 import anyio
 from anyio import to_thread
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..atomic import atomic_write, remove_stale_temporaries
 from ..config import Config
@@ -83,6 +84,29 @@ class BatchReport:
         return 1 if self.failed else 0
 
 
+@dataclass(slots=True)
+class _Loaded:
+    """An item read ahead of its restore: its session, or why it could not be read."""
+
+    item: BatchItem
+    session: Session | None
+    error: str | None
+    seconds: float
+
+
+def _load(item: BatchItem) -> _Loaded:
+    """Read ``item`` (in a worker thread); an unreadable one carries its error."""
+    start = time.perf_counter()
+    session = None
+    error = item.error
+    if error is None:
+        try:
+            session = item.load(WarningSink())
+        except Exception as exc:  # a session's failure is data, never the batch's end
+            error = f"{type(exc).__name__}: {exc}"
+    return _Loaded(item, session, error, time.perf_counter() - start)
+
+
 @dataclass
 class BatchJob:
     """One batch: the items, where outputs go, and how to restore."""
@@ -124,22 +148,31 @@ class BatchJob:
         report = BatchReport([Outcome(item, "skipped") for item in done])
         self.out_dir.mkdir(parents=True, exist_ok=True)
         remove_stale_temporaries(self.out_dir)  # outputs half-written when a batch was killed
-        pending = iter(todo)
+        workers = max(1, min(self.concurrency, len(todo)))
+        # Sessions are read ahead, one per worker at most, so a worker that finishes a
+        # session starts the next one's first LLM call without waiting for the parse.
+        send, receive = anyio.create_memory_object_stream[_Loaded](workers)
 
-        async def worker() -> None:
-            # One shared iterator: next() never awaits, so no two workers get one item.
-            for item in pending:
-                if self.on_start is not None:
-                    self.on_start(item)
-                outcome = await self._restore(item)
-                report.outcomes.append(outcome)
-                if self.on_finish is not None:
-                    self.on_finish(outcome)
+        async def worker(sessions: MemoryObjectReceiveStream[_Loaded]) -> None:
+            writing: anyio.Event | None = None
+            async with sessions:
+                async for loaded in sessions:
+                    if self.on_start is not None:
+                        self.on_start(loaded.item)
+                    outcome, restoration = await self._restore(loaded)
+                    # The outputs and the manifest line are written while this worker
+                    # goes on with its next session; one write in flight per worker.
+                    if writing is not None:
+                        await writing.wait()
+                    writing = anyio.Event()
+                    tg.start_soon(self._finish, outcome, restoration, report, writing)
 
         try:
             async with anyio.create_task_group() as tg:
-                for _ in range(max(1, min(self.concurrency, len(todo)))):
-                    tg.start_soon(worker)
+                tg.start_soon(self._load_all, todo, send)
+                with receive:
+                    for _ in range(workers):
+                        tg.start_soon(worker, receive.clone())
         finally:
             self.manifest.close()
             if self.mirror is not None:
@@ -147,28 +180,57 @@ class BatchJob:
         report.wall = time.perf_counter() - start
         return report
 
-    async def _restore(self, item: BatchItem) -> Outcome:
+    async def _load_all(
+        self, todo: Sequence[BatchItem], send: MemoryObjectSendStream[_Loaded]
+    ) -> None:
+        async with send:
+            for item in todo:
+                await send.send(await to_thread.run_sync(_load, item))
+
+    async def _restore(self, loaded: _Loaded) -> tuple[Outcome, Restoration | None]:
+        start = time.perf_counter()
+        item = loaded.item
+        outcome = Outcome(item, "failed", error=loaded.error)
+        restoration = None
+        if loaded.session is not None:
+            try:
+                restoration = await self._restore_session(item, loaded.session)
+            except Exception as exc:  # a session's failure is data, never the batch's end
+                outcome.error = f"{type(exc).__name__}: {exc}"
+        outcome.duration = loaded.seconds + time.perf_counter() - start
+        return outcome, restoration
+
+    async def _finish(
+        self,
+        outcome: Outcome,
+        restoration: Restoration | None,
+        report: BatchReport,
+        written: anyio.Event,
+    ) -> None:
+        """Write a restored session's outputs, then its manifest line; shielded, so a
+        cancelled batch still records a restore it finished."""
         start = time.perf_counter()
         extra: dict[str, Any] = {}
-        outcome = Outcome(item, "failed")
-        try:
-            if item.error is not None:
-                raise RuntimeError(item.error)
-            session = await to_thread.run_sync(item.load, WarningSink())
-            restoration = await self._restore_session(item, session)
-            extra = await to_thread.run_sync(self._save, item, restoration)
-            outcome.status = "done" if restoration.complete else "incomplete"
-            outcome.usage = restoration.usage
-            if restoration.timeline is not None:
-                outcome.turns_reused = restoration.timeline.turns_reused
-            if not restoration.complete:
-                turns = ", ".join(str(f.turn) for f in restoration.failed_turns)
-                outcome.error = f"turns {turns} failed: {restoration.failed_turns[0].error}"
-        except Exception as exc:  # a session's failure is data, never the batch's end
-            outcome.error = f"{type(exc).__name__}: {exc}"
-        outcome.duration = time.perf_counter() - start
-        await to_thread.run_sync(self._record, outcome, extra)
-        return outcome
+        with anyio.CancelScope(shield=True):
+            try:
+                if restoration is not None:
+                    extra = await to_thread.run_sync(self._save, outcome.item, restoration)
+                    outcome.status = "done" if restoration.complete else "incomplete"
+                    outcome.usage = restoration.usage
+                    if restoration.timeline is not None:
+                        outcome.turns_reused = restoration.timeline.turns_reused
+                    if not restoration.complete:
+                        turns = ", ".join(str(f.turn) for f in restoration.failed_turns)
+                        first = restoration.failed_turns[0].error
+                        outcome.error = f"turns {turns} failed: {first}"
+            except Exception as exc:  # an output that cannot be written fails the session
+                outcome.error = f"{type(exc).__name__}: {exc}"
+            outcome.duration += time.perf_counter() - start
+            await to_thread.run_sync(self._record, outcome, extra)
+        report.outcomes.append(outcome)
+        written.set()
+        if self.on_finish is not None:
+            self.on_finish(outcome)
 
     async def _restore_session(self, item: BatchItem, session: Session) -> Restoration:
         store = self.timelines
