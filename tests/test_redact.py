@@ -11,6 +11,8 @@ import time
 import uuid
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from opencode_restore.redact import Redactor, redact
 
@@ -290,3 +292,34 @@ def test_a_secret_quoted_in_json_is_the_same_secret() -> None:
     redactor.redact(f"key file:\n{PRIVATE_KEY}\n")
     redactor.redact(json.dumps({"user_request": PRIVATE_KEY}))
     assert redactor.by_kind == {"private-key": 1}
+
+
+_WORDS = ["password", "PassWord", "secret", "SECRET_KEY", "api-key", "apiKey", "Tokens",
+          "token", "credentials", "passphrase", "access_key", "private-key"]  # fmt: skip
+_NOISE = ["my", "_", "-", ".", '"', "'", ":", "=", " ", "\t", "\n", "- ", "{", "}", ","]
+_VALUES = ["hunter2", "s3cr3t-value", "x1y2z3w4v5", "", "$VAR", "a b"]
+# name, separator, value: the shapes the word-anchored patterns look for, and pieces
+# of them out of order.
+_ASSIGNMENT = st.tuples(
+    st.sampled_from(["", "my_", "DB_", "x"]),
+    st.sampled_from(_WORDS),
+    st.sampled_from(["", '"', "'"]),
+    st.sampled_from([":", "=", ": ", " = ", ":\t", " "]),
+    st.sampled_from(["", '"', "'"]),
+    st.sampled_from(_VALUES),
+    st.sampled_from(["", '"', "'", "\n"]),
+).map("".join)
+_TEXT = st.lists(
+    st.one_of(_ASSIGNMENT, st.sampled_from(_WORDS + _NOISE + _VALUES)), max_size=30
+).map("".join)
+
+
+@given(_TEXT)
+@example("password:\thunter2")
+@example('x\n - apiKey: "k3y" api_key = s3cr3t9')
+def test_the_ascii_fast_path_redacts_as_the_full_scan_does(text: str) -> None:
+    # Non-ASCII text takes the full regex scans; a trailing line with "é" changes no
+    # match on the lines before it, so both paths must give the same result.
+    fast, slow = Redactor(), Redactor()
+    assert slow.redact(text + "\né") == fast.redact(text) + "\né"
+    assert fast.by_kind == slow.by_kind

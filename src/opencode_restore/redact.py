@@ -24,6 +24,7 @@ import binascii
 import functools
 import re
 from collections import Counter
+from collections.abc import Callable
 
 _KEY_CHAR = "[A-Za-z0-9_-]"
 _E = rf"(?!{_KEY_CHAR})"  # end of a token
@@ -38,7 +39,9 @@ def _token(prefix: str, rest: str) -> str:
     return rf"{prefix}(?<!{_KEY_CHAR}{prefix}){rest}"
 
 
-_TOKENS: dict[str, str] = {
+# A kind with several shapes lists them apart: a pattern starting with an alternation
+# has no literal prefix, so `re` tries it at every position (about 10x slower).
+_TOKENS: dict[str, str | tuple[str, ...]] = {
     "private-key": (
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
         r"[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
@@ -50,17 +53,17 @@ _TOKENS: dict[str, str] = {
     ),
     "aws-access-key": _token("(?:AKIA|ASIA|ABIA|ACCA)", r"[0-9A-Z]{16}\b"),
     "github-token": (
-        _token("gh[pousr]_", rf"[A-Za-z0-9]{{36,}}{_E}")
-        + "|"
-        + _token("github_pat_", rf"[A-Za-z0-9_]{{22,}}{_E}")
+        _token("gh[pousr]_", rf"[A-Za-z0-9]{{36,}}{_E}"),
+        _token("github_pat_", rf"[A-Za-z0-9_]{{22,}}{_E}"),
     ),
     "gitlab-token": _token("glp[at]t-", rf"[A-Za-z0-9_-]{{20,}}{_E}"),
-    "slack-token": _token("xox[abposr]-", rf"[A-Za-z0-9-]{{10,}}{_E}")
-    + "|"
-    + _token("xapp-", rf"[A-Za-z0-9-]{{20,}}{_E}"),
+    "slack-token": (
+        _token("xox[abposr]-", rf"[A-Za-z0-9-]{{10,}}{_E}"),
+        _token("xapp-", rf"[A-Za-z0-9-]{{20,}}{_E}"),
+    ),
     "slack-webhook": r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+",
     "google-api-key": _token("AIza", rf"[0-9A-Za-z_-]{{35}}{_E}"),
-    "stripe-key": _token("(?:sk|rk)_(?:live|test)_", rf"[0-9A-Za-z]{{16,}}{_E}"),
+    "stripe-key": tuple(_token(f"{c}k_(?:live|test)_", rf"[0-9A-Za-z]{{16,}}{_E}") for c in "sr"),
     "hf-token": _token("hf_", rf"[A-Za-z0-9]{{30,}}{_E}"),
     "npm-token": _token("npm_", rf"[A-Za-z0-9]{{36}}{_E}"),
     "pypi-token": _token("pypi-", rf"AgE[A-Za-z0-9_-]{{50,}}{_E}"),
@@ -72,7 +75,11 @@ _TOKENS: dict[str, str] = {
 }
 # One pass per pattern: a lone literal-first regex is scanned ~25x faster by `re`
 # than one big alternation, which must try every branch at every position.
-_TOKEN_RES = [(kind, re.compile(pattern)) for kind, pattern in _TOKENS.items()]
+_TOKEN_RES = [
+    (kind, re.compile(pattern))
+    for kind, shapes in _TOKENS.items()
+    for pattern in ((shapes,) if isinstance(shapes, str) else shapes)
+]
 # A token whose random part is a run of one filler is a documentation placeholder
 # (`ghp_xxxxxxxx…`, `sk-XXXX…`), not a key.
 _FILLER = re.compile(r"x{4,}|X{4,}|\*{4,}")
@@ -184,6 +191,12 @@ _CONTEXT_RES = [(kind, re.compile(pattern, re.MULTILINE)) for kind, pattern in _
 _HINTS = {
     "yaml": re.compile(":(?:" + "|".join(f"(?<=(?i:{re.escape(w)}):)" for w in _WORDS) + r")[ \t]")
 }
+# Patterns that can only match where a secret word starts: in ASCII text (where
+# ``lower()`` keeps every offset) those places are found by ``str.find``, and the
+# pattern is tried there alone; a scan of the whole text stopped at every letter
+# that can start a word (half the redaction time of a JSON prompt).
+_AT_WORDS = frozenset({"quoted"})
+_HINTED_BY_WORDS = {"yaml": (": ", ":\t")}
 # Line breaks and indentation inside a secret, as written or escaped in a JSON string.
 _LAYOUT = re.compile(r"\s+|\\[nrt]")
 _LABELS = {"url": "url-password", "bearer": "bearer-token", "basic": "basic-auth"}
@@ -230,9 +243,16 @@ class Redactor:
         for kind, regex in _TOKEN_RES:
             text = regex.sub(functools.partial(self._replace_token, kind), text)
         for kind, regex in _CONTEXT_RES:
-            hint = _HINTS.get(kind)
-            if hint is None or hint.search(text):
-                text = regex.sub(functools.partial(self._replace_value, kind), text)
+            replace = functools.partial(self._replace_value, kind)
+            words = _secret_words(text) if kind in _AT_WORDS or kind in _HINTS else None
+            if words is None:
+                hint = _HINTS.get(kind)
+                if hint is None or hint.search(text):
+                    text = regex.sub(replace, text)
+            elif kind in _AT_WORDS:
+                text = _sub_at(regex, text, sorted({start for start, _ in words}), replace)
+            elif any(text.startswith(_HINTED_BY_WORDS[kind], end) for _, end in words):
+                text = regex.sub(replace, text)
         return text
 
     def _found(self, kind: str, secret: str) -> None:
@@ -263,6 +283,42 @@ class Redactor:
         self._found(label, value)
         closing = match.groupdict().get("q") or ""
         return f"{match.group('keep')}[REDACTED:{label}]{closing}"
+
+
+def _secret_words(text: str) -> list[tuple[int, int]] | None:
+    """(start, end) of every secret word in ``text``, any case; None unless ASCII."""
+    if not text.isascii():
+        return None
+    lower = text.lower()
+    found = []
+    for word in _WORDS:
+        start = lower.find(word)
+        while start >= 0:
+            found.append((start, start + len(word)))
+            start = lower.find(word, start + 1)
+    return found
+
+
+def _sub_at(
+    regex: re.Pattern[str],
+    text: str,
+    starts: list[int],
+    replace: Callable[[re.Match[str]], str],
+) -> str:
+    """``regex.sub(replace, text)`` for a pattern that can only match at ``starts``."""
+    parts: list[str] = []
+    done = 0
+    for start in starts:
+        if start < done:
+            continue
+        match = regex.match(text, start)
+        if match is not None:
+            parts += (text[done:start], replace(match))
+            done = match.end()
+    if not parts:
+        return text
+    parts.append(text[done:])
+    return "".join(parts)
 
 
 def redact(text: str) -> tuple[str, int]:
