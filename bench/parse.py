@@ -9,7 +9,10 @@ the same run the throughput of `for line in f: orjson.loads(line)` over the same
 Targets: Claude JSONL >= 100 MB/s and >= 0.35 of the bare loop; terminal >= 50 MB/s;
 peak RSS < 200 MB.
 
-    python bench/parse.py [--claude-mb 200] [--terminal-mb 50]
+    python bench/parse.py [--claude-mb 200] [--terminal-mb 50] [--runs 3]
+
+The Claude figures are the best of ``--runs`` alternating runs of the bare loop and
+the CLI (this VM's speed drifts within minutes).
 """
 
 from __future__ import annotations
@@ -79,14 +82,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--claude-mb", type=int, default=200)
     ap.add_argument("--terminal-mb", type=int, default=50)
+    ap.add_argument("--runs", type=int, default=3, help="alternating runs; best of each")
     args = ap.parse_args()
 
     precompile()
     claude = build_claude(args.claude_mb)
     size = claude.stat().st_size
     lines = count_lines(claude)
-    bare_s, bare_cpu = bare_orjson(claude)
-    ours_s, ours_cpu, msgs, rss = run_messages(claude, "claude-code")
+    # The VM's speed drifts within minutes: bare and ours alternate, best of each.
+    bare_runs, our_runs = [], []
+    for _ in range(args.runs):
+        bare_runs.append(bare_orjson(claude))
+        our_runs.append(run_messages(claude, "claude-code"))
+    bare_s, bare_cpu = min(r[0] for r in bare_runs), min(r[1] for r in bare_runs)
+    ours_s, ours_cpu = min(r[0] for r in our_runs), min(r[1] for r in our_runs)
+    msgs, rss = our_runs[0][2], max(r[3] for r in our_runs)
     mb = size / 1e6
     print(f"claude-code JSONL: {mb:.0f} MB, {lines} lines, {msgs} messages out")
     print(f"  bare orjson.loads loop : {mb / bare_s:8.1f} MB/s wall {mb / bare_cpu:8.1f} MB/s cpu")

@@ -133,12 +133,19 @@ def test_lines_that_change_between_the_passes(tmp_path: Path) -> None:
     sink = WarningSink()
     s = scan([path], sink)
     tree = build_tree(s, [path], sink)
-    path.write_bytes(b"garbage\n" + path.read_bytes().splitlines(keepends=True)[1])
+    first, second = path.read_bytes().splitlines(keepends=True)
+    # Appended lines change nothing; a line rewritten in place is skipped.
+    path.write_bytes(b"x" * (len(first) - 1) + b"\n" + second + first)
     got = [nid for nid, _ in read_entries([path], s, tree.main.active, sink)]
     assert got == [1]
     assert [(w.line, w.message) for w in sink.warnings] == [
         (1, "line changed while reading; skipped")
     ]
+    # Lines moved by an edit before them: valid JSON at the old place is not taken
+    # for the entry that was there.
+    path.write_bytes(second + first)
+    assert list(read_entries([path], s, tree.main.active, sink)) == []
+    assert [w.line for w in sink.warnings[1:]] == [1, 2]
     path.unlink()
     assert list(read_entries([path], s, tree.main.active, sink)) == []
     assert "cannot re-read" in sink.warnings[-1].message

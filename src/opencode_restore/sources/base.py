@@ -60,6 +60,12 @@ class Reader(Protocol):
         ...
 
 
+#: Read buffer for files iterated line by line: with the default 8 KB, every line longer
+#: than the buffer (tool output, file contents) is assembled from several reads, which
+#: made iterating a real 200 MB log 2.5x slower.
+LINE_BUFFER = 1 << 20
+
+
 def iter_json_lines(path: Path, sink: WarningSink) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for each JSON-object line of a JSONL file.
 
@@ -68,7 +74,7 @@ def iter_json_lines(path: Path, sink: WarningSink) -> Iterator[tuple[int, dict[s
     line are reported to ``sink`` with the file and line, then skipped.
     """
     loads = orjson.loads
-    with path.open("rb") as fh:
+    with path.open("rb", buffering=LINE_BUFFER) as fh:
         for lineno, raw in enumerate(fh, 1):
             if not raw.strip():
                 continue

@@ -18,7 +18,7 @@ from typing import IO, Any
 import msgspec
 import orjson
 
-from .base import WarningSink
+from .base import LINE_BUFFER, WarningSink
 from .claude_line import DECODER, NOISE, SYSTEM, TOOL_RESULT, Line, classify, coerce
 
 #: Root marker in ``Scan.parent``.
@@ -55,6 +55,8 @@ class Scan:
     uuids: list[str] = field(default_factory=list)
     parent: list[int] = field(default_factory=list)
     pos: array[int] = field(default_factory=lambda: array("q"))
+    #: byte offset of each entry's line in its file: the second pass seeks to it
+    offset: array[int] = field(default_factory=lambda: array("q"))
     kind: bytearray = field(default_factory=bytearray)
     side: bytearray = field(default_factory=bytearray)
     boundaries: dict[int, Boundary] = field(default_factory=dict)
@@ -91,7 +93,7 @@ def scan(files: Sequence[Path], sink: WarningSink) -> Scan:
     sc = _Scanner()
     for fi, path in enumerate(files):
         try:
-            fh = path.open("rb")
+            fh = path.open("rb", buffering=LINE_BUFFER)
         except OSError as exc:
             sink.warn(path, 0, f"cannot read: {exc.strerror}; skipped")
             continue
@@ -111,12 +113,12 @@ class _Scanner:
         self.last_main = NO_PARENT
         self.last_any = NO_PARENT
 
-    def repeat(self, seen: int, pos: int, is_side: bool, kind: int) -> None:
+    def repeat(self, seen: int, pos: int, offset: int, is_side: bool, kind: int) -> None:
         """A uuid seen before (a resume repeats lines into a new file): the first copy
         wins, unless it had nothing to show and this one has."""
         s = self.s
         if kind and not s.kind[seen] and s.side[seen] == is_side:
-            s.kind[seen], s.pos[seen] = kind, pos
+            s.kind[seen], s.pos[seen], s.offset[seen] = kind, pos, offset
             s.main_messages += not is_side
             self.last_any = seen
             if not is_side:
@@ -137,10 +139,14 @@ class _Scanner:
         decode = DECODER.decode
         index, uuids, parent, roots, pending = s.index, s.uuids, s.parent, s.roots, self.pending
         pos_append, side_append, kind_append = s.pos.append, s.side.append, s.kind.append
+        offset_append = s.offset.append
         last_sid: str | None = None
         header_missing = True
         base = fi << _LINE_BITS
+        end = 0
         for lineno, raw in enumerate(fh, 1):
+            start = end
+            end += len(raw)
             try:
                 line = decode(raw)
                 if not raw.isascii():
@@ -165,7 +171,7 @@ class _Scanner:
                 k = classify(line)
             seen = index.get(uid)
             if seen is not None:
-                self.repeat(seen, base | lineno, is_side, k)
+                self.repeat(seen, base | lineno, start, is_side, k)
                 continue
             nid = len(uuids)
             index[uid] = nid
@@ -181,6 +187,7 @@ class _Scanner:
                 roots[nid] = (self.last_main, self.last_any)
             parent.append(p)
             pos_append(base | lineno)
+            offset_append(start)
             side_append(is_side)
             kind_append(k)
             if k:

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from ..model import EventKind, Message, Session, Timeline, TimelineEvent, TimelineSpan
-from .base import WarningSink, parse_timestamp
+from .base import LINE_BUFFER, WarningSink, parse_timestamp
 from .claude_agents import attach_agents
 from .claude_convert import Converter, attach_summaries
 from .claude_scan import NO_PARENT, Scan, pack, scan, unpack
@@ -20,36 +20,39 @@ from .claude_tree import Layout, build_tree
 def read_entries(
     files: Sequence[Path], s: Scan, entries: Sequence[int], sink: WarningSink
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Second pass: parse only the lines of ``entries`` (entry ids), in file order."""
-    by_file: dict[int, list[tuple[int, int]]] = {}
+    """Second pass: parse only the lines of ``entries`` (entry ids), in file order.
+
+    Each line is read at the byte offset the first pass noted, so the lines not
+    wanted (hook and tool progress: most of a real log) are never read again. A line
+    that is not there any more (the file was rewritten, not appended to) is skipped
+    with a warning.
+    """
+    by_file: dict[int, list[int]] = {}
     for nid in sorted(entries, key=s.pos.__getitem__):
-        fi, line = unpack(s.pos[nid])
-        by_file.setdefault(fi, []).append((line, nid))
+        by_file.setdefault(s.pos[nid] >> 32, []).append(nid)
     loads = orjson.loads
     for fi, wanted in by_file.items():
         path = files[fi]
-        k = 0
-        want = wanted[0][0]
         try:
-            fh = path.open("rb")
+            # Wanted lines are close together: most seeks stay inside the buffer.
+            fh = path.open("rb", buffering=LINE_BUFFER)
         except OSError as exc:
             sink.warn(path, 0, f"cannot re-read: {exc.strerror}; skipped")
             continue
         with fh:
-            for lineno, raw in enumerate(fh, 1):
-                if lineno != want:
-                    continue
+            for nid in wanted:
+                fh.seek(s.offset[nid])
+                raw = fh.readline()
                 try:
                     obj = loads(raw)
                 except orjson.JSONDecodeError:
-                    sink.warn(path, lineno, "line changed while reading; skipped")
+                    obj = None
+                # An entry without a uuid got a made-up one: only its JSON can be checked.
+                if type(obj) is dict and obj.get("uuid", s.uuids[nid]) == s.uuids[nid]:
+                    yield nid, obj
                 else:
-                    if type(obj) is dict:
-                        yield wanted[k][1], obj
-                k += 1
-                if k == len(wanted):
-                    break
-                want = wanted[k][0]
+                    lineno = unpack(s.pos[nid])[1]
+                    sink.warn(path, lineno, "line changed while reading; skipped")
 
 
 class _Plan:
