@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 import orjson
 
 from ..model import Message
 
+_SECONDS = orjson.OPT_UTC_Z | orjson.OPT_OMIT_MICROSECONDS
+
 
 def iso(ts: datetime | None) -> str | None:
     """An aware datetime as ``2026-02-11T10:30:00Z`` (milliseconds kept when present)."""
     if ts is None:
         return None
+    if ts.tzinfo is UTC:
+        # orjson formats a datetime 3x faster than isoformat() (1.5 us, a tenth of
+        # `messages` on a large log); its microseconds are cut to milliseconds.
+        if not ts.microsecond:
+            return orjson.dumps(ts, option=_SECONDS)[1:-1].decode()
+        return orjson.dumps(ts, option=orjson.OPT_UTC_Z)[1:24].decode() + "Z"
     text = ts.isoformat(timespec="milliseconds" if ts.microsecond else "seconds")
     return text.replace("+00:00", "Z")
 
