@@ -15,16 +15,16 @@ from ..errors import SourceError
 from ..model import Message, Session
 from .base import SNIFF_BYTES, Reader, WarningSink
 
-#: Reader modules in detection order (ties go to the earlier one).
-_READER_MODULES = (
-    "claude_code",
-    "codex",
-    "gemini",
-    "pi",
-    "opencode_native",
-    "inspect_log",
-    "terminal",
-)
+#: Reader names and their modules, in detection order (ties go to the earlier one).
+_READER_MODULES = {
+    "claude-code": "claude_code",
+    "codex": "codex",
+    "gemini": "gemini",
+    "pi": "pi",
+    "opencode": "opencode_native",
+    "inspect": "inspect_log",
+    "terminal": "terminal",
+}
 
 _readers: list[Reader] | None = None
 
@@ -33,24 +33,28 @@ def readers() -> list[Reader]:
     """Every available reader, in detection order."""
     global _readers
     if _readers is None:
-        found: list[Reader] = []
-        for mod_name in _READER_MODULES:
-            try:
-                mod = importlib.import_module(f"{__name__}.{mod_name}")
-            except ModuleNotFoundError as exc:
-                if exc.name == f"{__name__}.{mod_name}":
-                    continue
-                raise
-            found.append(mod.READER)
-        _readers = found
+        found = (_load(mod_name) for mod_name in _READER_MODULES.values())
+        _readers = [r for r in found if r is not None]
     return _readers
+
+
+def _load(mod_name: str) -> Reader | None:
+    try:
+        mod = importlib.import_module(f"{__name__}.{mod_name}")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"{__name__}.{mod_name}":
+            return None
+        raise
+    reader: Reader = mod.READER
+    return reader
 
 
 def get_reader(name: str) -> Reader:
     """The reader called ``name``, or a usage error listing the known names."""
-    for r in readers():
-        if r.name == name:
-            return r
+    # Only that reader's module is imported: a forced format starts faster.
+    reader = _load(_READER_MODULES[name]) if name in _READER_MODULES else None
+    if reader is not None and reader.name == name:
+        return reader
     known = ", ".join(r.name for r in readers())
     raise SourceError(name, f"unknown agent format; choose one of: {known}")
 
