@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any, TypeVar
 
+import orjson
 from pydantic import BaseModel, ValidationError
 
 from opencode_restore.errors import OutputValidationError
@@ -74,22 +75,40 @@ def strip_trailing_commas(text: str) -> str:
     return "".join(out)
 
 
+def _spans(text: str) -> Iterator[str]:
+    yield text.strip()
+    for match in _FENCE.finditer(text):
+        yield match.group(1).strip()
+    yield from balanced_objects(text)
+
+
+def _loads(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)  # NaN, Infinity and integers beyond 64 bits
+
+
 def json_candidates(text: str) -> Iterator[Any]:
-    """Decoded JSON values found in `text`, most likely first."""
-    raw: list[str] = [text.strip()]
-    raw.extend(match.group(1).strip() for match in _FENCE.finditer(text))
-    raw.extend(balanced_objects(text))
+    """Decoded JSON values found in `text`, most likely first.
+
+    Lazily: a reply that is plain JSON (the usual case) is decoded once and the
+    character scans for fences, objects and trailing commas never run.
+    """
     seen: set[str] = set()
-    for candidate in raw:
+    for candidate in _spans(text):
         if not candidate or candidate in seen:
             continue
         seen.add(candidate)
-        for attempt in (candidate, strip_trailing_commas(candidate)):
-            try:
-                yield json.loads(attempt)
-                break
-            except ValueError:
-                continue
+        try:
+            yield _loads(candidate)
+            continue
+        except ValueError:
+            pass
+        try:
+            yield _loads(strip_trailing_commas(candidate))
+        except ValueError:
+            continue
 
 
 def parse_structured(text: str, schema: type[M]) -> tuple[M | None, str | None]:
