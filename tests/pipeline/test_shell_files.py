@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from opencode_restore.model import Message
-from opencode_restore.pipeline.shell_files import shell_file_ops, strip_heredocs
+from opencode_restore.pipeline.shell_files import _lex, _tokens, shell_file_ops, strip_heredocs
 from opencode_restore.pipeline.turn_parser import parse_turns
 from opencode_restore.sources import open_session
 from opencode_restore.sources.base import WarningSink
@@ -197,3 +197,9 @@ def test_parse_turns_never_raises_on_odd_commands(calls: list[tuple[str, int | N
     (turn,) = parse_turns(msgs, cwd="/w")
     assert len(turn.commands) == sum(1 for c, _ in calls if c)
     assert all(a.file_path not in ("", ".") for a in turn.artifacts + turn.failed_artifacts)
+
+
+@given(st.text(alphabet="ab /-.$~#*=\t\r\n();<>|&12\u00a0é", max_size=40))
+def test_unquoted_commands_split_as_shlex_splits_them(text: str) -> None:
+    # The regex fast path for commands without quotes or backslashes.
+    assert _tokens(text) == _lex(text)
