@@ -81,7 +81,8 @@ _QUOTING = regex.compile(r"['\"\\]")
 
 def _tokens(text: str) -> list[str]:
     if not _QUOTING.search(text):
-        return _PLAIN_TOKEN.findall(text)
+        plain: list[str] = _PLAIN_TOKEN.findall(text)
+        return plain
     try:
         return _lex(text)
     except ValueError:  # unbalanced quotes: keep what each line says on its own
