@@ -53,8 +53,8 @@ class ClaudeCodeReader:
             lines = lines[:-1]  # the last line may be cut off by the head limit
         score = 0.0
         for raw in lines[:50]:
-            if not raw.strip():
-                continue
+            if not raw.lstrip().startswith(b"{"):
+                continue  # blank or no object (a pretty-printed JSON document)
             try:
                 obj = orjson.loads(raw)
             except orjson.JSONDecodeError:

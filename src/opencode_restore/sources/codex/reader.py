@@ -54,6 +54,9 @@ def _objects(head: bytes) -> tuple[list[Any], bytes]:
         lines = lines[:-1]  # cut off by the sniff window
     out: list[Any] = []
     for raw in lines[:_SNIFF_LINES]:
+        if not raw.lstrip().startswith(b"{"):
+            out.append(None)  # no object; a failed parse costs an exception
+            continue
         try:
             out.append(orjson.loads(raw))
         except orjson.JSONDecodeError:
