@@ -12,7 +12,7 @@ import pytest_socket
 
 from opencode_restore.errors import ProviderError
 from opencode_restore.llm.base import ChatMessage, LLMRequest
-from opencode_restore.llm.registry import get_provider
+from opencode_restore.llm.registry import close_provider, get_provider
 from opencode_restore.llm.retry import RetryPolicy, call_with_retry
 from opencode_restore.llm.settings import ProviderSettings
 
@@ -57,7 +57,7 @@ async def test_unmocked_sdk_call_is_blocked(spec: str, base_url: str) -> None:
         ):
             await call_with_retry(provider, request, RetryPolicy(max_attempts=1))
     finally:
-        await provider.aclose()
+        await close_provider(provider)
     assert blocked_in_chain(info.value)
 
 
