@@ -65,8 +65,10 @@ async def test_loopback_stays_allowed() -> None:
     # The guard is not simply "no sockets": a refused loopback port gives an ordinary
     # connection error, which is what lets the fake server tests run.
     provider = get_provider("openai:m", ProviderSettings(base_url="http://127.0.0.1:9/v1"))
-    with pytest.raises(ProviderError, match=r"\(.*Connect call failed") as info:
-        await call_with_retry(
-            provider, LLMRequest(messages=[ChatMessage("user", "hi")]), RetryPolicy(max_attempts=1)
-        )
+    request = LLMRequest(messages=[ChatMessage("user", "hi")])
+    try:
+        with pytest.raises(ProviderError, match=r"\(.*Connect call failed") as info:
+            await call_with_retry(provider, request, RetryPolicy(max_attempts=1))
+    finally:
+        await close_provider(provider)
     assert not blocked_in_chain(info.value)
