@@ -1,9 +1,10 @@
 """Restore many sessions concurrently, resumably, one failure never stopping the others.
 
-``concurrency`` workers pull items from one shared iterator (memory stays flat
-however many sessions there are). Per session: read it (in a worker thread: parsing
-is synchronous), ``restore_session``, write ``<key>.md`` and ``<key>.json``
-atomically, then append its manifest line. A session whose manifest says ``done``
+``concurrency`` workers take sessions from one loader that reads them (in a worker
+thread: parsing is synchronous) at most two ahead, so memory stays flat however many
+sessions there are. Per session: ``restore_session``, then, while the worker goes on
+with its next session, write ``<key>.md`` and ``<key>.json`` atomically and append
+its manifest line. A session whose manifest says ``done``
 with the same content hash and provider is skipped, so a batch killed at any point
 and started again redoes no finished session and loses none.
 
@@ -84,6 +85,10 @@ class BatchReport:
         return 1 if self.failed else 0
 
 
+#: Sessions read and waiting for a worker, at most (one more may be being read).
+_READ_AHEAD = 2
+
+
 @dataclass(slots=True)
 class _Loaded:
     """An item read ahead of its restore: its session, or why it could not be read."""
@@ -149,9 +154,10 @@ class BatchJob:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         remove_stale_temporaries(self.out_dir)  # outputs half-written when a batch was killed
         workers = max(1, min(self.concurrency, len(todo)))
-        # Sessions are read ahead, one per worker at most, so a worker that finishes a
-        # session starts the next one's first LLM call without waiting for the parse.
-        send, receive = anyio.create_memory_object_stream[_Loaded](workers)
+        # Sessions are read ahead, so a worker that finishes a session starts the next
+        # one's first LLM call without waiting for the parse. Only a few: a session of
+        # a large log holds its text, and the workers already hold one each.
+        send, receive = anyio.create_memory_object_stream[_Loaded](_READ_AHEAD)
 
         async def worker(sessions: MemoryObjectReceiveStream[_Loaded]) -> None:
             writing: anyio.Event | None = None
