@@ -158,6 +158,49 @@ def _align(rows: list[tuple[str, int]], view: list[str]) -> tuple[int, int, int]
     return best_i, best_m, 0
 
 
+class ScreenRows:
+    """The screen's rows as text, rendered again only where pyte marked them dirty.
+
+    ``pyte.Screen.display`` renders every cell of every row (with a ``wcwidth`` call
+    and an assertion per cell) each time: taken at every frame it was half the time
+    of reading a full-screen log, when a frame changes a few rows.
+    """
+
+    def __init__(self, screen: Any) -> None:
+        from wcwidth import wcwidth  # pyte's own dependency
+
+        self.screen = screen
+        self.rows: list[str] = []
+        self._wcwidth = wcwidth
+
+    def __call__(self) -> list[str]:
+        """The rows as ``screen.display`` has them."""
+        screen = self.screen
+        if len(self.rows) != screen.lines:
+            self.rows = [""] * screen.lines
+            screen.dirty.update(range(screen.lines))
+        for y in screen.dirty:
+            if y < screen.lines:
+                self.rows[y] = self._render(screen.buffer[y], screen.columns)
+        screen.dirty.clear()
+        return self.rows
+
+    def _render(self, line: Any, columns: int) -> str:
+        """One row as ``pyte.Screen.display`` renders it: the stub after a wide
+        character is skipped."""
+        wcwidth = self._wcwidth
+        out: list[str] = []
+        wide = False
+        for x in range(columns):
+            if wide:
+                wide = False
+                continue
+            data = line[x].data
+            wide = not data.isascii() and wcwidth(data[0]) == 2
+            out.append(data)
+        return "".join(out)
+
+
 def iter_screen_lines(fh: BinaryIO, patterns: TerminalPatterns) -> Iterator[tuple[int, str]]:
     """Yield ``(raw_line, text)`` transcript rows of a full-screen stream."""
     import pyte  # an optional dependency: checked by available()
@@ -166,6 +209,7 @@ def iter_screen_lines(fh: BinaryIO, patterns: TerminalPatterns) -> Iterator[tupl
     cols, lines = screen_size(head)
     screen: Any = pyte.Screen(cols, lines)
     stream: Any = pyte.ByteStream(screen)
+    display = ScreenRows(screen)
     stitcher = Stitcher(keep=_KEEP_SCREENS * lines)
     newlines = 0
     since_frame = 0
@@ -186,22 +230,22 @@ def iter_screen_lines(fh: BinaryIO, patterns: TerminalPatterns) -> Iterator[tupl
                 # A frame ends; leaving the alternate screen makes its last frame final
                 # (the main screen drawn afterwards, exit banners, is not the session).
                 since_frame = 0
-                yield from _frame(screen, stitcher, patterns, newlines + 1)
+                yield from _frame(display(), stitcher, patterns, newlines + 1)
             if event:
                 stream.feed(event)
                 if event != _FRAME_END:
                     alt = event == _ALT_ON
         chunk = fh.read(_CHUNK)
     if alt:
-        yield from _frame(screen, stitcher, patterns, newlines + 1)
+        yield from _frame(display(), stitcher, patterns, newlines + 1)
     for text, line in stitcher.finish():
         yield line, text
 
 
 def _frame(
-    screen: Any, stitcher: Stitcher, patterns: TerminalPatterns, raw_line: int
+    rows: list[str], stitcher: Stitcher, patterns: TerminalPatterns, raw_line: int
 ) -> Iterator[tuple[int, str]]:
-    view = viewport([row.rstrip() for row in screen.display], patterns)
+    view = viewport([row.rstrip() for row in rows], patterns)
     for text, line in stitcher.add(view, raw_line):
         yield line, text
 
