@@ -8,6 +8,9 @@ replicating bundled captures, one data set each:
   recordings of opencode 1.18 (two-column screens, with and without escapes), Claude
   Code 2.1 and Codex 0.169;
 * ``spotter``: the Claude Code captures alone; ``opencode``: the opencode snapshots alone;
+* ``fullscreen``: the raw full-screen recordings of opencode 1.18 and Codex 0.169
+  (``tui.typescript``, alternate screen and cursor addressing), replayed through pyte;
+  ``--fullscreen-mb`` (default 5) sizes it, as replay runs at about 1 MB/s;
 * ``seed_single`` / ``seed_multi``: the synthetic captures of the seed's sketch layout
   (ANSI coloured, ``\r`` spinner redraws). They are toys: a 557-byte session repeated,
   four messages in every 557 bytes, so they measure the cost per message, not a real log.
@@ -20,7 +23,7 @@ jobs may share the CPUs.
 
 Targets: >= 50 MB/s end to end, peak RSS < 200 MB.
 
-    python bench/terminal.py [--mb 50] [--runs 3] [--only real,spotter,...]
+    python bench/terminal.py [--mb 50] [--fullscreen-mb 5] [--runs 3] [--only real,spotter,...]
 """
 
 from __future__ import annotations
@@ -47,6 +50,9 @@ SOURCES: dict[str, list[Path]] = {
     "real": REAL_TERMINAL,
     "spotter": sorted((FIXTURES / "terminal/real/spotter").glob("*.terminal.txt")),
     "opencode": sorted((FIXTURES / "terminal/real/opencode-tui").glob("0*.txt")),
+    "fullscreen": [
+        FIXTURES / f"terminal/real/{tui}/tui.typescript" for tui in ("opencode-tui", "codex-tui")
+    ],
     "seed_single": [FIXTURES / "terminal/seed_single.log"],
     "seed_multi": [FIXTURES / "terminal/seed_multi.log"],
 }
@@ -84,6 +90,7 @@ def best(
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=int, default=50)
+    ap.add_argument("--fullscreen-mb", type=int, default=5, help="size of the replayed set")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--only", default=",".join(SOURCES), help="comma-separated data sets")
     args = ap.parse_args()
@@ -94,7 +101,7 @@ def main() -> None:
     )
     precompile()
     for name in args.only.split(","):
-        path = build(name, args.mb)
+        path = build(name, args.fullscreen_mb if name == "fullscreen" else args.mb)
         size_mb = path.stat().st_size / 1e6
         lines = count_lines(path)
         print(f"{name}: {size_mb:.1f} MB, {lines} lines ({path.relative_to(ROOT)})")
