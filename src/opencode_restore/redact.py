@@ -242,10 +242,16 @@ class Redactor:
         """`text` with every recognised secret replaced by `[REDACTED:kind]`."""
         for kind, regex in _TOKEN_RES:
             text = regex.sub(functools.partial(self._replace_token, kind), text)
+        words_of: str | None = None
+        words: list[tuple[int, int]] | None = None
         for kind, regex in _CONTEXT_RES:
             replace = functools.partial(self._replace_value, kind)
-            words = _secret_words(text) if kind in _AT_WORDS or kind in _HINTS else None
-            if words is None:
+            by_words = kind in _AT_WORDS or kind in _HINTED_BY_WORDS
+            if by_words and words_of is not text:
+                # Found again only when a pattern changed the text (`sub` returns the
+                # same object when it replaced nothing).
+                words_of, words = text, _secret_words(text)
+            if not by_words or words is None:  # words are found in ASCII text only
                 hint = _HINTS.get(kind)
                 if hint is None or hint.search(text):
                     text = regex.sub(replace, text)

@@ -29,7 +29,7 @@ def read_entries(
     """
     by_file: dict[int, list[int]] = {}
     for nid in sorted(entries, key=s.pos.__getitem__):
-        by_file.setdefault(s.pos[nid] >> 32, []).append(nid)
+        by_file.setdefault(unpack(s.pos[nid])[0], []).append(nid)
     loads = orjson.loads
     for fi, wanted in by_file.items():
         path = files[fi]
