@@ -21,13 +21,6 @@ def _payloads(scenario: str) -> list[dict[str, object]]:
 
 
 @pytest.fixture
-def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    d = tmp_path / "data"
-    monkeypatch.setenv("OPENCODE_RESTORE_DATA_DIR", str(d))
-    return d
-
-
-@pytest.fixture
 def stdin(monkeypatch: pytest.MonkeyPatch) -> io.StringIO:
     buf = io.StringIO()
     monkeypatch.setattr("sys.stdin", buf)
