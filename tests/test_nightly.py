@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from opencode_restore.batch import app as batch_app
 from opencode_restore.batch.nightly import NightlyBusy, nightly_lock, parse_window
 from opencode_restore.cli import cli
 from opencode_restore.errors import UsageError
@@ -22,6 +24,23 @@ from .batch.helpers import ROOT, cli_env, read_manifest, server_process
 
 CLAUDE = ROOT / "fixtures" / "claude-code" / "recorded"
 FILES = sorted(CLAUDE.glob("*/*.jsonl"))
+
+
+#: The nightly runs of a test all see this time (the wall clock when the test starts).
+Clock = list[datetime]
+
+
+@pytest.fixture(autouse=True)
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    """A frozen clock for ``nightly``: set ``clock[0]`` to move it."""
+    now = [datetime.now(UTC)]
+    monkeypatch.setattr(batch_app, "clock", lambda: now[0])
+    return now
+
+
+def _day(clock: Clock) -> str:
+    """The dated folder a nightly run at ``clock`` writes to (local date, as the run names it)."""
+    return clock[0].astimezone().strftime("%Y-%m-%d")
 
 
 @pytest.fixture
@@ -59,11 +78,11 @@ def _snapshot(tmp: Path) -> tuple[object, ...]:
 
 
 def test_first_run_restores_into_a_dated_folder_and_the_store(
-    env: dict[str, str], tmp_path: Path
+    env: dict[str, str], tmp_path: Path, clock: Clock
 ) -> None:
     code, output = _nightly(env, tmp_path, "-q")
     assert code == 0, output
-    day = datetime.now().strftime("%Y-%m-%d")
+    day = _day(clock)
     folder = tmp_path / "out" / day
     lines = read_manifest(folder / "manifest.jsonl")
     assert sorted(line["session"] for line in lines) == sorted(f.stem for f in FILES)
@@ -184,8 +203,10 @@ def test_bad_since_is_a_usage_error(env: dict[str, str], tmp_path: Path) -> None
     assert "--since 'yesterday'" in output
 
 
-def test_old_sessions_are_outside_the_window(env: dict[str, str], tmp_path: Path) -> None:
-    old = (datetime.now(UTC) - timedelta(days=3)).timestamp()
+def test_old_sessions_are_outside_the_window(
+    env: dict[str, str], tmp_path: Path, clock: Clock
+) -> None:
+    old = (clock[0] - timedelta(days=3)).timestamp()
     for p in (tmp_path / "root").rglob("*.jsonl"):
         os.utime(p, (old, old))
     code, output = _nightly(env, tmp_path, "--dry-run")
@@ -196,15 +217,19 @@ def test_old_sessions_are_outside_the_window(env: dict[str, str], tmp_path: Path
     assert f"would restore {len(FILES)} sessions" in output
 
 
-def test_opencode_sessions_and_vanished_files(env: dict[str, str], tmp_path: Path) -> None:
-    shutil.copytree(
-        ROOT / "fixtures" / "opencode" / "recorded" / "tui-compact", tmp_path / "root" / "oc"
-    )
+def test_opencode_sessions_and_vanished_files(
+    env: dict[str, str], tmp_path: Path, clock: Clock
+) -> None:
+    source = ROOT / "fixtures" / "opencode" / "recorded" / "tui-compact"
+    shutil.copytree(source, tmp_path / "root" / "oc")
+    # The session's own update time (not the file's) decides: an hour before "now".
+    updated = json.loads((source / "export.json").read_text())["info"]["time"]["updated"]
+    clock[0] = datetime.fromtimestamp(updated / 1000, UTC) + timedelta(hours=1)
     code, output = _nightly(env, tmp_path, "--dry-run")
     assert code == 0
     assert "ses_e021ac976ffeprCgfn115CWSLu" in output
     assert _nightly(env, tmp_path, "-q")[0] == 0
-    day = datetime.now().strftime("%Y-%m-%d")
+    day = _day(clock)
     assert (tmp_path / "out" / day / "ses_e021ac976ffeprCgfn115CWSLu.md").is_file()
     # A session whose file is gone is skipped with a warning, not failed.
     gone = next((tmp_path / "root").rglob(FILES[0].name))

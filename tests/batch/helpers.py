@@ -98,10 +98,14 @@ class CountingServer(FakeLLMServer):
 
 @contextmanager
 def server_process(
-    tmp: Path, *, latency: float = 0.0, script: list[dict[str, Any]] | None = None
+    tmp: Path,
+    *,
+    latency: float = 0.0,
+    script: list[dict[str, Any]] | None = None,
+    gate: Path | None = None,
 ) -> Iterator[tuple[str, Path, subprocess.Popen[bytes]]]:
     """The fake server as a subprocess: (OpenAI base URL, request log, process)."""
-    with fake_server_process(tmp, latency=latency, script=script) as (url, log, proc):
+    with fake_server_process(tmp, latency=latency, script=script, gate=gate) as (url, log, proc):
         yield f"{url}/v1", log, proc
 
 

@@ -7,6 +7,7 @@ overlap); the LLM calls are counted at the server by the schema each asks for.
 from __future__ import annotations
 
 import json
+import select
 import shutil
 import subprocess
 import sys
@@ -36,7 +37,11 @@ def test_a_second_restore_waits_and_reuses_every_turn(tmp_path: Path) -> None:
     log = tmp_path / FIXTURE.name
     shutil.copy(FIXTURE, log)
     env = cli_env(tmp_path / "data")
-    with server_process(tmp_path, latency=0.3) as (url, requests, _):
+    # The server holds every reply until the gate exists, so the first restore is still
+    # inside its first call (holding the lock) when the second one asks for the lock:
+    # the order is forced, not a race against the latency.
+    gate = tmp_path / "gate"
+    with server_process(tmp_path, gate=gate) as (url, requests, _):
         command = [sys.executable, "-m", "opencode_restore", "restore", str(log)]
         command += ["-m", "openai:fake", "--base-url", url, "--skip-evidence-search"]
 
@@ -55,7 +60,18 @@ def test_a_second_restore_waits_and_reuses_every_turn(tmp_path: Path) -> None:
             assert time.monotonic() < deadline
             time.sleep(0.02)
         second = start("second")
-        errs = [p.communicate(timeout=120)[1].decode() for p in (first, second)]
+        assert second.stderr is not None
+        waited = b""
+        while b"is running" not in waited:  # the second says so once it waits for the lock
+            ready, _, _ = select.select([second.stderr], [], [], deadline - time.monotonic())
+            assert ready, "the second restore never waited for the lock"
+            line = second.stderr.readline()
+            assert line, "the second restore ended without waiting for the lock"
+            waited += line
+        gate.touch()
+        first_err = first.communicate(timeout=120)[1].decode()
+        second_err = waited.decode() + second.communicate(timeout=120)[1].decode()
+        errs = [first_err, second_err]
         assert [first.returncode, second.returncode] == [0, 0]
         bodies = _requests(requests)
     names = Counter(b["response_format"]["json_schema"]["name"] for b in bodies)

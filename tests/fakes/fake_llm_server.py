@@ -79,9 +79,13 @@ class FakeLLMServer:
         log_path: Path | str | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        gate: Path | str | None = None,
     ) -> None:
         self.script = list(script or [])
         self.latency = latency
+        # Replies wait until this file exists: a test can hold a client inside its call
+        # for as long as it needs, instead of guessing a latency.
+        self.gate = Path(gate) if gate else None
         self.log_path = Path(log_path) if log_path else None
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -148,6 +152,8 @@ class FakeLLMServer:
         wait = received + float(step.get("delay", 0)) + self.latency - time.monotonic()
         if wait > 0:
             time.sleep(wait)
+        while self.gate is not None and not self.gate.exists():
+            time.sleep(0.01)
         return reply
 
     def _error(self, path: str, step: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
@@ -372,9 +378,12 @@ def main(argv: list[str] | None = None) -> int:
         "--latency", type=float, default=0.0, help="seconds from a request's arrival to its reply"
     )
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--gate", type=Path, help="hold every reply until this file exists")
     args = parser.parse_args(argv)
     script = json.loads(args.script.read_text(encoding="utf-8")) if args.script else []
-    server = FakeLLMServer(script, latency=args.latency, log_path=args.log, port=args.port)
+    server = FakeLLMServer(
+        script, latency=args.latency, log_path=args.log, port=args.port, gate=args.gate
+    )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

@@ -17,12 +17,21 @@ SERVER = Path(__file__).resolve().parent / "fake_llm_server.py"
 
 @contextmanager
 def fake_server_process(
-    tmp: Path, *, latency: float = 0.0, script: list[dict[str, Any]] | None = None
+    tmp: Path,
+    *,
+    latency: float = 0.0,
+    script: list[dict[str, Any]] | None = None,
+    gate: Path | None = None,
 ) -> Iterator[tuple[str, Path, subprocess.Popen[bytes]]]:
-    """Start the server on 127.0.0.1: (its root URL, its request log, the process)."""
+    """Start the server on 127.0.0.1: (its root URL, its request log, the process).
+
+    With ``gate``, every reply is held until that file exists.
+    """
     port_file, log = tmp / "port", tmp / "requests.jsonl"
     cmd = [sys.executable, str(SERVER), "--port-file", str(port_file), "--log", str(log)]
     cmd += ["--latency", str(latency)]
+    if gate is not None:
+        cmd += ["--gate", str(gate)]
     if script is not None:
         (tmp / "script.json").write_text(json.dumps(script))
         cmd += ["--script", str(tmp / "script.json")]

@@ -32,6 +32,11 @@ from .timelines import BatchTimelines
 MANIFEST_NAME = "manifest.jsonl"
 
 
+def clock() -> datetime:
+    """Now, in UTC: the one place ``nightly`` reads the time (tests replace it)."""
+    return datetime.now(UTC)
+
+
 @dataclass
 class RunSettings:
     """What both commands take from the command line."""
@@ -166,7 +171,7 @@ def run_nightly(
     sink = WarningSink() if settings.quiet else stderr_sink()
     provider = _provider_for(config)
     spec = f"{provider.name}:{provider.model}"
-    now = datetime.now(UTC)
+    now = clock()
     if dry_run:
         # Writes nothing: no lock, no scan into the store, not even a new store file.
         with tempfile.TemporaryDirectory() as empty:
