@@ -185,7 +185,11 @@ def main() -> None:
     help="Directory the evidence search may read when the session's cwd is not on this machine.",
 )
 @click.option(
-    "--format", "fmt", type=click.Choice(["markdown", "json", "html"]), default="markdown"
+    "--format",
+    "fmt",
+    type=click.Choice(["markdown", "json", "html", "prompt"]),
+    default="markdown",
+    help="prompt: a compact summary to paste into (or inject into) the next agent's context.",
 )
 @click.option("--leaf", default=None, help="Restore the branch ending at this entry id.")
 @click.option("--label", default=None, help="Restore the branch through this labelled entry.")

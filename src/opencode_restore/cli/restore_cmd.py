@@ -25,7 +25,7 @@ from ..pipeline.restoration import Restoration
 from ..pipeline.restore import RestoreOptions, restore_session
 from ..pipeline.timeline_store import TimelineStore
 from ..report.html import session_html
-from ..report.summary import summary_markdown, turns_summary_markdown
+from ..report.summary import summary_markdown, summary_prompt, turns_summary_markdown
 from ..sources import open_session
 from ..sources.base import WarningSink, stderr_sink
 from ..tree import select_branch
@@ -54,6 +54,8 @@ def render(restoration: Restoration, fmt: str, dump_turns: bool) -> str:
                 indent=2, include={"session", "turns", "failed_turns"}
             )
         return restoration.model_dump_json(indent=2)
+    if fmt == "prompt" and not dump_turns:
+        return summary_prompt(restoration)
     return turns_summary_markdown(restoration) if dump_turns else summary_markdown(restoration)
 
 
