@@ -162,3 +162,16 @@ def test_a_provider_that_does_not_read_facts_gets_none() -> None:
     scripted = ScriptedProvider(auto=True)
     run(scripted)
     assert all(r.facts for r in scripted.requests)
+
+
+def test_the_offline_fallback_gets_facts_a_network_provider_was_not_sent() -> None:
+    class Network(ScriptedProvider):
+        reads_facts = False
+
+    provider = Network([turn(1), turn(2), ScriptedStatusError(500), ScriptedStatusError(500)])
+    r = run(provider)
+    assert all(q.facts == {} for q in provider.requests)
+    assert any("fell back" in w for w in r.warnings)
+    # Built from the facts: the turn summaries and the log's first request.
+    assert r.summary.goal.startswith("request 1")
+    assert "(no user request found" not in summary_markdown(r)

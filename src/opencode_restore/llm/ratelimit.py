@@ -17,6 +17,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 
@@ -140,22 +141,36 @@ def rule_for(config: RateLimitConfig, provider: str, model: str) -> RateLimitRul
 
 
 class RateLimitedProvider:
-    """A provider whose every call goes through a shared `RateLimiter`."""
+    """A provider whose every call goes through a shared `RateLimiter`.
+
+    Everything but ``complete`` and ``aclose`` is the inner provider's: attributes are
+    read from it and written to it, so a capability the pipeline asks about
+    (``reads_facts``, ``supports_native_tools``, one added later) cannot be lost by the
+    wrapper. Losing ``reads_facts`` once made every batch summary empty.
+    """
+
+    inner: Provider
+    limiter: RateLimiter
+    _OWN = frozenset({"inner", "limiter"})
 
     def __init__(self, provider: Provider, limiter: RateLimiter) -> None:
-        self.inner = provider
-        self.limiter = limiter
-        self.name = provider.name
-        self.model = provider.model
+        object.__setattr__(self, "inner", provider)
+        object.__setattr__(self, "limiter", limiter)
 
-    @property
-    def supports_native_tools(self) -> bool:
-        # The inner provider may switch it off mid-run (tool_mode = "auto").
-        return self.inner.supports_native_tools
+    def __getattr__(self, name: str) -> Any:
+        # Called only for names the wrapper does not define itself (and for its own two
+        # before __init__ set them, as when unpickling: no recursion then).
+        if name in self._OWN:
+            raise AttributeError(name)
+        return getattr(self.inner, name)
 
-    @supports_native_tools.setter
-    def supports_native_tools(self, value: bool) -> None:
-        self.inner.supports_native_tools = value
+    def __setattr__(self, name: str, value: Any) -> None:
+        # The inner provider may switch a capability off mid-run (tool_mode = "auto"
+        # sets supports_native_tools); the switch must reach the object that calls.
+        if name in self._OWN:
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self.inner, name, value)
 
     async def complete(self, request: LLMRequest) -> LLMResult:
         """One call, after waiting for the shared budget; a 429 pauses every worker."""
@@ -170,10 +185,6 @@ class RateLimitedProvider:
         usage = result.usage
         self.limiter.settle(estimated, usage.input + usage.output + usage.cache_read)
         return result
-
-    def should_retry(self, exc: BaseException) -> bool:
-        """The inner provider decides."""
-        return self.inner.should_retry(exc)
 
     async def aclose(self) -> None:
         """Close the inner provider's connections."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import orjson
@@ -15,6 +16,7 @@ from ..timeline.numbering import Numbering, citation_spans
 from .budget import Window
 from .context import StageContext
 from .prompts import quote_log, render
+from .render import redact_value
 from .restoration import CitationStats, EvidenceItem
 from .schemas import SessionSummary, TurnSummary
 from .state import RestoreState
@@ -107,7 +109,10 @@ async def synthesize(
         window.observe(request, result)
     except (ProviderError, RestoreError) as exc:
         fallback_reason = str(exc)
-        result = await OfflineProvider().complete(request)
+        # A network provider's request carries no facts, and facts are all the offline
+        # provider writes from: give it them, redacted as its own requests are.
+        offline = replace(request, facts=redact_value(facts, ctx.redact))
+        result = await OfflineProvider().complete(offline)
     summary = result.parsed
     assert isinstance(summary, SessionSummary)
     return summary, fallback_reason
