@@ -13,7 +13,7 @@ For each size it prints:
 
 Target: the 100,000-line ``since`` latency is at most 2x the 6,000-line one.
 
-    python bench/api.py [--sizes 6000 100000] [--repeat 50]
+    python bench/api.py [--sizes 6000 100000] [--repeat 50] [--smoke]
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from pathlib import Path
 
 import httpx
 import orjson
+
+from common import parse_args
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
@@ -163,7 +165,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[6000, 100_000])
     parser.add_argument("--repeat", type=int, default=50)
-    args = parser.parse_args()
+    args = parse_args(parser, {"sizes": [600, 3000], "repeat": 5})
     paths = {n: build(n) for n in args.sizes}
     with tempfile.TemporaryDirectory() as tmp:
         store = open_store(Path(tmp))

@@ -16,7 +16,7 @@ call, runs `opencode-restore batch` as another process and reports:
   import, calls) is subtracted. This VM's speed drifts by up to 50% within an hour,
   so only figures of one run compare.
 
-    python bench/batch.py [--sessions 300] [--latency 0.1] [--concurrency 16]
+    python bench/batch.py [--sessions 300] [--latency 0.1] [--concurrency 16] [--smoke]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import ROOT, precompile
+from common import ROOT, parse_args, precompile
 
 SERVER = ROOT / "tests" / "fakes" / "fake_llm_server.py"
 EXPORT = ROOT / "fixtures" / "opencode" / "recorded" / "tui-compact" / "export.json"
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sessions", type=int, default=300)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--concurrency", type=int, default=16)
-    args = parser.parse_args(argv)
+    args = parse_args(parser, {"sessions": 3, "latency": 0.02, "concurrency": 3}, argv)
     precompile()
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as name:
         tmp = Path(name)
@@ -156,9 +156,11 @@ def main(argv: list[str] | None = None) -> int:
     own = per_call - client_per_call
     print(f"LLM client alone    {client_cpu:.2f} s = {client_per_call:.2f} ms per call (+ import)")
     print(f"pipeline's own CPU  {own:.2f} ms per call, start-up included (target < 5 ms)")
-    ok = code == 0 and done == args.sessions and wall <= 1.25 * ideal and own < 5
+    complete = code == 0 and done == args.sessions
+    ok = complete and wall <= 1.25 * ideal and own < 5
     print("PASS" if ok else "FAIL")
-    return 0 if ok else 1
+    # At smoke size start-up dominates every figure: only a failed session fails it.
+    return 0 if ok or (args.smoke and complete) else 1
 
 
 if __name__ == "__main__":

@@ -1,13 +1,15 @@
-"""What the parse benchmarks share: byte-compiling the package and timing `messages`."""
+"""What the benchmarks share: byte-compiling the package, timing `messages`, ``--smoke``."""
 
 from __future__ import annotations
 
+import argparse
 import compileall
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench" / "_data"
@@ -33,7 +35,7 @@ def precompile() -> None:
     compileall.compile_dir(ROOT / "src" / "opencode_restore", quiet=1)
 
 
-def replicate(out: Path, sources: list[Path], target_mb: int) -> Path:
+def replicate(out: Path, sources: list[Path], target_mb: float) -> Path:
     """Concatenate whole copies of ``sources`` until ``out`` holds ``target_mb`` MB."""
     if out.exists() and out.stat().st_size >= target_mb * 1_000_000:
         return out
@@ -77,3 +79,22 @@ def count_lines(path: Path) -> int:
     """Newlines in a file, read a megabyte at a time."""
     with path.open("rb") as fh:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+
+
+def parse_args(
+    parser: argparse.ArgumentParser, smoke: dict[str, Any], argv: list[str] | None = None
+) -> argparse.Namespace:
+    """``parser``'s arguments, plus ``--smoke``: the ``smoke`` sizes as defaults.
+
+    CI runs every bench with ``--smoke`` (``bench/smoke.py``) so a bench that no longer
+    runs is seen at once; the figures at that size only show that it ran. Flags given
+    explicitly still win over the smoke sizes.
+    """
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny sizes: check that the bench runs (CI)"
+    )
+    args = parser.parse_args(argv)
+    if args.smoke:
+        parser.set_defaults(**smoke)
+        args = parser.parse_args(argv)
+    return args

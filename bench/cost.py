@@ -16,7 +16,7 @@ For each length it prints total input tokens, the cache-read share and the cost 
 Targets (200 turns): cache-read share >= 70 % of input tokens, cost <= 0.5 x (b), and the
 largest prompt under ``llm.context_budget_tokens`` at every length.
 
-    python bench/cost.py [--turns 60 200] [--budget 100000]
+    python bench/cost.py [--turns 60 200] [--budget 100000] [--smoke]
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent / "tests"))
 sys.path.insert(0, str(ROOT))
 
+from common import parse_args  # noqa: E402
 from opencode_restore.config import load_config  # noqa: E402
 from opencode_restore.llm.base import LLMRequest, LLMResult  # noqa: E402
 from opencode_restore.llm.registry import close_provider, get_provider  # noqa: E402
@@ -102,9 +103,11 @@ def run(
 
         async def job() -> None:
             try:
-                await restore_session(session, config, provider, options=RestoreOptions())
+                r = await restore_session(session, config, provider, options=RestoreOptions())
             finally:
                 await close_provider(provider.inner)
+            if r.failed_turns:
+                sys.exit(f"{len(r.failed_turns)} turns failed: {r.failed_turns[0].error}")
 
         anyio.run(job)
     prices = PriceTable({k: v.model_dump() for k, v in config.prices.items()})
@@ -143,7 +146,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--turns", type=int, nargs="+", default=[60, 200])
     ap.add_argument("--budget", type=int, default=load_config(env={}).llm.context_budget_tokens)
-    args = ap.parse_args()
+    args = parse_args(ap, {"turns": [6]})
     print(f"model anthropic:{MODEL} at list prices; budget {args.budget} tokens")
     header = (
         f"{'turns':>5} {'design':<26} {'calls':>5} {'input tok':>11} {'read %':>7} "

@@ -9,7 +9,7 @@ the same run the throughput of `for line in f: orjson.loads(line)` over the same
 Targets: Claude JSONL >= 100 MB/s and >= 0.35 of the bare loop; terminal >= 50 MB/s;
 peak RSS < 200 MB.
 
-    python bench/parse.py [--claude-mb 200] [--terminal-mb 50] [--runs 3]
+    python bench/parse.py [--claude-mb 200] [--terminal-mb 50] [--runs 3] [--smoke]
 
 The Claude figures are the best of ``--runs`` alternating runs of the bare loop and
 the CLI (this VM's speed drifts within minutes).
@@ -27,7 +27,16 @@ from pathlib import Path
 
 import orjson
 
-from common import DATA, REAL_TERMINAL, ROOT, count_lines, precompile, replicate, run_messages
+from common import (
+    DATA,
+    REAL_TERMINAL,
+    ROOT,
+    count_lines,
+    parse_args,
+    precompile,
+    replicate,
+    run_messages,
+)
 
 CLAUDE_SOURCES = [
     ROOT / "fixtures/claude-code/spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl",
@@ -83,7 +92,7 @@ def main() -> None:
     ap.add_argument("--claude-mb", type=int, default=200)
     ap.add_argument("--terminal-mb", type=int, default=50)
     ap.add_argument("--runs", type=int, default=3, help="alternating runs; best of each")
-    args = ap.parse_args()
+    args = parse_args(ap, {"claude_mb": 2, "terminal_mb": 1, "runs": 1})
 
     precompile()
     claude = build_claude(args.claude_mb)

@@ -23,7 +23,7 @@ jobs may share the CPUs.
 
 Targets: >= 50 MB/s end to end, peak RSS < 200 MB.
 
-    python bench/terminal.py [--mb 50] [--fullscreen-mb 5] [--runs 3] [--only real,spotter,...]
+    python bench/terminal.py [--mb 50] [--fullscreen-mb 5] [--runs 3] [--only real,...] [--smoke]
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from common import (
     REAL_TERMINAL,
     ROOT,
     count_lines,
+    parse_args,
     precompile,
     replicate,
     run_messages,
@@ -58,7 +59,7 @@ SOURCES: dict[str, list[Path]] = {
 }
 
 
-def build(name: str, target_mb: int) -> Path:
+def build(name: str, target_mb: float) -> Path:
     """The data set ``name``, at least ``target_mb`` MB."""
     return replicate(DATA / f"terminal_{name}_{target_mb}mb.log", SOURCES[name], target_mb)
 
@@ -89,11 +90,11 @@ def best(
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mb", type=int, default=50)
-    ap.add_argument("--fullscreen-mb", type=int, default=5, help="size of the replayed set")
+    ap.add_argument("--mb", type=float, default=50)
+    ap.add_argument("--fullscreen-mb", type=float, default=5, help="size of the replayed set")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--only", default=",".join(SOURCES), help="comma-separated data sets")
-    args = ap.parse_args()
+    args = parse_args(ap, {"mb": 0.5, "fullscreen_mb": 0.3, "runs": 1})
 
     print(
         f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average before: "

@@ -1,6 +1,6 @@
 """Benchmark: extract, number and format N messages spread over N/100 spans.
 
-Run: ``python bench/timeline.py [--sizes 10000,30000,100000] [--repeat 3]``
+Run: ``python bench/timeline.py [--sizes 10000,30000,100000] [--repeat 3] [--smoke]``
 
 For each size it builds a synthetic timeline (1,000 spans at 100k messages; a mix of
 user text, thinking, tool calls with arguments, long tool results that hit the cap and
@@ -22,6 +22,7 @@ import asyncio
 import time
 from collections.abc import Callable
 
+from common import parse_args
 from opencode_restore.model import (
     Compaction,
     Message,
@@ -103,7 +104,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,30000,100000")
     parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    args = parse_args(parser, {"sizes": "1000,3000", "repeat": 1})
     sizes = [int(s) for s in args.sizes.split(",")]
 
     print(

@@ -9,7 +9,7 @@ provider's summary of it, so summaries have realistic sizes), and prints:
 - the cacheable share: input tokens that sit in a prefix identical to the previous call's.
   ``bench/cost.py`` prices the same runs with the server's cache reads and writes.
 
-    python bench/tokens.py [--turns 60]
+    python bench/tokens.py [--turns 60] [--smoke]
 """
 
 from __future__ import annotations
@@ -26,11 +26,13 @@ import anyio
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 
+from common import parse_args  # noqa: E402
 from fakes.fake_llm_server import FakeLLMServer, tokens  # noqa: E402
 from opencode_restore.config import load_config  # noqa: E402
 from opencode_restore.llm.offline import OfflineProvider  # noqa: E402
-from opencode_restore.llm.registry import get_provider  # noqa: E402
+from opencode_restore.llm.registry import close_provider, get_provider  # noqa: E402
 from opencode_restore.llm.settings import ProviderSettings  # noqa: E402
 from opencode_restore.model import Message, Session, Timeline, TimelineEvent, TimelineSpan  # noqa: E402
 from opencode_restore.pipeline.restore import RestoreOptions, restore_session  # noqa: E402
@@ -75,14 +77,14 @@ class BenchServer(FakeLLMServer):
         self.summaries = list(summaries)
 
     def handle(
-        self, path: str, headers: dict[str, str], body: Any
+        self, path: str, headers: dict[str, str], body: Any, received: float | None = None
     ) -> tuple[int, dict[str, str], Any]:
         forced = (body.get("tool_choice") or {}).get("name")
         if forced == "emit_turn_summary" and self.summaries:
             self.script = [{"json": self.summaries.pop(0)}]
         elif forced is None:
             self.script = [{"text": RANGE_TEXT}]
-        return super().handle(path, headers, body)
+        return super().handle(path, headers, body, received)
 
 
 def offline_summaries(session: Session, budget: int) -> list[dict[str, Any]]:
@@ -139,14 +141,23 @@ def _common_prefix(a: str, b: str) -> int:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--turns", type=int, default=60)
-    args = ap.parse_args()
+    args = parse_args(ap, {"turns": 6})
     session = build_session(args.turns)
     config = load_config(env={})
     config.restore.skip_evidence_search = True
     os.environ.setdefault("ANTHROPIC_API_KEY", "bench")
     with BenchServer(offline_summaries(session, config.llm.context_budget_tokens)) as server:
         provider = get_provider("anthropic:bench", ProviderSettings(base_url=server.base_url))
-        anyio.run(lambda: restore_session(session, config, provider, options=RestoreOptions()))
+
+        async def job() -> None:
+            try:
+                r = await restore_session(session, config, provider, options=RestoreOptions())
+            finally:
+                await close_provider(provider)
+            if r.failed_turns:
+                sys.exit(f"{len(r.failed_turns)} turns failed: {r.failed_turns[0].error}")
+
+        anyio.run(job)
         bodies = [r["body"] for r in server.requests]
     turn_bodies = [b for b in bodies if "turn" in str(b.get("tool_choice", {})).lower()] or bodies[
         :-1
