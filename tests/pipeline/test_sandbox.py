@@ -22,7 +22,9 @@ from opencode_restore.pipeline.sandbox import (
     _kind_refusal,
     clip_line,
     grep,
+    is_credential_path,
     open_regular,
+    root_refusal,
 )
 from opencode_restore.pipeline.state import RestoreState
 from opencode_restore.redact import Redactor
@@ -89,10 +91,88 @@ def assert_refused(ws: Workspace, path: str, reason: str) -> None:
 # --- choosing the workspace ---------------------------------------------------------
 
 
-def test_session_cwd_wins_when_it_exists(layout: tuple[Path, Path], tmp_path: Path) -> None:
-    ws, _ = layout
-    chosen = Workspace.choose(str(ws), str(tmp_path))
+def test_explicit_workspace_wins_over_the_recorded_cwd(tmp_path: Path) -> None:
+    # Issue 14.1: a log claiming cwd /etc (which exists) must not move the sandbox there.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    chosen = Workspace.choose("/etc", str(ws), here=str(tmp_path))
     assert chosen.root == ws.resolve()
+    result = tools_for(chosen).run("READ_FILE", {"path": "passwd"})
+    assert not result.ok
+    assert "root:" not in result.text
+
+
+def test_recorded_cwd_needs_auto_unless_the_command_runs_there(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    refused = Workspace.choose(str(ws), None, here=str(elsewhere))
+    assert refused.root is None
+    assert "--workspace auto" in refused.why_none
+    assert Workspace.choose(str(ws), "auto", here=str(elsewhere)).root == ws.resolve()
+    # The command runs in the recorded cwd, or above it: the log's cwd is the user's choice.
+    assert Workspace.choose(str(ws), None, here=str(ws)).root == ws.resolve()
+    assert Workspace.choose(str(ws / "sub"), None, here=str(ws)).root == (ws / "sub").resolve()
+    # Below it is not enough: the log would widen the sandbox beyond where the user stands.
+    assert Workspace.choose(str(ws), None, here=str(ws / "sub")).root is None
+
+
+@pytest.mark.parametrize(
+    "cwd", ["/", "/etc", "/etc/ssl", "/usr/lib", "/var/log", "/root", "/home", "/tmp", "/opt"]
+)
+@pytest.mark.parametrize("how", ["auto", "flag"])
+def test_system_folders_are_never_workspaces(cwd: str, how: str) -> None:
+    if not os.path.isdir(cwd):
+        pytest.skip(f"{cwd} does not exist here")
+    chosen = Workspace.choose(cwd, "auto") if how == "auto" else Workspace.choose(None, cwd)
+    assert chosen.root is None
+    assert "refusing" in chosen.why_none
+
+
+def test_home_folders_are_never_workspaces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "me"
+    (home / "project").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    refused = Workspace.choose(str(home), "auto")
+    assert refused.root is None
+    assert "home folder" in refused.why_none
+    assert Workspace.choose(None, "~").root is None
+    assert Workspace.choose(str(home / "project"), "auto").root == (home / "project").resolve()
+    assert root_refusal(Path("/home/alice")) is not None
+    assert root_refusal(Path("/Users/alice")) is not None
+    assert root_refusal(Path("/home/alice/src/app")) is None
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".config/gh/hosts.yml",
+        ".config/gcloud/credentials.db",
+        ".git-credentials",
+        ".netrc",
+        ".npmrc",
+        ".pypirc",
+        ".docker/config.json",
+        ".bash_history",
+        ".zsh_history",
+        ".local/share/fish/fish_history",
+        "Library/Keychains/login.keychain-db",
+        ".local/share/keyrings/login.keyring",
+        ".kube/config",
+        ".cargo/credentials.toml",
+    ],
+)
+def test_credential_stores_beyond_ssh_and_aws_are_refused(tmp_path: Path, path: str) -> None:
+    ws = tmp_path / "ws"
+    target = ws / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(SECRET + "\n")
+    assert_refused(Workspace.choose(str(ws), "auto"), path, "credentials")
+    # Nor can a credential store be the workspace itself.
+    assert Workspace.choose(None, str(target.parent)).root is None or not is_credential_path(
+        target.parent.relative_to(ws).parts
+    )
 
 
 def test_workspace_flag_stands_in_for_a_missing_cwd(layout: tuple[Path, Path]) -> None:
@@ -125,7 +205,7 @@ def test_workspace_flag_that_is_not_a_directory(layout: tuple[Path, Path]) -> No
 
 @pytest.mark.parametrize("root", ["/", "/proc", "/proc/self", "/sys", "/dev"])
 def test_filesystem_root_and_pseudo_filesystems_are_never_workspaces(root: str) -> None:
-    chosen = Workspace.choose(root, None)
+    chosen = Workspace.choose(root, "auto")
     assert chosen.root is None
     assert "refusing" in chosen.why_none
 
@@ -139,17 +219,17 @@ def test_filesystem_root_and_pseudo_filesystems_are_never_workspaces(root: str) 
 )
 def test_dot_dot_escapes_are_refused(layout: tuple[Path, Path], path: str) -> None:
     ws, _ = layout
-    assert_refused(Workspace.choose(str(ws), None), path, "outside the workspace")
+    assert_refused(Workspace.choose(str(ws), "auto"), path, "outside the workspace")
 
 
 def test_absolute_path_outside_is_refused(layout: tuple[Path, Path]) -> None:
     ws, outside = layout
-    assert_refused(Workspace.choose(str(ws), None), str(outside), "outside the workspace")
+    assert_refused(Workspace.choose(str(ws), "auto"), str(outside), "outside the workspace")
 
 
 def test_etc_passwd_is_refused(layout: tuple[Path, Path]) -> None:
     ws, _ = layout
-    results = run_all_file_tools(Workspace.choose(str(ws), None), "/etc/passwd")
+    results = run_all_file_tools(Workspace.choose(str(ws), "auto"), "/etc/passwd")
     assert all(not r.ok and "root:" not in r.text for r in results)
     assert all("outside the workspace" in r.text for r in results)
 
@@ -157,40 +237,40 @@ def test_etc_passwd_is_refused(layout: tuple[Path, Path]) -> None:
 def test_proc_self_environ_is_refused(layout: tuple[Path, Path]) -> None:
     ws, _ = layout
     os.environ["SANDBOX_CANARY"] = "canary-value-123"
-    results = run_all_file_tools(Workspace.choose(str(ws), None), "/proc/self/environ")
+    results = run_all_file_tools(Workspace.choose(str(ws), "auto"), "/proc/self/environ")
     assert all(not r.ok and "canary-value-123" not in r.text for r in results)
 
 
 def test_symlink_to_a_file_outside_is_refused(layout: tuple[Path, Path]) -> None:
     ws, outside = layout
     (ws / "innocent.txt").symlink_to(outside)
-    assert_refused(Workspace.choose(str(ws), None), "innocent.txt", "symlink")
+    assert_refused(Workspace.choose(str(ws), "auto"), "innocent.txt", "symlink")
 
 
 def test_symlinked_directory_pointing_outside_is_refused(layout: tuple[Path, Path]) -> None:
     ws, outside = layout
     (ws / "vendor").symlink_to(outside.parent)
-    assert_refused(Workspace.choose(str(ws), None), "vendor/outside.txt", "symlink")
+    assert_refused(Workspace.choose(str(ws), "auto"), "vendor/outside.txt", "symlink")
 
 
 def test_symlink_to_proc_is_refused(layout: tuple[Path, Path]) -> None:
     ws, _ = layout
     (ws / "env").symlink_to("/proc/self/environ")
-    assert_refused(Workspace.choose(str(ws), None), "env", "outside the workspace")
+    assert_refused(Workspace.choose(str(ws), "auto"), "env", "outside the workspace")
 
 
 def test_symlink_loop_is_refused_without_hanging(layout: tuple[Path, Path]) -> None:
     ws, _ = layout
     (ws / "a").symlink_to(ws / "b")
     (ws / "b").symlink_to(ws / "a")
-    for result in run_all_file_tools(Workspace.choose(str(ws), None), "a"):
+    for result in run_all_file_tools(Workspace.choose(str(ws), "auto"), "a"):
         assert not result.ok
 
 
 def test_symlink_inside_the_workspace_is_followed(layout: tuple[Path, Path]) -> None:
     ws, _ = layout
     (ws / "main.py").symlink_to(ws / "src" / "app.py")
-    result = tools_for(Workspace.choose(str(ws), None)).run("READ_FILE", {"path": "main.py"})
+    result = tools_for(Workspace.choose(str(ws), "auto")).run("READ_FILE", {"path": "main.py"})
     assert result.ok
     assert "src/app.py, lines 1-4 of 4" in result.text
 
@@ -210,7 +290,7 @@ def test_unusable_and_credential_paths(layout: tuple[Path, Path], path: str, rea
     ws, _ = layout
     (ws / ".ssh").mkdir()
     (ws / ".ssh" / "id_rsa").write_text("not a real key")
-    assert_refused(Workspace.choose(str(ws), None), path, reason)
+    assert_refused(Workspace.choose(str(ws), "auto"), path, reason)
 
 
 # --- files that must not be opened or read -----------------------------------------
@@ -220,7 +300,7 @@ def test_fifo_is_never_opened(layout: tuple[Path, Path]) -> None:
     ws, _ = layout
     os.mkfifo(ws / "pipe")
     # Opening a FIFO for reading with no writer blocks forever: no_hang proves we never do.
-    assert_refused(Workspace.choose(str(ws), None), "pipe", "FIFO")
+    assert_refused(Workspace.choose(str(ws), "auto"), "pipe", "FIFO")
 
 
 def test_sparse_two_gigabyte_file_is_refused_by_size(layout: tuple[Path, Path]) -> None:
@@ -228,30 +308,30 @@ def test_sparse_two_gigabyte_file_is_refused_by_size(layout: tuple[Path, Path]) 
     with (ws / "huge.bin").open("wb") as fh:
         fh.truncate(2 * 1024**3)
     started = time.monotonic()
-    assert_refused(Workspace.choose(str(ws), None), "huge.bin", "over the 1000000-byte limit")
+    assert_refused(Workspace.choose(str(ws), "auto"), "huge.bin", "over the 1000000-byte limit")
     assert time.monotonic() - started < 2
 
 
 def test_plain_file_just_over_the_cap_is_refused(layout: tuple[Path, Path]) -> None:
     ws, _ = layout
     (ws / "big.log").write_text("x" * 1_000_001)
-    assert_refused(Workspace.choose(str(ws), None), "big.log", "1000001 bytes")
+    assert_refused(Workspace.choose(str(ws), "auto"), "big.log", "1000001 bytes")
 
 
 def test_binary_file_is_refused(layout: tuple[Path, Path]) -> None:
     ws, _ = layout
     (ws / "app.pyc").write_bytes(b"\x42\x0d\x0d\x0a\x00\x00\x00\x00" + bytes(range(256)))
-    assert_refused(Workspace.choose(str(ws), None), "app.pyc", "binary")
+    assert_refused(Workspace.choose(str(ws), "auto"), "app.pyc", "binary")
 
 
 def test_directory_is_refused(layout: tuple[Path, Path]) -> None:
     ws, _ = layout
-    assert_refused(Workspace.choose(str(ws), None), "src", "is a directory")
+    assert_refused(Workspace.choose(str(ws), "auto"), "src", "is a directory")
 
 
 def test_missing_file_is_reported(layout: tuple[Path, Path]) -> None:
     ws, _ = layout
-    assert_refused(Workspace.choose(str(ws), None), "src/nope.py", "no such file")
+    assert_refused(Workspace.choose(str(ws), "auto"), "src/nope.py", "no such file")
 
 
 def test_unix_socket_is_refused(tmp_path: Path) -> None:
@@ -260,7 +340,7 @@ def test_unix_socket_is_refused(tmp_path: Path) -> None:
     server = socket.socket(socket.AF_UNIX)
     try:
         server.bind(str(ws / "sock"))
-        assert_refused(Workspace.choose(str(ws), None), "sock", "socket")
+        assert_refused(Workspace.choose(str(ws), "auto"), "sock", "socket")
     finally:
         server.close()
 
@@ -275,7 +355,7 @@ def test_secrets_in_workspace_files_are_redacted(layout: tuple[Path, Path]) -> N
     ws, _ = layout
     key = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcd"
     (ws / ".env").write_text(f"OPENAI_API_KEY={key}\nDEBUG=1\n")
-    tools = tools_for(Workspace.choose(str(ws), None))
+    tools = tools_for(Workspace.choose(str(ws), "auto"))
     for result in (
         tools.run("READ_FILE", {"path": ".env"}),
         tools.run("SEARCH_FILE", {"path": ".env", "pattern": "sk-proj"}),
@@ -294,7 +374,7 @@ def test_catastrophic_regex_stops_at_the_time_limit(tmp_path: Path, pattern: str
     ws = tmp_path / "w"
     ws.mkdir()
     (ws / "long.txt").write_text("a" * 50_000 + "!\n")
-    tools = tools_for(Workspace.choose(str(ws), None), search_seconds=0.5)
+    tools = tools_for(Workspace.choose(str(ws), "auto"), search_seconds=0.5)
     started = time.monotonic()
     result = no_hang(lambda: tools.run("SEARCH_FILE", {"path": "long.txt", "pattern": pattern}))
     assert time.monotonic() - started < 5
@@ -317,7 +397,7 @@ def test_hundred_thousand_hits_stop_at_the_cap(tmp_path: Path) -> None:
     ws = tmp_path / "w"
     ws.mkdir()
     (ws / "hits.txt").write_text("hit\n" * 100_000)
-    tools = tools_for(Workspace.choose(str(ws), None))
+    tools = tools_for(Workspace.choose(str(ws), "auto"))
     started = time.monotonic()
     result = tools.run("SEARCH_FILE", {"path": "hits.txt", "pattern": "hit", "context_lines": 0})
     assert time.monotonic() - started < 5
@@ -360,7 +440,7 @@ def test_clip_line_centres_on_the_match() -> None:
 
 def test_odd_inputs_to_the_primitives(layout: tuple[Path, Path]) -> None:
     ws, _ = layout
-    chosen = Workspace.choose(str(ws), None)
+    chosen = Workspace.choose(str(ws), "auto")
     with pytest.raises(Refused, match="empty path"):
         chosen.resolve("   ")
     # A file used as a directory: lstat fails with ENOTDIR, reported as the reason.

@@ -51,6 +51,18 @@ def _check_output(ctx: click.Context, param: click.Parameter, value: Path | None
     return value
 
 
+def _check_workspace(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``auto`` or an existing directory; anything else is a usage error before any work."""
+    if value is None or value == "auto":
+        return value
+    path = Path(value).expanduser()
+    if not path.exists():
+        raise click.BadParameter(f"directory {value!r} does not exist")
+    if not path.is_dir():
+        raise click.BadParameter(f"{value!r} is not a directory")
+    return str(path)
+
+
 def output_option(help_text: str = "Write here.", *, required: bool = False) -> Callable[[F], F]:
     """``-o/--output FILE``, checked before the command runs."""
     return click.option(
@@ -180,9 +192,11 @@ def main() -> None:
 )
 @click.option(
     "--workspace",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    metavar="DIR|auto",
     default=None,
-    help="Directory the evidence search may read when the session's cwd is not on this machine.",
+    callback=_check_workspace,
+    help="Directory the evidence search may read; 'auto' trusts the session's recorded cwd "
+    "(default: the recorded cwd only when the command runs in it or above it).",
 )
 @click.option(
     "--format",
@@ -214,7 +228,7 @@ def restore(
     dump_turns: bool,
     skip_evidence_search: bool | None,
     max_searches: int | None,
-    workspace: Path | None,
+    workspace: str | None,
     fmt: str,
     leaf: str | None,
     label: str | None,

@@ -93,7 +93,7 @@ def run_restore(
     label: str | None = None,
     skip_evidence_search: bool | None = None,
     max_searches: int | None = None,
-    workspace: Path | None = None,
+    workspace: str | None = None,
     fresh: bool = False,
     debug_render: bool = False,
 ) -> int:
@@ -101,7 +101,7 @@ def run_restore(
     evidence = {
         "skip_evidence_search": skip_evidence_search,
         "max_searches": max_searches,
-        "workspace": str(workspace) if workspace is not None else None,
+        "workspace": workspace,
     }
     config = load_config(
         config_path,

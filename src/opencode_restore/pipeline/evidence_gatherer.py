@@ -14,7 +14,6 @@ command, the most-edited files read from the workspace.
 from __future__ import annotations
 
 import logging
-import os
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -103,7 +102,7 @@ def plan_searches(
             real = workspace.resolve(path)
         except Refused:
             continue
-        if os.path.isfile(real):
+        if workspace.is_file(real):
             plan.append({"name": "READ_FILE", "arguments": {"path": path}})
         if sum(p["name"] == "READ_FILE" for p in plan) >= 2:
             break

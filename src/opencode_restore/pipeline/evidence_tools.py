@@ -8,7 +8,6 @@ Log search is in `evidence_log`; file access goes through `sandbox.Workspace`.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -255,7 +254,7 @@ class EvidenceTools:
             real = self.workspace.resolve(path)
         except Refused as exc:
             return str(exc)
-        return "in the workspace" if os.path.isfile(real) else "not in the workspace"
+        return "in the workspace" if self.workspace.is_file(real) else "not in the workspace"
 
     def _labels_for(self, real: str) -> list[str]:
         for rec in self.state.artifacts.values():

@@ -2,12 +2,18 @@
 
 A model chooses the paths and patterns these tools see, so both are treated as hostile:
 
+* `Workspace.choose` never lets the log pick the root: an explicit ``--workspace`` wins,
+  the recorded cwd is used only with ``--workspace auto`` or when the command runs in it
+  (or above it), and ``/``, system folders, home folders themselves and credential stores
+  are never roots.
 * `Workspace.read_text` resolves a path (symlinks and ``..`` included) and refuses it
-  unless it stays under the workspace root. Only regular files under the size cap are
-  opened: the type and size come from ``lstat`` before any ``open``, so a FIFO never
-  blocks and a sparse 2 GB file is never read; the open itself is ``O_NONBLOCK |
-  O_NOFOLLOW`` and ``fstat`` must show the same regular file. Files with a NUL byte in
-  their first 8 KB count as binary and are refused.
+  unless it stays under the workspace root, then opens the resolved path again one
+  component at a time from a descriptor of the root (``openat`` with ``O_NOFOLLOW``): a
+  directory swapped for a symlink between the check and the open fails the open instead
+  of escaping. Only regular files under the size cap, with a single link (a hard link may
+  be the other name of a file outside), are read; a FIFO is never opened for reading
+  (``O_NONBLOCK``, type checked before the read). Files with a NUL byte in their first
+  8 KB count as binary and are refused. Every `OSError` becomes a refusal.
 * `Matcher` bounds a search: pattern length, repetition counts (compiling
   ``(?:x{60000}){60000}`` would exhaust memory), and one deadline for the whole search,
   enforced inside the `regex` engine by its ``timeout`` (catastrophic backtracking such as
@@ -16,6 +22,7 @@ A model chooses the paths and patterns these tools see, so both are treated as h
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import time
@@ -33,10 +40,47 @@ MAX_PATTERN_CHARS = 200
 MAX_REPEAT_PRODUCT = 10_000
 SEARCH_SECONDS = 2.0
 MAX_PATH_CHARS = 1024
-PSEUDO_FILESYSTEMS = (Path("/proc"), Path("/sys"), Path("/dev"))
-# Credential stores are never evidence, even inside a workspace (say, a session run in ~).
-SECRET_NAMES = frozenset({".ssh", ".gnupg", ".aws", ".docker", ".kube", ".netrc", ".pgpass"})
+# Folders whose whole tree is the system's, never a project's.
+SYSTEM_TREES = tuple(
+    Path(p)
+    for p in (
+        "/proc", "/sys", "/dev", "/run", "/boot", "/etc", "/bin", "/sbin", "/lib", "/lib32",
+        "/lib64", "/libx32", "/usr", "/var/lib", "/var/log", "/var/run", "/var/spool",
+        "/var/mail", "/var/cache", "/var/db", "/private/etc", "/System", "/Library",
+    )
+)  # fmt: skip
+# Folders that hold projects but are no project themselves (nor is a home folder).
+SYSTEM_FOLDERS = frozenset(
+    Path(p)
+    for p in (
+        "/home", "/Users", "/root", "/var", "/opt", "/srv", "/tmp", "/mnt", "/media",
+        "/private", "/private/var", "/private/tmp", "/Volumes",
+    )
+)  # fmt: skip
+HOME_PARENTS = frozenset({Path("/home"), Path("/Users")})
+# Credential stores are never evidence, even inside a workspace (say, a session run in ~):
+# a path component with one of these names, or one of these parent/child pairs.
+SECRET_NAMES = frozenset(
+    {
+        ".ssh", ".gnupg", ".aws", ".azure", ".docker", ".kube", ".netrc", ".pgpass",
+        ".git-credentials", ".npmrc", ".pypirc", ".gem", ".vault-token", ".password-store",
+        ".terraformrc", ".histfile", ".zhistory", "Keychains", ".boto", ".s3cfg",
+    }
+)  # fmt: skip
+SECRET_PAIRS = frozenset(
+    {
+        (".config", "gh"), (".config", "gcloud"), (".config", "hub"), (".config", "op"),
+        (".config", "doctl"), (".config", "rclone"), (".config", "containers"),
+        (".config", "git"), (".cargo", "credentials"), (".cargo", "credentials.toml"),
+        (".terraform.d", "credentials.tfrc.json"), ("share", "keyrings"),
+    }
+)  # fmt: skip
+SECRET_SUFFIXES = ("_history", ".keychain", ".keychain-db")
 _COUNT = regex.compile(r"(?<!\\)\{(\d*)(?:,(\d*))?\}")
+
+
+#: ``--workspace auto``: trust the session's recorded cwd wherever the command runs.
+AUTO = "auto"
 
 
 class Refused(Exception):
@@ -45,6 +89,46 @@ class Refused(Exception):
 
 def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
+
+
+def is_credential_path(parts: Iterable[str]) -> bool:
+    """True when a path (as its components) names or enters a credential store."""
+    previous = ""
+    for name in parts:
+        if (
+            name in SECRET_NAMES
+            or name.endswith(SECRET_SUFFIXES)
+            or (previous, name) in SECRET_PAIRS
+        ):
+            return True
+        previous = name
+    return False
+
+
+def _runs_in(session_cwd: str, here: str | None) -> bool:
+    """True when ``session_cwd`` is ``here`` (default: this process's cwd) or below it."""
+    try:
+        base = Path(os.path.realpath(here if here is not None else os.getcwd(), strict=True))
+        return _inside(Path(os.path.realpath(session_cwd, strict=True)), base)
+    except OSError:
+        return False
+
+
+def root_refusal(root: Path) -> str | None:
+    """Why the real path ``root`` may not be a workspace root, or None when it may."""
+    if root == Path(root.anchor):
+        return "the filesystem root"
+    if root in SYSTEM_FOLDERS or any(_inside(root, p) for p in SYSTEM_TREES):
+        return "a system folder"
+    try:
+        home = Path(os.path.realpath(Path.home()))
+    except (OSError, RuntimeError, KeyError):
+        home = None
+    if root == home or root.parent in HOME_PARENTS:
+        return "a home folder (it holds shell histories and credentials)"
+    if is_credential_path(root.parts):
+        return "a credential store"
+    return None
 
 
 def _kind_refusal(mode: int) -> str | None:
@@ -93,6 +177,79 @@ def open_regular(path: Path, max_bytes: int | None) -> int:
     return fd
 
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def open_beneath(root: Path, parts: tuple[str, ...], max_bytes: int | None) -> int:
+    """A read-only descriptor for the regular file ``root/parts``, no symlink followed.
+
+    Each directory is opened from its parent's descriptor with ``O_NOFOLLOW |
+    O_DIRECTORY`` and the file with ``O_NOFOLLOW | O_NONBLOCK``, so a component swapped
+    for a symlink after the path was checked fails the open. Raises `Refused` for
+    anything but a single-link regular file within ``max_bytes``; the caller owns the
+    descriptor.
+    """
+    if not parts or any(p in ("", ".", "..") for p in parts):
+        raise Refused("is a directory" if not parts else "not a plain path; not read")
+    opened: list[int] = []
+    name = str(root)
+    try:
+        try:
+            opened.append(os.open(root, _DIR_FLAGS))
+            for name in parts[:-1]:
+                opened.append(os.open(name, _DIR_FLAGS, dir_fd=opened[-1]))
+            name = parts[-1]
+            # Type and size before the open: a device or FIFO is never opened at all.
+            before = os.stat(name, dir_fd=opened[-1], follow_symlinks=False)
+            if stat.S_ISLNK(before.st_mode):
+                raise Refused("changed into a symlink while checking; not opened")
+            _check_kind(before, max_bytes)
+            fd = os.open(name, _FILE_FLAGS, dir_fd=opened[-1])
+        except OSError as exc:
+            raise _open_refusal(exc, name, opened[-1] if opened else None) from None
+    finally:
+        for dir_fd in opened:
+            os.close(dir_fd)
+    try:
+        after = os.fstat(fd)
+        if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
+            raise Refused("changed while opening; not read")
+        _check_kind(after, max_bytes)
+    except OSError as exc:
+        os.close(fd)
+        raise Refused(exc.strerror or str(exc)) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_refusal(exc: OSError, name: str, dir_fd: int | None) -> Refused:
+    """The refusal for a failed open of ``name``: a symlink swapped in, or the OS's reason."""
+    if exc.errno == errno.ENOENT:
+        return Refused("no such file")
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR) and dir_fd is not None:
+        try:
+            swapped = stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+        except OSError:
+            swapped = False
+        if swapped or exc.errno == errno.ELOOP:
+            return Refused("changed into a symlink while checking; not opened")
+    return Refused(exc.strerror or str(exc))
+
+
+def _check_kind(st: os.stat_result, max_bytes: int | None) -> None:
+    if (why := _kind_refusal(st.st_mode)) is not None:
+        raise Refused(why)
+    if st.st_nlink > 1:
+        raise Refused(
+            f"has {st.st_nlink} hard links (another may be outside the workspace); not read"
+        )
+    if max_bytes is not None and st.st_size > max_bytes:
+        raise Refused(f"{st.st_size} bytes, over the {max_bytes}-byte limit")
+
+
 @dataclass
 class Workspace:
     """The directory the file tools may read, or None with the reason there is none.
@@ -107,15 +264,21 @@ class Workspace:
     max_bytes: int = MAX_FILE_BYTES
 
     @classmethod
-    def choose(cls, session_cwd: str | None, override: str | None) -> Workspace:
-        """The session's cwd when it exists here, else ``override`` (--workspace), else none."""
-        if session_cwd and os.path.isdir(session_cwd):
-            candidate, origin = session_cwd, "the session's working directory"
-        elif override:
+    def choose(
+        cls, session_cwd: str | None, override: str | None, here: str | None = None
+    ) -> Workspace:
+        """The workspace of a restore; the log's recorded cwd never overrides the user.
+
+        ``override`` (``--workspace`` or the config) always wins; ``"auto"`` opts in to the
+        recorded cwd. Without either, the recorded cwd is used only when it is ``here``
+        (the directory the command runs in, by default the process's) or below it.
+        """
+        if override and override != AUTO:
+            override = os.path.expanduser(override)
             if not os.path.isdir(override):
                 return cls(None, f"no workspace: {override} is not a directory", session_cwd)
-            candidate, origin = override, "--workspace"
-        else:
+            return cls._checked(override, "--workspace", session_cwd)
+        if not session_cwd or not os.path.isdir(session_cwd):
             where = f" ({session_cwd})" if session_cwd else ""
             return cls(
                 None,
@@ -123,9 +286,24 @@ class Workspace:
                 "machine and no --workspace was given",
                 session_cwd,
             )
-        root = Path(os.path.realpath(candidate))
-        if root == Path(root.anchor) or any(_inside(root, p) for p in PSEUDO_FILESYSTEMS):
-            return cls(None, f"no workspace: refusing {root} ({origin}) as a workspace root")
+        if override != AUTO and not _runs_in(session_cwd, here):
+            return cls(
+                None,
+                f"no workspace: the session's working directory ({session_cwd}) is not the "
+                "directory this command runs in (or below it); pass --workspace DIR, or "
+                "--workspace auto to trust the recorded one",
+                session_cwd,
+            )
+        return cls._checked(session_cwd, "the session's working directory", session_cwd)
+
+    @classmethod
+    def _checked(cls, candidate: str, origin: str, session_cwd: str | None) -> Workspace:
+        try:
+            root = Path(os.path.realpath(candidate, strict=True))
+        except OSError as exc:
+            return cls(None, f"no workspace: {candidate} ({origin}): {exc.strerror}", session_cwd)
+        if (why := root_refusal(root)) is not None:
+            return cls(None, f"no workspace: refusing {root} ({origin}) as a workspace root: {why}")
         return cls(root, "", session_cwd)
 
     def resolve(self, path: str) -> Path:
@@ -140,12 +318,15 @@ class Workspace:
         if path.startswith("~"):
             raise Refused("home-relative paths are outside the workspace")
         candidate = self._rebased(path)
-        real = Path(os.path.realpath(candidate))
+        try:
+            real = Path(os.path.realpath(candidate))
+        except (OSError, ValueError) as exc:
+            raise Refused(f"not resolvable ({exc})") from None
         if not _inside(real, self.root):
             lexical = Path(os.path.normpath(candidate))
             why = "a symlink that points" if _inside(lexical, self.root) else "a path"
             raise Refused(f"{why} outside the workspace ({self.root}); not read")
-        if SECRET_NAMES.intersection(real.relative_to(self.root).parts):
+        if is_credential_path(real.relative_to(self.root).parts):
             raise Refused("a credentials file or directory; not read")
         return real
 
@@ -169,12 +350,23 @@ class Workspace:
         rel = real.relative_to(self.root)
         return str(rel) if str(rel) != "." else "."
 
+    def is_file(self, real: Path) -> bool:
+        """True when the resolved ``real`` is a regular file (no exception, ever)."""
+        try:
+            return stat.S_ISREG(os.lstat(real).st_mode)
+        except (OSError, ValueError):
+            return False
+
     def read_text(self, path: str) -> tuple[Path, str]:
         """Resolve and read a text file of the workspace (decoded leniently as UTF-8)."""
         real = self.resolve(path)
-        fd = open_regular(real, self.max_bytes)
-        with os.fdopen(fd, "rb") as fh:
-            data = fh.read(self.max_bytes + 1)
+        assert self.root is not None
+        fd = open_beneath(self.root, real.relative_to(self.root).parts, self.max_bytes)
+        try:
+            with os.fdopen(fd, "rb") as fh:
+                data = fh.read(self.max_bytes + 1)
+        except OSError as exc:
+            raise Refused(exc.strerror or str(exc)) from None
         if len(data) > self.max_bytes:
             raise Refused(f"grew past the {self.max_bytes}-byte limit while reading")
         if b"\x00" in data[:BINARY_SNIFF_BYTES]:
