@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
+from .llm.model_rules import Effort, ModelRule
 from .resources import data_path
 
 ENV_PREFIX = "OPENCODE_RESTORE_"
@@ -31,7 +32,10 @@ class LLMConfig(_Section):
     max_attempts: int = 4
     retry_max_wait: float = 60.0
     max_tokens: int = 2048
+    max_tokens_ceiling: int = Field(default=32768, ge=1)
     temperature: float | None = 0.0
+    reasoning_effort: Effort | None = None
+    models: dict[str, ModelRule] = Field(default_factory=dict)
     tool_mode: Literal["native", "text", "auto"] = "auto"
     context_budget_tokens: int = 100_000
 

@@ -244,3 +244,24 @@ async def test_bad_request_is_not_retried(policy: RetryPolicy) -> None:
     with pytest.raises(ProviderError, match="roles must alternate"):
         await call_with_retry(provider(recorder), request(), policy)
     assert len(recorder.requests) == 1
+
+
+async def test_output_limit_above_the_model_maximum_is_capped_for_the_run() -> None:
+    too_many = (
+        "max_tokens: 16384 > 8192, which is the maximum allowed number of output tokens "
+        "for claude-3-5-haiku-20241022"
+    )
+    recorder = Recorder([anthropic_error(400, too_many), anthropic_reply(), anthropic_reply()])
+    notes: list[str] = []
+    llm = AnthropicProvider(
+        "claude-3-5-haiku",
+        ProviderSettings(max_tokens=16384),
+        "sk-ant-test",
+        http_client=recorder.client(),
+        notify=notes.append,
+    )
+    await llm.complete(request(max_tokens=16384))
+    await llm.complete(request(max_tokens=16384))
+    assert [r["max_tokens"] for r in map(recorder.body, range(3))] == [16384, 8192, 8192]
+    assert len(notes) == 1
+    assert "capped at 8192" in notes[0]

@@ -298,3 +298,100 @@ async def test_request_json_is_valid_for_every_message_kind() -> None:
     body = json.loads(recorder.requests[0].content)
     assert [m["role"] for m in body["messages"]] == ["system", "user", "assistant"]
     assert body["temperature"] == 0.0
+
+
+def _refusal(message: str, param: str | None, code: str | None) -> httpx2.Response:
+    error = {"message": message, "type": "invalid_request_error", "param": param, "code": code}
+    return httpx2.Response(400, json={"error": error})
+
+
+TEMPERATURE_REFUSED = _refusal(
+    "Unsupported value: 'temperature' does not support 0.0 with this model. "
+    "Only the default (1) value is supported.",
+    "temperature",
+    "unsupported_value",
+)
+MAX_TOKENS_REFUSED = _refusal(
+    "Unsupported parameter: 'max_tokens' is not supported with this model. "
+    "Use 'max_completion_tokens' instead.",
+    "max_tokens",
+    "unsupported_parameter",
+)
+
+
+def _learning(recorder: Recorder, model: str, notes: list[str], **settings: Any) -> OpenAIProvider:
+    return OpenAIProvider(
+        model,
+        ProviderSettings(**settings),
+        "sk-test",
+        http_client=recorder.client(),
+        notify=notes.append,
+    )
+
+
+@pytest.mark.parametrize("model", ["o4-mini", "gpt-5.1"])
+async def test_reasoning_models_get_their_parameters_even_behind_a_gateway(model: str) -> None:
+    recorder = Recorder([openai_reply("ok"), openai_reply("ok")])
+    llm = _learning(
+        recorder, model, [], base_url="http://gateway.test/v1", temperature=0.0, max_tokens=2048
+    )
+    await llm.complete(request(max_tokens=2048, temperature=0.0))
+    body = recorder.body()
+    assert "temperature" not in body
+    assert "max_tokens" not in body
+    assert body["max_completion_tokens"] == 2048 + 8192  # room for the hidden reasoning
+    assert "reasoning_effort" not in body
+    low = _learning(recorder, model, [], reasoning_effort="low", max_tokens=2048)
+    await low.complete(request(max_tokens=2048))
+    assert recorder.body()["reasoning_effort"] == "low"
+    assert recorder.body()["max_completion_tokens"] == 2048 + 4096
+
+
+async def test_unknown_model_is_corrected_once_per_refused_parameter_and_remembers() -> None:
+    recorder = Recorder(
+        [TEMPERATURE_REFUSED, MAX_TOKENS_REFUSED, openai_reply("first"), openai_reply("second")]
+    )
+    notes: list[str] = []
+    llm = _learning(recorder, "acme-next", notes, base_url="http://gw.test/v1", temperature=0.0)
+    first = await llm.complete(request(max_tokens=500))
+    assert first.text == "first"
+    sent = [json.loads(r.content) for r in recorder.requests]
+    assert sent[0]["temperature"] == 0.0
+    assert sent[0]["max_tokens"] == 500
+    assert "temperature" not in sent[1]
+    assert sent[1]["max_tokens"] == 500
+    assert "max_tokens" not in sent[2]
+    assert sent[2]["max_completion_tokens"] == 500
+    # Remembered for the run: the next call is right the first time.
+    assert (await llm.complete(request(max_tokens=500))).text == "second"
+    assert len(recorder.requests) == 4
+    assert set(llm.refused) == {"temperature", "max_tokens"}
+    assert len(notes) == 2
+    assert "'temperature'" in notes[0]
+    assert "leaving it out" in notes[0]
+    assert "max_completion_tokens instead" in notes[1]
+
+
+async def test_parameter_refused_again_after_its_correction_fails_the_call(
+    policy: RetryPolicy,
+) -> None:
+    refused_twice = _refusal("Unrecognized request argument supplied: reasoning_effort", None, None)
+    recorder = Recorder(
+        [
+            refused_twice,
+            _refusal("Unsupported parameter: 'reasoning_effort' is odd", None, None),
+        ]
+    )
+    llm = _learning(recorder, "o4-mini", [], reasoning_effort="high")
+    with pytest.raises(ProviderError):
+        # The second request lacks the parameter; a 400 naming it again is not ours to fix.
+        await call_with_retry(llm, request(), policy)
+    assert len(recorder.requests) == 2
+    assert "reasoning_effort" not in recorder.body()
+
+
+async def test_other_400s_are_not_retried(policy: RetryPolicy) -> None:
+    recorder = Recorder([_refusal("'messages' must contain the word 'json'", "messages", None)])
+    with pytest.raises(ProviderError):
+        await call_with_retry(_learning(recorder, "gpt-4o", []), request(), policy)
+    assert len(recorder.requests) == 1

@@ -40,7 +40,10 @@ def provider_settings(config: Config) -> ProviderSettings:
         max_attempts=llm.max_attempts,
         retry_after_cap=llm.retry_max_wait,
         max_tokens=llm.max_tokens,
+        max_tokens_ceiling=llm.max_tokens_ceiling,
         temperature=llm.temperature,
+        reasoning_effort=llm.reasoning_effort,
+        models=llm.models,
         tool_mode=llm.tool_mode,
         prices={k: ModelPrice(**v.model_dump()) for k, v in config.prices.items()},
     )

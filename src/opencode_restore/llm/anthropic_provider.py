@@ -50,12 +50,11 @@ class AnthropicProvider(SDKProvider):
     aiohttp_client_class = anthropic.DefaultAioHttpClient
     _client: anthropic.AsyncAnthropic
 
-    async def complete(self, request: LLMRequest) -> LLMResult:
-        """Send one Messages request and map the reply."""
-        message = await self._client.messages.create(**self.params(request))
+    async def _send(self, request: LLMRequest, params: dict[str, Any]) -> LLMResult:
+        message = await self._client.messages.create(**params)
         return self._result(request, message)
 
-    def params(self, request: LLMRequest) -> dict[str, Any]:
+    def _build(self, request: LLMRequest) -> dict[str, Any]:
         """The keyword arguments of `messages.create` for `request`."""
         system: list[dict[str, Any]] = []
         flagged: list[dict[str, Any]] = []
@@ -68,7 +67,7 @@ class AnthropicProvider(SDKProvider):
             block["cache_control"] = dict(_EPHEMERAL)
         params: dict[str, Any] = {
             "model": self.model,
-            "max_tokens": min(request.max_tokens, self.settings.max_tokens),
+            "max_tokens": self.output_limit(request),
             "messages": messages,
         }
         if system:

@@ -67,7 +67,8 @@ class LLMRequest:
 
     `facts` carries structured data the pipeline already knows; network providers
     ignore it, the offline provider builds its answer from it. `template` and
-    `stage` are recorded with the usage of the call.
+    `stage` are recorded with the usage of the call. `output_boost` counts the earlier
+    replies to this request that were cut off at the output limit: each doubles it.
     """
 
     messages: list[ChatMessage]
@@ -80,6 +81,7 @@ class LLMRequest:
     stage: str = ""
     facts: dict[str, Any] = field(default_factory=dict)
     cache_key: str | None = None
+    output_boost: int = 0
 
 
 @dataclass(slots=True)

@@ -38,9 +38,7 @@ class OpenAIProvider(SDKProvider):
     aiohttp_client_class = openai.DefaultAioHttpClient
     _client: openai.AsyncOpenAI
 
-    async def complete(self, request: LLMRequest) -> LLMResult:
-        """Send one chat completion and map the reply."""
-        params = self._params(request)
+    async def _send(self, request: LLMRequest, params: dict[str, Any]) -> LLMResult:
         try:
             # `post` rather than `chat.completions.create`: the SDK's request transform
             # walks every message and schema node (about 1.5 ms a call, the largest CPU
@@ -60,22 +58,27 @@ class OpenAIProvider(SDKProvider):
             raise
         return self._result(request, _json_object(response))
 
-    def _params(self, request: LLMRequest) -> dict[str, Any]:
+    def _build(self, request: LLMRequest) -> dict[str, Any]:
         messages: list[dict[str, Any]] = []
         if request.system:
             system = "\n\n".join(block.text for block in request.system)
             messages.append({"role": "system", "content": system})
         messages.extend(_message(message) for message in request.messages)
         params: dict[str, Any] = {"model": self.model, "messages": messages}
-        # api.openai.com rejects max_tokens for reasoning models; compatible servers
-        # do not all know max_completion_tokens.
-        limit_key = "max_tokens" if self.settings.base_url else "max_completion_tokens"
-        params[limit_key] = min(request.max_tokens, self.settings.max_tokens)
+        rules = self.rules
+        # api.openai.com wants max_completion_tokens (reasoning models refuse max_tokens);
+        # compatible servers do not all know it, unless the model is a known reasoner.
+        limit_key = rules.limit_param or (
+            "max_tokens" if self.settings.base_url else "max_completion_tokens"
+        )
+        params[limit_key] = self.output_limit(request)
         temperature = request.temperature
         if temperature is None:
             temperature = self.settings.temperature
-        if temperature is not None:
+        if temperature is not None and rules.sampling:
             params["temperature"] = temperature
+        if rules.reasoning_effort is not None:
+            params["reasoning_effort"] = rules.reasoning_effort
         if request.cache_key:
             params["prompt_cache_key"] = request.cache_key
         if request.response_schema is not None:

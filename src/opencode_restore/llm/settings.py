@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from opencode_restore.llm.model_rules import Effort, ModelRule
+
 ToolMode = Literal["native", "text", "auto"]
 
 
@@ -27,6 +29,9 @@ class ProviderSettings(BaseModel):
     llama.cpp). `retry_multiplier`/`retry_max_wait` shape the jittered exponential
     backoff; a server's `retry-after` is honoured up to `retry_after_cap` seconds.
     `prices` maps a model name (or `provider:model`, or a name prefix) to its prices.
+    `models` overrides the family table of `model_rules` for names it matches;
+    `reasoning_effort` goes to reasoning models only. An answer cut off at its limit
+    is asked again with a doubled limit, never above `max_tokens_ceiling`.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -38,6 +43,9 @@ class ProviderSettings(BaseModel):
     retry_max_wait: float = Field(default=8.0, ge=0)
     retry_after_cap: float = Field(default=60.0, ge=0)
     max_tokens: int = Field(default=4096, ge=1)
+    max_tokens_ceiling: int = Field(default=32768, ge=1)
+    reasoning_effort: Effort | None = None
+    models: dict[str, ModelRule] = Field(default_factory=dict)
     temperature: float | None = None
     tool_mode: ToolMode = "auto"
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
