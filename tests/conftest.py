@@ -37,8 +37,14 @@ def sink() -> WarningSink:
 
 @pytest.fixture(autouse=True)
 def _data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Restore timelines and stores go to a temporary directory, never the real home."""
+    """Restore timelines and stores go to a temporary directory, never the real home.
+
+    HOME is an empty folder too: commands that discover sessions (`restore <id>`,
+    `--latest`, `sessions list`) must never find the machine's own agent logs.
+    """
     monkeypatch.setenv("OPENCODE_RESTORE_DATA_DIR", str(tmp_path_factory.mktemp("data")))
+    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
 
 
 @pytest.fixture

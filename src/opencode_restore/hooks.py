@@ -31,9 +31,9 @@ from typing import Any
 
 from .store.db import DB_NAME, connect, now_iso, record_transcript
 from .store.paths import data_dir_str
+from .store.titles import short_title
 
 LOG_NAME = "hook.log"
-_TITLE_CHARS = 80
 #: Event names only Gemini CLI sends (both agents send SessionStart / SessionEnd).
 _GEMINI_EVENTS = frozenset(
     {
@@ -87,15 +87,6 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _title(text: Any) -> str | None:
-    if isinstance(text, list):
-        text = next((t for t in text if isinstance(t, str) and t.strip()), None)
-    if not isinstance(text, str) or not text.strip():
-        return None
-    first = text.strip().splitlines()[0]
-    return first if len(first) <= _TITLE_CHARS else first[: _TITLE_CHARS - 1] + "…"
-
-
 def _agent_of(payload: dict[str, Any], hint: str | None) -> str:
     if hint:
         return hint
@@ -146,7 +137,7 @@ def parse_payload(payload: Any, agent: str | None = None) -> HookEvent | None:
             transcript_path=codex_rollout(thread),
             cwd=_str(payload.get("cwd")),
             event=_str(payload.get("type")),
-            title=_title(payload.get("input-messages")),
+            title=short_title(payload.get("input-messages")),
         )
     session_id = _str(payload.get("session_id"))
     if session_id is None:
@@ -158,7 +149,7 @@ def parse_payload(payload: Any, agent: str | None = None) -> HookEvent | None:
         transcript_path=os.path.abspath(path) if path else None,
         cwd=_str(payload.get("cwd")),
         event=_str(payload.get("hook_event_name")),
-        title=_title(payload.get("prompt")),
+        title=short_title(payload.get("prompt")),
     )
 
 

@@ -47,9 +47,10 @@ def test_migrations_apply_step_by_step(tmp_path: Path) -> None:
     old.commit()
     old.close()
     conn = connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
     assert conn.execute("SELECT id FROM sessions").fetchall() == [("s",)]
     assert conn.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0] == 0
+    assert conn.execute("SELECT COUNT(*) FROM scanned_files").fetchone()[0] == 0
     conn.close()
 
 

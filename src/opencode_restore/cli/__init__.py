@@ -15,6 +15,7 @@ from .. import __version__
 from ..errors import RestoreError
 from ..sources import filter_messages, iter_messages, open_session, readers
 from ..sources.base import parse_timestamp, stderr_sink
+from .targets import session_inputs
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -86,7 +87,6 @@ def parse_since(value: str | None) -> datetime | None:
     return ts
 
 
-paths_argument = click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 agent_option = click.option(
     "--agent", default=None, help="Force a log format (see `opencode-restore formats`)."
 )
@@ -99,7 +99,7 @@ def cli() -> None:
 
 
 @cli.command()
-@paths_argument
+@session_inputs
 @agent_option
 @click.option("--since", default=None, help="Only messages after this ISO 8601 time.")
 @click.option("--include-tools", is_flag=True, help="Include tool calls and results.")
@@ -114,7 +114,7 @@ def messages(
     include_thinking: bool,
     fmt: str,
 ) -> None:
-    """Print a session's messages (PATHS: one session's files, oldest first)."""
+    """Print a session's messages (LOG...: one session's files, oldest first, or its id)."""
     from ..report.messages import iter_json, iter_jsonl, write_markdown
     from ..sources import resolve
 
@@ -142,7 +142,7 @@ def messages(
 
 
 @cli.command()
-@paths_argument
+@session_inputs
 @agent_option
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown")
 @friendly_errors
@@ -169,7 +169,7 @@ def main() -> None:
 
 
 @cli.command()
-@paths_argument
+@session_inputs
 @agent_option
 @click.option(
     "-m", "--model", default=None, help="provider:model, e.g. openai:gpt-4o (default offline)."
@@ -239,7 +239,10 @@ def restore(
     fresh: bool,
     debug_render: bool,
 ) -> None:
-    """Restore a session (PATHS: one session's files, oldest first) into a SESSION SUMMARY.
+    """Restore a session into a SESSION SUMMARY.
+
+    LOG...: one session's files, oldest first; or a session id (or a unique prefix),
+    looked up in the store and the agents' default locations; or --latest.
 
     The restore timeline is saved per session in the data directory after every turn; a
     later run (after a crash, or on a grown log) continues it and only summarizes what is

@@ -65,36 +65,58 @@ def scan_cmd(agent: str | None, root: Path | None) -> None:
 
 @sessions.command("list")
 @click.option("--agent", default=None, help="Only this agent's sessions.")
+@click.option(
+    "--cwd",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Only the sessions of this working directory.",
+)
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@click.option(
+    "--scan/--no-scan",
+    default=True,
+    show_default=True,
+    help="Find new sessions in the agents' default locations first (file heads only).",
+)
 @friendly_errors
-def list_cmd(agent: str | None, limit: int, fmt: str) -> None:
-    """List stored sessions, most recently updated first."""
+def list_cmd(agent: str | None, cwd: Path | None, limit: int, fmt: str, scan: bool) -> None:
+    """List sessions, most recently active first, titled by their first request."""
     import orjson
 
+    from ..sources.base import stderr_sink
+    from ..store.discovery import scan as scan_sessions
+    from ..store.lookup import chain_size, cwd_variants
     from ..store.store import Store
 
     store = _store()
     assert isinstance(store, Store)
-    rows, total = store.sessions(agent=agent, limit=limit)
+    if scan:
+        scan_sessions(store, agent=agent, sink=stderr_sink())
+    cwds = cwd_variants(cwd) if cwd is not None else None
+    rows, total = store.sessions(agent=agent, cwds=cwds, limit=limit)
     if fmt == "json":
-        out = [
-            {
-                "id": r.id,
-                "agent": r.agent,
-                "updated_at": r.updated_at,
-                "files": r.file_count,
-                "native_log_file": r.native_log_file,
-                "cwd": r.cwd,
-                "title": r.title,
-            }
-            for r in rows
-        ]
+        out = []
+        for r in rows:
+            full = store.session(r.id) or r
+            out.append(
+                {
+                    "id": r.id,
+                    "agent": r.agent,
+                    "updated_at": r.updated_at,
+                    "created_at": r.created_at,
+                    "files": r.file_count,
+                    "size": chain_size(full),
+                    "native_log_file": r.native_log_file,
+                    "cwd": r.cwd,
+                    "title": r.title,
+                }
+            )
         click.echo(orjson.dumps({"sessions": out, "total": total}).decode())
         return
     for r in rows:
-        label = r.title or r.cwd or ""
-        click.echo(f"{r.updated_at[:19]}  {r.agent:<11} {r.id:<38} {r.file_count:>2}  {label}")
+        when = r.updated_at[:16].replace("T", " ")
+        click.echo(f"{when}  {r.agent:<11} {r.id:<38} {r.cwd or '-'}  {r.title or ''}".rstrip())
     click.echo(f"{len(rows)} of {total} sessions")
 
 

@@ -11,6 +11,7 @@ from ..errors import UsageError
 from ..sources import open_session, resolve
 from ..sources.base import WarningSink, stderr_sink
 from . import friendly_errors, output_option
+from .targets import session_inputs
 
 # Declared here, not imported: this module is imported by the package's __init__.
 paths_argument = click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
@@ -73,7 +74,7 @@ def export_branch(file: Path, leaf: str, output: Path, agent: str | None, force:
 
 
 @click.command()
-@paths_argument
+@session_inputs
 @agent_option
 @leaf_option
 @label_option
@@ -90,7 +91,7 @@ def report(
     no_redact: bool,
     quiet: bool,
 ) -> None:
-    """Write a session (PATHS: one session's files) as a self-contained HTML page.
+    """Write a session (its files, its id, or --latest) as a self-contained HTML page.
 
     The raw session, with its tree, branches and compactions, and no summary
     (`restore --format html` adds the SESSION SUMMARY).

@@ -88,6 +88,23 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (path, offset)
     ) WITHOUT ROWID;
     """,
+    # What `sessions scan` last saw of each candidate file: an unchanged file (same size
+    # and mtime) is neither read nor registered again. agent NULL = no session file.
+    """
+    CREATE TABLE scanned_files (
+        path TEXT PRIMARY KEY,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        agent TEXT,
+        session_id TEXT,
+        registered_id TEXT,
+        cwd TEXT,
+        title TEXT,
+        started TEXT,
+        updated TEXT,
+        slug TEXT
+    ) WITHOUT ROWID;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -42,8 +42,9 @@ import orjson
 from ..errors import SourceError
 from ..sources import detect
 from ..sources.base import WarningSink, parse_timestamp
-from .db import iso_utc
+from .db import iso_utc, write
 from .store import Store
+from .titles import content_text, request_title
 
 AGENTS = ("claude-code", "codex", "gemini", "opencode", "pi")
 _HEAD_LINES = 40
@@ -69,6 +70,86 @@ class Found:
     slug: str | None = None
     #: A Claude Code sub-agent transcript: part of its parent session, not one itself.
     sidechain: bool = False
+    #: Known to a previous scan unchanged, under this session id (see ``ScanCache``).
+    registered_id: str | None = None
+
+
+_CACHE_COLUMNS = (
+    "path, size, mtime_ns, agent, session_id, registered_id, cwd, title, started, updated, slug"
+)
+
+
+def _iso(ts: datetime | None) -> str | None:
+    return iso_utc(ts) if ts is not None else None
+
+
+def _from_iso(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+class ScanCache:
+    """What earlier scans saw of each candidate file, so unchanged files are not read again.
+
+    A file is unchanged when its size and mtime (nanoseconds) are those seen last time.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._known: dict[str, tuple[Any, ...]] = {
+            row[0]: row for row in store.conn.execute(f"SELECT {_CACHE_COLUMNS} FROM scanned_files")
+        }
+        self._fresh: dict[str, tuple[Any, ...]] = {}
+
+    def lookup(self, path: Path) -> tuple[bool, Found | None, os.stat_result | None]:
+        """``(hit, found, stat)``: on a hit ``found`` is the cached session (None: no session)."""
+        try:
+            st = path.stat()
+        except OSError:
+            return False, None, None
+        row = self._known.get(str(path))
+        if row is None or row[1] != st.st_size or row[2] != st.st_mtime_ns:
+            return False, None, st
+        if row[3] is None:
+            return True, None, st
+        found = Found(
+            row[3], row[4], path, row[6], row[7], _from_iso(row[8]), _from_iso(row[9]), row[10]
+        )
+        found.registered_id = row[5]
+        return True, found, st
+
+    def note(self, path: Path, st: os.stat_result, found: Found | None) -> None:
+        """Remember what ``path`` is (``found`` None: no session file) as of ``st``."""
+        self._fresh[str(path)] = (
+            str(path),
+            st.st_size,
+            st.st_mtime_ns,
+            found.agent if found else None,
+            found.session_id if found else None,
+            None,
+            found.cwd if found else None,
+            found.title if found else None,
+            _iso(found.started) if found else None,
+            _iso(found.updated) if found else None,
+            found.slug if found else None,
+        )
+
+    def save(self, registered: dict[str, str]) -> None:
+        """Write the fresh entries; ``registered`` maps a path to the id it was stored under."""
+        rows = []
+        for key, row in self._fresh.items():
+            rows.append((*row[:5], registered.get(key, row[4]), *row[6:]))
+        for key, sid in registered.items():
+            if key not in self._fresh and key in self._known:
+                rows.append((*self._known[key][:5], sid, *self._known[key][6:]))
+        if rows:
+            marks = ", ".join("?" * len(rows[0]))
+            write(
+                self.store.conn,
+                lambda c: c.executemany(
+                    f"INSERT OR REPLACE INTO scanned_files ({_CACHE_COLUMNS}) VALUES ({marks})",
+                    rows,
+                ),
+            )
 
 
 @dataclass(slots=True)
@@ -132,7 +213,11 @@ def _claude(path: Path) -> Found | None:
             found.sidechain = found.sidechain or obj.get("isSidechain") is True
         found.cwd = found.cwd or _text(obj.get("cwd"))
         found.started = found.started or parse_timestamp(obj.get("timestamp"))
-        if sid and found.cwd and found.started:
+        if found.title is None and obj.get("type") == "user" and not obj.get("isMeta"):
+            message = obj.get("message")
+            if isinstance(message, dict):
+                found.title = request_title(content_text(message.get("content")))
+        if sid and found.cwd and found.started and found.title:
             break
     found.session_id = sid or path.stem
     found.slug = _claude_slug(path)
@@ -155,7 +240,8 @@ def _claude_slug(path: Path) -> str | None:
 
 
 def _codex(path: Path) -> Found | None:
-    meta = next(iter(_head_objects(path)), None)
+    heads = _head_objects(path)
+    meta = next(heads, None)
     payload = meta.get("payload") if meta and meta.get("type") == "session_meta" else None
     payload = payload if isinstance(payload, dict) else {}
     sid = _text(payload.get("id"))
@@ -165,7 +251,9 @@ def _codex(path: Path) -> Found | None:
     started = parse_timestamp(payload.get("timestamp")) or parse_timestamp(
         (meta or {}).get("timestamp")
     )
-    return Found("codex", sid, path, _text(payload.get("cwd")), None, started, _mtime(path))
+    title = _first_request(heads, "response_item", "payload")
+    cwd = _text(payload.get("cwd"))
+    return Found("codex", sid, path, cwd, title, started, _mtime(path))
 
 
 def _gemini(path: Path) -> Found | None:
@@ -180,15 +268,49 @@ def _gemini(path: Path) -> Found | None:
     stamp = re.search(rb'"startTime"\s*:\s*"([^"]+)"', head)
     if stamp:
         started = parse_timestamp(stamp.group(1).decode("ascii", "replace"))
-    return Found("gemini", sid, path, None, None, started, _mtime(path))
+    return Found("gemini", sid, path, None, _gemini_title(head), started, _mtime(path))
+
+
+_GEMINI_USER = re.compile(rb'"type"\s*:\s*"user"\s*,\s*"content"\s*:\s*("(?:[^"\\]|\\.)*"|\[)')
+
+
+def _gemini_title(head: bytes) -> str | None:
+    """The first user request in the head of a Gemini chat (legacy JSON or JSONL)."""
+    for match in _GEMINI_USER.finditer(head):
+        raw = match.group(1)
+        if raw == b"[":  # content as parts: [{"text": ...}]
+            parts = re.match(rb'\[\s*\{\s*"text"\s*:\s*("(?:[^"\\]|\\.)*")', head[match.start(1) :])
+            raw = parts.group(1) if parts else b'""'
+        try:
+            title = request_title(orjson.loads(raw))
+        except orjson.JSONDecodeError:
+            continue
+        if title:
+            return title
+    return None
 
 
 def _pi(path: Path) -> Found | None:
-    header = next(iter(_head_objects(path)), None) or {}
+    heads = _head_objects(path)
+    header = next(heads, None) or {}
     sid = _text(header.get("id")) if header.get("type") == "session" else None
     started = parse_timestamp(header.get("timestamp"))
     cwd = _text(header.get("cwd"))
-    return Found("pi", sid or path.stem, path, cwd, None, started, _mtime(path))
+    title = _first_request(heads, "message", "message")
+    return Found("pi", sid or path.stem, path, cwd, title, started, _mtime(path))
+
+
+def _first_request(objs: Iterator[dict[str, Any]], kind: str, key: str) -> str | None:
+    """The title of the first typed user request among entries ``{"type": kind, key: msg}``."""
+    for obj in objs:
+        message = obj.get(key)
+        if obj.get("type") != kind or not isinstance(message, dict):
+            continue
+        if message.get("role") == "user":
+            title = request_title(content_text(message.get("content")))
+            if title:
+                return title
+    return None
 
 
 def _text(value: Any) -> str | None:
@@ -273,12 +395,16 @@ def describe(path: Path, agent: str) -> Found | None:
 
 
 def find_sessions(
-    agents: Sequence[str], roots: Sequence[Path] | None, sink: WarningSink
+    agents: Sequence[str],
+    roots: Sequence[Path] | None,
+    sink: WarningSink,
+    cache: ScanCache | None = None,
 ) -> list[Found]:
     """Session files of ``agents`` under ``roots`` (default: each agent's own locations).
 
     Sub-agent files are left out, Claude Code files continued under one slug take the
-    id of the oldest of them.
+    id of the oldest of them. With ``cache``, files unchanged since an earlier scan are
+    not read (their ``registered_id`` is set).
     """
     found: list[Found] = []
     detector = _Detector(sink)
@@ -290,11 +416,15 @@ def find_sessions(
                 found.extend(_opencode(root, sink))
                 continue
             patterns, describe_file = _FILE_RULES[agent]
-            for path in _files(root, patterns):
-                if detector.agent_of(path) != agent:
-                    continue
-                item = describe_file(path)
-                if item is not None and not item.sidechain:
+            for path in _files(root.resolve(), patterns):
+                hit, item, st = cache.lookup(path) if cache is not None else (False, None, None)
+                if not hit:
+                    item = describe_file(path) if detector.agent_of(path) == agent else None
+                    if item is not None and item.sidechain:
+                        item = None
+                    if cache is not None and st is not None:
+                        cache.note(path, st, item)
+                if item is not None:
                     found.append(item)
     return merge_slugs(found)
 
@@ -308,7 +438,7 @@ def merge_slugs(found: list[Found]) -> list[Found]:
     groups: dict[tuple[Path, str], list[Found]] = {}
     for f in found:
         if f.agent == "claude-code" and f.slug:
-            groups.setdefault((f.path.resolve().parent, f.slug), []).append(f)
+            groups.setdefault((f.path.parent, f.slug), []).append(f)
     for group in groups.values():
         if len({f.session_id for f in group}) > 1:
             first = min(group, key=_order)
@@ -335,9 +465,15 @@ def scan(
     for name in agents:
         if name not in AGENTS:
             raise SourceError(name, f"unknown agent; choose one of: {', '.join(AGENTS)}")
-    found = find_sessions(agents, [root] if root is not None else None, sink)
+    cache = ScanCache(store)
+    found = find_sessions(agents, [root] if root is not None else None, sink, cache)
     appended = 0
+    registered: dict[str, str] = {}
     for item in sorted(found, key=_order):
+        if item.registered_id == item.session_id:
+            continue  # unchanged since the scan that registered it
+        if item.agent != "opencode":
+            registered[str(item.path)] = item.session_id
         appended += store.register(
             item.session_id,
             item.agent,
@@ -348,4 +484,5 @@ def scan(
             created_at=iso_utc(first) if (first := item.started or item.updated) else None,
             updated_at=iso_utc(item.updated) if item.updated else None,
         )
+    cache.save(registered)
     return ScanResult(found, appended)

@@ -161,17 +161,23 @@ class Store:
         agent: str | None = None,
         since: str | None = None,
         until: str | None = None,
+        cwds: list[str] | None = None,
         limit: int = 100,
         offset: int = 0,
     ) -> tuple[list[SessionRow], int]:
         """One page of sessions, most recently updated first, and the total that match.
 
-        ``since`` / ``until`` bound ``updated_at`` (store text times, see ``iso_utc``).
+        ``since`` / ``until`` bound ``updated_at`` (store text times, see ``iso_utc``);
+        ``cwds`` keeps the sessions recorded in one of these directories.
         """
-        where, args = [], []
+        where: list[str] = []
+        args: list[str | int] = []
         if agent is not None:
             where.append("s.agent = ?")
             args.append(agent)
+        if cwds is not None:
+            where.append(f"s.cwd IN ({', '.join('?' * len(cwds))})")
+            args.extend(cwds)
         if since is not None:
             where.append("s.updated_at > ?")
             args.append(since)
@@ -186,6 +192,20 @@ class Store:
             [*args, limit, offset],
         ).fetchall()
         return [SessionRow(*r) for r in rows], total
+
+    def sessions_by_prefix(self, prefix: str, *, agent: str | None = None) -> list[SessionRow]:
+        """The sessions whose id starts with ``prefix``, most recently updated first."""
+        # substr, not LIKE: ids may hold % and _.
+        clause = "substr(s.id, 1, ?) = ?" + (" AND s.agent = ?" if agent is not None else "")
+        args: list[str | int] = [len(prefix), prefix]
+        if agent is not None:
+            args.append(agent)
+        rows = self.conn.execute(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE {clause}"
+            " ORDER BY s.updated_at DESC, s.id",
+            args,
+        ).fetchall()
+        return [SessionRow(*r) for r in rows]
 
     # restorations
 

@@ -1,0 +1,93 @@
+"""The session arguments of ``restore``, ``messages``, ``turns`` and ``report``.
+
+``LOG...`` may be log files (one session's chain, oldest first) or one session id (or a
+unique prefix of one); ``--latest`` picks the most recently active session, narrowed by
+``--cwd`` (default: the current directory when it has sessions) and ``--agent``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from ..errors import UsageError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _is_reference(ref: str) -> bool:
+    """A lone argument that names no existing file and does not look like a path."""
+    return not os.path.lexists(ref) and os.sep not in ref and "/" not in ref
+
+
+def resolve_inputs(
+    refs: tuple[str, ...], agent: str | None, latest: bool, cwd: Path | None
+) -> tuple[list[Path], str | None]:
+    """The files and format of the session the command line names."""
+    if cwd is not None and not latest:
+        raise UsageError("--cwd narrows --latest; give --latest too")
+    if latest or (len(refs) == 1 and _is_reference(refs[0])):
+        from ..config import load_config
+        from ..sources.base import stderr_sink
+        from ..store import open_store
+        from ..store.lookup import find_session, latest_session
+
+        if latest and refs:
+            raise UsageError("give either LOG/SESSION-ID arguments or --latest, not both")
+        store = open_store(load_config().data_dir)
+        try:
+            if latest:
+                here = None if cwd is not None else os.getcwd()
+                target = latest_session(
+                    store,
+                    cwd=str(cwd) if cwd is not None else None,
+                    agent=agent,
+                    here=here,
+                    sink=stderr_sink(),
+                )
+            else:
+                target = find_session(store, refs[0], agent=agent, sink=stderr_sink())
+        finally:
+            store.close()
+        if target.container:
+            raise UsageError(
+                f"session {target.id} is one of the sessions in {target.paths[-1]}; "
+                "reading one session of a container by id is not supported yet"
+            )
+        return target.paths, agent or target.agent
+    if not refs:
+        raise UsageError("give a log file, a session id (or a prefix of one), or --latest")
+    return [Path(r) for r in refs], agent
+
+
+def session_inputs(fn: F) -> F:
+    """Turn ``REFS... [--latest] [--cwd DIR]`` into the ``paths`` (and ``agent``) of ``fn``."""
+
+    @click.argument("refs", nargs=-1, metavar="LOG...|SESSION-ID")
+    @click.option(
+        "--latest",
+        is_flag=True,
+        help="The most recently active session (of --cwd, default the current directory"
+        " when it has sessions; of --agent).",
+    )
+    @click.option(
+        "--cwd",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help="With --latest: the session's working directory.",
+    )
+    @wraps(fn)
+    def wrapper(
+        *args: Any, refs: tuple[str, ...], latest: bool, cwd: Path | None, **kw: Any
+    ) -> Any:
+        from . import friendly_errors
+
+        paths, kw["agent"] = friendly_errors(resolve_inputs)(refs, kw.get("agent"), latest, cwd)
+        return fn(*args, paths=tuple(paths), **kw)
+
+    return wrapper  # type: ignore[return-value]
