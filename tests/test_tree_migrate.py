@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from opencode_restore.atomic import backup_path
 from opencode_restore.errors import SourceError, UsageError
 from opencode_restore.sources import open_session, pi_tree
 from opencode_restore.sources.base import WarningSink
 from opencode_restore.sources.pi_migrate import (
-    backup_path,
     default_migrated_path,
     export_pi_branch,
     migrate_file,

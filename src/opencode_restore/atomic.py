@@ -38,6 +38,16 @@ def atomic_write(path: Path, data: bytes | Iterable[bytes], *, mode: int = 0o644
     fsync_directory(path.parent)
 
 
+def backup_path(path: Path) -> Path:
+    """``FILE.bak``, or ``FILE.bak.N`` for the first N not taken: a backup is never overwritten."""
+    candidate = path.with_name(path.name + ".bak")
+    n = 1
+    while candidate.exists():
+        candidate = path.with_name(f"{path.name}.bak.{n}")
+        n += 1
+    return candidate
+
+
 def fsync_directory(directory: Path) -> None:
     """Make a rename or a new file in ``directory`` durable."""
     fd = os.open(directory, os.O_RDONLY)

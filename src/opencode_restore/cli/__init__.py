@@ -282,6 +282,11 @@ from .store_cmds import hook, serve, sessions  # noqa: E402  (needs the helpers 
 for _store_command in (hook, sessions, serve):
     cli.add_command(_store_command)
 
+from .install_cmds import install_cmd, uninstall_cmd  # noqa: E402  (needs the helpers above)
+
+for _install_command in (install_cmd, uninstall_cmd):
+    cli.add_command(_install_command)
+
 from .batch_cmds import batch, nightly  # noqa: E402  (needs the helpers above)
 
 for _batch_command in (batch, nightly):

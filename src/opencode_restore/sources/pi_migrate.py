@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from ..atomic import SESSION_FILE_MODE, atomic_write
+from ..atomic import SESSION_FILE_MODE, atomic_write, backup_path
 from ..errors import SourceError, UsageError
 from . import pi_tree
 from .base import WarningSink
@@ -43,16 +43,6 @@ class MigrationResult:
 def _line(obj: dict[str, Any]) -> bytes:
     # pi writes JSON.stringify(entry): compact, keys in insertion order, UTF-8 as is.
     return orjson.dumps(obj) + b"\n"
-
-
-def backup_path(path: Path) -> Path:
-    """``FILE.bak``, or ``FILE.bak.N`` for the first N not taken: a backup is never overwritten."""
-    candidate = path.with_name(path.name + ".bak")
-    n = 1
-    while candidate.exists():
-        candidate = path.with_name(f"{path.name}.bak.{n}")
-        n += 1
-    return candidate
 
 
 def default_migrated_path(path: Path) -> Path:

@@ -1,0 +1,62 @@
+"""``install`` and ``uninstall``: the agents' hooks and the opencode plugin."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from . import friendly_errors
+
+agent_argument = click.argument("agent", type=click.Choice(["claude", "gemini", "opencode"]))
+scope_option = click.option(
+    "--project/--user",
+    "project",
+    default=False,
+    help="The current project's settings (.claude/, .gemini/, .opencode/) or the user's (default).",
+)
+dry_run_option = click.option(
+    "--dry-run", is_flag=True, help="Print the change as a diff; write nothing."
+)
+
+
+def _run(agent: str, project: bool, dry_run: bool, remove: bool) -> None:
+    from ..config import load_config
+    from ..integrations.install import default_project, install, target_path, uninstall
+
+    path = target_path(agent, "project" if project else "user", Path.home(), default_project())
+    action = uninstall if remove else install
+    change = action(agent, path, load_config().data_dir, dry_run=dry_run)
+    if dry_run:
+        click.echo(change.diff() or f"{path}: no change", nl=False)
+        if not change.diff():
+            click.echo()
+        return
+    what = "; ".join(change.notes)
+    verb = ("removed from" if remove else "installed in") if change.changed else "unchanged:"
+    click.echo(f"{agent}: {verb} {path}" + (f" ({what})" if what else ""))
+
+
+@click.command("install")
+@agent_argument
+@scope_option
+@dry_run_option
+@friendly_errors
+def install_cmd(agent: str, project: bool, dry_run: bool) -> None:
+    """Make AGENT hand its sessions to opencode-restore.
+
+    claude / gemini: hook entries merged into settings.json (other entries untouched, a
+    backup kept; SessionStart answers compact / clear / resume with the restoration).
+    opencode: the plugin copied into the plugins folder. Installing twice changes nothing.
+    """
+    _run(agent, project, dry_run, remove=False)
+
+
+@click.command("uninstall")
+@agent_argument
+@scope_option
+@dry_run_option
+@friendly_errors
+def uninstall_cmd(agent: str, project: bool, dry_run: bool) -> None:
+    """Take out exactly what `install AGENT` added (the file's earlier bytes when unchanged)."""
+    _run(agent, project, dry_run, remove=True)

@@ -1,0 +1,1 @@
+"""Agent integrations: hook entries in settings files, the opencode plugin, install."""

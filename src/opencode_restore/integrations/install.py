@@ -1,0 +1,229 @@
+"""``install`` / ``uninstall``: put the hooks (Claude Code, Gemini CLI) or the plugin (opencode)
+where the agent reads them, and take them out again.
+
+Settings files are merged (``settings_json``), never replaced: the file before the first
+change is kept as ``settings.json.bak`` (``.bak.N`` when taken), and each install is
+recorded in ``DATA_DIR/installs.json``. ``uninstall`` puts back the exact bytes the file
+had before when nobody changed it since; otherwise it takes out our entries alone. The
+plugin is one file, removed only while it is still the one we copied. Every write is
+atomic: a failure (a read-only folder) leaves the old file whole.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..atomic import atomic_write, backup_path
+from ..errors import UsageError
+from .settings_json import dump_settings, merge_hooks, parse_settings, remove_hooks
+
+AGENTS = ("claude", "gemini", "opencode")
+PLUGIN_NAME = "opencode-restore.ts"
+PLUGIN_SOURCE = Path(__file__).resolve().parent / "opencode_plugin.ts"
+MANIFEST = "installs.json"
+
+#: The events each agent reports to ``opencode-restore hook``. SessionStart also
+#: answers with the restoration (compact / clear / resume); the others record the session.
+CLAUDE_EVENTS = ("SessionStart", "UserPromptSubmit", "PreCompact", "Stop", "SessionEnd")
+GEMINI_EVENTS = ("SessionStart", "AfterAgent", "PreCompress", "SessionEnd")
+
+
+@dataclass(slots=True)
+class Change:
+    """What an install or uninstall does to one file."""
+
+    path: Path
+    before: bytes | None
+    after: bytes | None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        """True when the file's bytes (or existence) change."""
+        return self.before != self.after
+
+    def diff(self) -> str:
+        """The change as a unified diff (``/dev/null`` for a created or removed file)."""
+        old = (self.before or b"").decode("utf-8", "replace").splitlines(keepends=True)
+        new = (self.after or b"").decode("utf-8", "replace").splitlines(keepends=True)
+        return "".join(
+            difflib.unified_diff(
+                old,
+                new,
+                fromfile=str(self.path) if self.before is not None else "/dev/null",
+                tofile=str(self.path) if self.after is not None else "/dev/null",
+            )
+        )
+
+
+def cli_argv() -> list[str]:
+    """This installation's ``opencode-restore``: on PATH, else this interpreter's module."""
+    exe = shutil.which("opencode-restore")
+    return [exe] if exe else [sys.executable, "-m", "opencode_restore"]
+
+
+def hook_command(agent: str) -> str:
+    """The command line the agent runs: this installation's ``opencode-restore hook``."""
+    args = [*cli_argv(), "hook"] + (["--agent", "gemini"] if agent == "gemini" else [])
+    return shlex.join(args)
+
+
+def plugin_text(argv: list[str]) -> bytes:
+    """The opencode plugin, calling ``argv`` (the CLI found at install time)."""
+    source = PLUGIN_SOURCE.read_text("utf-8")
+    line = 'const COMMAND: string[] = ["opencode-restore"]'
+    return source.replace(line, f"const COMMAND: string[] = {json.dumps(argv)}").encode()
+
+
+def target_path(agent: str, scope: str, home: Path, project: Path) -> Path:
+    """The file ``install AGENT`` writes for ``scope`` (``user`` or ``project``)."""
+    if agent not in AGENTS:
+        raise UsageError(f"unknown agent {agent!r}; choose one of: {', '.join(AGENTS)}")
+    if agent == "opencode":
+        base = home / ".config/opencode" if scope == "user" else project / ".opencode"
+        return base / "plugins" / PLUGIN_NAME
+    folder = ".claude" if agent == "claude" else ".gemini"
+    return (home if scope == "user" else project) / folder / "settings.json"
+
+
+def _command(agent: str) -> str:
+    """What install writes: the hook command line, or (opencode) the plugin's argv as JSON."""
+    return json.dumps(cli_argv()) if agent == "opencode" else hook_command(agent)
+
+
+def _entries(agent: str, command: str) -> dict[str, str]:
+    events = CLAUDE_EVENTS if agent == "claude" else GEMINI_EVENTS
+    return dict.fromkeys(events, command)
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _mode(path: Path) -> int:
+    """The file's permission bits, kept across a rewrite (new files: 0644)."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        return 0o644
+
+
+def _sha(data: bytes | None) -> str | None:
+    return hashlib.sha256(data).hexdigest() if data is not None else None
+
+
+def _manifest(data_dir: Path) -> dict[str, Any]:
+    raw = _read(data_dir / MANIFEST)
+    if raw is None:
+        return {}
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise UsageError(
+            f"{data_dir / MANIFEST}:{exc.lineno}: not valid JSON ({exc.msg})"
+        ) from None
+    return data if isinstance(data, dict) else {}
+
+
+def _save_manifest(data_dir: Path, manifest: dict[str, Any]) -> None:
+    atomic_write(data_dir / MANIFEST, (json.dumps(manifest, indent=2) + "\n").encode())
+
+
+def plan_install(agent: str, path: Path, command: str) -> Change:
+    """What ``install`` would write to ``path``."""
+    before = _read(path)
+    if agent == "opencode":
+        plugin = plugin_text(json.loads(command))
+        if before == plugin:
+            return Change(path, before, before, ["already installed"])
+        return Change(path, before, plugin)
+    settings = parse_settings((before or b"").decode("utf-8", "replace"), str(path))
+    merged = merge_hooks(settings, _entries(agent, command), str(path))
+    if merged == settings and before is not None:
+        return Change(path, before, before, ["already installed"])
+    return Change(path, before, dump_settings(merged).encode())
+
+
+def plan_uninstall(agent: str, path: Path, command: str, record: dict[str, Any] | None) -> Change:
+    """What ``uninstall`` would leave at ``path`` (``after`` None: the file goes)."""
+    before = _read(path)
+    if before is None:
+        return Change(path, None, None, ["nothing installed"])
+    if record is not None and record.get("installed_sha256") == _sha(before):
+        # Untouched since we wrote it: put back the exact bytes it had before.
+        backup = record.get("backup")
+        if record.get("created"):
+            return Change(path, before, None)
+        if backup and (original := _read(Path(backup))) is not None:
+            return Change(path, before, original)
+    if agent == "opencode":
+        if before == plugin_text(json.loads(command)):
+            return Change(path, before, None)
+        return Change(path, before, before, ["the plugin file was changed; left alone"])
+    settings = parse_settings(before.decode("utf-8", "replace"), str(path))
+    cleaned = remove_hooks(settings, _entries(agent, command), str(path))
+    if cleaned == settings:
+        return Change(path, before, before, ["nothing installed"])
+    return Change(path, before, dump_settings(cleaned).encode(), ["our entries removed"])
+
+
+def install(agent: str, path: Path, data_dir: Path, *, dry_run: bool = False) -> Change:
+    """Install the hooks or plugin of ``agent`` into ``path``; returns the change."""
+    command = _command(agent)
+    change = plan_install(agent, path, command)
+    if dry_run or not change.changed:
+        return change
+    manifest = _manifest(data_dir)
+    backup = None
+    if change.before is not None:
+        backup = backup_path(path)
+        atomic_write(backup, change.before)
+        change.notes.append(f"backup {backup}")
+    assert change.after is not None
+    atomic_write(path, change.after, mode=_mode(path))
+    previous = manifest.get(str(path))
+    manifest[str(path)] = {
+        "agent": agent,
+        "command": command,
+        # A second install over our own first keeps the first's original.
+        "created": previous["created"] if previous else change.before is None,
+        "backup": previous["backup"] if previous else str(backup) if backup else None,
+        "installed_sha256": _sha(change.after),
+    }
+    _save_manifest(data_dir, manifest)
+    return change
+
+
+def uninstall(agent: str, path: Path, data_dir: Path, *, dry_run: bool = False) -> Change:
+    """Take out what ``install`` put into ``path``; returns the change."""
+    manifest = _manifest(data_dir)
+    record = manifest.get(str(path))
+    command = record["command"] if record else _command(agent)
+    change = plan_uninstall(agent, path, command, record)
+    if dry_run or not change.changed:
+        return change
+    if change.after is None:
+        path.unlink()
+        change.notes.append("it did not exist before" if record else "the file held nothing else")
+    else:
+        atomic_write(path, change.after, mode=_mode(path))
+    manifest.pop(str(path), None)
+    _save_manifest(data_dir, manifest)
+    return change
+
+
+def default_project() -> Path:
+    """The project an ``--project`` install goes into: the current directory."""
+    return Path(os.getcwd())
