@@ -71,6 +71,14 @@ class RateLimitConfig(RateLimitRule):
     providers: dict[str, RateLimitRule] = Field(default_factory=dict)
 
 
+class ApiConfig(_Section):
+    """``serve``: jobs and the names the API answers to (see ``api/security.py``)."""
+
+    max_jobs: int = Field(default=2, ge=1)
+    max_queued_jobs: int = Field(default=32, ge=1)
+    allowed_hosts: list[str] = Field(default_factory=list)
+
+
 class PromptsConfig(_Section):
     dir: str | None = None
 
@@ -90,6 +98,7 @@ class Config(_Section):
     paths: PathsConfig = Field(default_factory=PathsConfig)
     prompts: PromptsConfig = Field(default_factory=PromptsConfig)
     ratelimit: RateLimitConfig = Field(default_factory=RateLimitConfig)
+    api: ApiConfig = Field(default_factory=ApiConfig)
     prices: dict[str, Price] = Field(default_factory=dict)
     terminal: dict[str, Any] = Field(default_factory=dict)
     limits: dict[str, Any] = Field(default_factory=dict)

@@ -29,11 +29,15 @@ from tests.store.builders import (
 )
 
 SID = "e57fea98-e10e-4cce-a470-5de2e7413154"
+TOKEN = "t" * 32
 
 
 @pytest.fixture
 def client(store: Store) -> Iterator[TestClient]:
-    with TestClient(create_app(store, config=load_config())) as c:
+    """Open reads (as on loopback); POSTs carry the token."""
+    app = create_app(store, token=TOKEN, config=load_config(), reads_need_token=False)
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with TestClient(app, base_url="http://127.0.0.1", headers=auth) as c:
         yield c
 
 
@@ -230,7 +234,7 @@ def test_summary_and_background_restore(client: TestClient, store: Store, tmp_pa
     assert r.status_code == 404
     assert "no restoration" in r.json()["detail"]
     assert client.get("/sessions/nope/summary").status_code == 404
-    assert client.post("/sessions/nope/restore").status_code == 404
+    assert client.post("/sessions/nope/restore", json={}).status_code == 404
     r = client.post(f"/sessions/{SID}/restore", json={"max_turns": 2})
     assert r.status_code == 202
     job = r.json()
@@ -251,7 +255,7 @@ def test_summary_and_background_restore(client: TestClient, store: Store, tmp_pa
 
 def test_failed_restore_is_reported(client: TestClient, store: Store, tmp_path: Path) -> None:
     store.register("gone", "claude-code", str(tmp_path / "missing.jsonl"))
-    job = _wait(client, client.post("/sessions/gone/restore").json()["id"])
+    job = _wait(client, client.post("/sessions/gone/restore", json={}).json()["id"])
     assert job["status"] == "failed"
     assert "no transcript file" in job["error"]
 
@@ -267,8 +271,8 @@ def _wait(client: TestClient, job_id: str) -> dict[str, Any]:
 
 def test_bearer_token(store: Store) -> None:
     store.register(SID, "claude-code", str(CLAUDE_COMPACT))
-    with TestClient(create_app(store, token="s3cret")) as c:
-        assert c.get("/healthz").status_code == 200
+    with TestClient(create_app(store, token="s3cret"), base_url="http://localhost:8765") as c:
+        assert c.get("/healthz").status_code == 401
         r = c.get("/sessions")
         assert r.status_code == 401
         assert r.headers["www-authenticate"] == "Bearer"

@@ -39,7 +39,8 @@ CODEX_ID = "01a1fde9-539c-77f2-9e0a-d405fab49546"
 
 @pytest.fixture
 def client(store: Store) -> Iterator[TestClient]:
-    with TestClient(create_app(store, config=load_config())) as c:
+    app = create_app(store, config=load_config(), reads_need_token=False)
+    with TestClient(app, base_url="http://127.0.0.1") as c:
         yield c
 
 

@@ -49,7 +49,7 @@ def server(store: Store) -> Iterator[str]:
 def test_real_server_end_to_end(server: str) -> None:
     auth = {"Authorization": "Bearer t0k"}
     with httpx.Client(base_url=server, timeout=30) as c:
-        assert c.get("/healthz").json()["status"] == "ok"
+        assert c.get("/healthz", headers=auth).json()["status"] == "ok"
         assert c.get("/sessions").status_code == 401
         listing = c.get("/sessions", headers=auth).json()
         assert {s["id"] for s in listing["sessions"]} == {SID, "big"}
@@ -64,7 +64,7 @@ def test_real_server_end_to_end(server: str) -> None:
         bad = c.get(f"/sessions/{SID}/messages", headers=auth, params={"since": "noon"})
         assert bad.status_code == 422
         assert bad.json()["detail"][0]["loc"] == ["query", "since"]
-        assert c.get("/openapi.json").json()["info"]["title"] == "opencode-restore"
+        assert c.get("/openapi.json", headers=auth).json()["info"]["title"] == "opencode-restore"
 
 
 def test_real_server_streams_a_large_session(server: str) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 
 from opencode_restore.batch.timeline_lock import lock_path, timeline_lock
-from opencode_restore.cli.restore_cmd import _session_lock
+from opencode_restore.cli.restore_cmd import session_lock
 from opencode_restore.pipeline.timeline_store import TimelineStore
 from tests.batch.helpers import CLAUDE_3_TURNS, ROOT, cli_env, server_process
 
@@ -89,7 +89,7 @@ def test_the_lock_is_only_taken_with_a_timeline_store(tmp_path: Path) -> None:
     waits: list[str] = []
 
     async def main() -> None:
-        async with _session_lock(None, "s", None):
+        async with session_lock(None, "s", None):
             assert not lock_path(store, "s").exists()  # no store: nothing locked
         async with timeline_lock(store, "s"):
             with anyio.move_on_after(0.2):

@@ -2,18 +2,22 @@
 
 Only files registered in a session's chain are ever read: no endpoint takes a path.
 Messages are streamed: the JSON body is built message by message, never as a list.
+Every error, down to an unexpected exception, is a JSON body ``{"detail": ...}``.
+Who may call what is decided in ``security.py`` (Host check, bearer token).
 """
 
 from __future__ import annotations
 
-import asyncio
+import itertools
 import secrets
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query
-from fastapi.responses import StreamingResponse
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, Response
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
@@ -25,7 +29,7 @@ from ..sources.base import WarningSink, parse_timestamp
 from ..store.db import iso_utc
 from ..store.fetch import session_messages
 from ..store.store import SessionRow, Store
-from .jobs import run_restore
+from .jobs import JobQueue, TooManyJobs
 from .schemas import (
     Health,
     JobOut,
@@ -35,11 +39,16 @@ from .schemas import (
     SessionOut,
     SummaryOut,
 )
+from .security import HostGuard, HostPolicy, load_or_create_token
 
 #: Bytes gathered before a chunk of the messages body is sent.
 CHUNK_BYTES = 64 * 1024
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "Unknown session"}}
-_BEARER = HTTPBearer(auto_error=False)
+_BEARER = HTTPBearer(
+    auto_error=False,
+    description="The API token: serve --token, OPENCODE_RESTORE_TOKEN, or DATA_DIR/api-token.",
+)
+_JSON_MEDIA = "application/json"
 
 
 def _time(name: str, value: str | None) -> datetime | None:
@@ -75,32 +84,77 @@ def _chunks(parts: Iterator[bytes]) -> Iterator[bytes]:
         yield b"".join(buf)
 
 
-def create_app(store: Store, token: str | None = None, config: Config | None = None) -> FastAPI:
-    """The API over ``store``; with ``token``, every session and job call needs that bearer."""
+def _json_content(request: Request) -> None:
+    """A POST must say it carries JSON: no cross-site form or "simple" request can."""
+    media = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if media != _JSON_MEDIA and not (media.startswith("application/") and media.endswith("+json")):
+        raise HTTPException(
+            415, detail="send Content-Type: application/json (the body may be empty or {})"
+        )
+
+
+async def _internal_error(request: Request, exc: Exception) -> JSONResponse:
+    """An unexpected exception: JSON like every other error (uvicorn still logs the trace)."""
+    return JSONResponse({"detail": f"internal error ({type(exc).__name__})"}, status_code=500)
+
+
+def create_app(
+    store: Store,
+    token: str | None = None,
+    config: Config | None = None,
+    *,
+    reads_need_token: bool = True,
+    allowed_hosts: Iterable[str] = (),
+) -> FastAPI:
+    """The API over ``store``.
+
+    Every POST needs the bearer ``token`` (None: the one kept in the store's data
+    directory, made on first use); with ``reads_need_token`` every other request does
+    too. Only loopback names and ``allowed_hosts`` are served as ``Host`` (``*``: any).
+    """
+    if token is None:
+        token, _ = load_or_create_token(store.path.parent)
+    config = config if config is not None else load_config()
+    jobs = JobQueue(store, config.api.max_jobs, config.api.max_queued_jobs)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await jobs.close()
+
     app = FastAPI(
         title="opencode-restore",
         version=__version__,
         description="Sessions, stitched transcript messages and restorations of coding agents.",
+        lifespan=lifespan,
+        # Served below, behind the token when reads need it.
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.store = store
     app.state.config = config
-    app.state.tasks = set()
+    app.state.jobs = jobs
+    app.add_middleware(HostGuard, policy=HostPolicy(allowed_hosts))
+    app.add_exception_handler(Exception, _internal_error)
 
     def authorize(
         credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)],
     ) -> None:
-        if token is None:
-            return
         given = credentials.credentials if credentials is not None else ""
         if not secrets.compare_digest(given.encode(), token.encode()):
             raise HTTPException(
                 401, detail="missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"}
             )
 
-    unauthorized: dict[int | str, dict[str, Any]] = (
-        {401: {"description": "Missing or wrong bearer token"}} if token is not None else {}
-    )
-    router = APIRouter(dependencies=[Depends(authorize)], responses=unauthorized)
+    unauthorized: dict[int | str, dict[str, Any]] = {
+        401: {"description": "Missing or wrong bearer token"}
+    }
+    read_guard: list[Any] = [Depends(authorize)] if reads_need_token else []
+    read_errors = unauthorized if reads_need_token else {}
+    router = APIRouter(dependencies=read_guard, responses=read_errors)
 
     def session_or_404(session_id: str) -> SessionRow:
         row = store.session(session_id)
@@ -108,9 +162,17 @@ def create_app(store: Store, token: str | None = None, config: Config | None = N
             raise HTTPException(404, detail=f"unknown session {session_id!r}")
         return row
 
-    @app.get("/healthz", tags=["meta"])
+    @app.get("/openapi.json", include_in_schema=False, dependencies=read_guard)
+    def openapi() -> dict[str, Any]:
+        return app.openapi()
+
+    @app.get("/docs", include_in_schema=False, dependencies=read_guard)
+    def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title=f"{app.title} - docs")
+
+    @router.get("/healthz", tags=["meta"])
     def healthz() -> Health:
-        """Liveness check (no token needed)."""
+        """Liveness check."""
         return Health(status="ok", version=__version__)
 
     @router.get("/sessions", tags=["sessions"])
@@ -172,8 +234,17 @@ def create_app(store: Store, token: str | None = None, config: Config | None = N
         except SourceError as exc:
             raise HTTPException(410, detail=exc.reason) from exc
         body = _chunks(iter_json({"session_id": row.id, "agent": row.agent}, fetch.messages))
+        try:
+            # Read the first chunk before answering: a file that fails as it is opened
+            # gets a JSON error, not a cut stream (past the first chunk, nothing can).
+            first = next(body)
+        except (SourceError, OSError) as exc:
+            reason = exc.reason if isinstance(exc, SourceError) else str(exc)
+            raise HTTPException(410, detail=reason) from exc
         headers = {"X-Fetch-Mode": fetch.mode, "X-Missing-Files": str(len(fetch.missing))}
-        return StreamingResponse(body, media_type="application/json", headers=headers)
+        return StreamingResponse(
+            itertools.chain((first,), body), media_type="application/json", headers=headers
+        )
 
     @router.get(
         "/sessions/{session_id}/summary",
@@ -201,20 +272,36 @@ def create_app(store: Store, token: str | None = None, config: Config | None = N
         "/sessions/{session_id}/restore",
         tags=["restorations"],
         status_code=202,
-        responses={**_NOT_FOUND, 400: {"description": "The body is not valid JSON"}},
+        # The token is checked first (the router's guard when reads need it too).
+        dependencies=[*([] if reads_need_token else [Depends(authorize)]), Depends(_json_content)],
+        responses={
+            **_NOT_FOUND,
+            **unauthorized,
+            200: {"model": JobOut, "description": "The session's job already queued or running"},
+            202: {"model": JobOut, "description": "A new job, queued"},
+            400: {"description": "The body is not valid JSON"},
+            415: {"description": "The request does not say it carries JSON"},
+            429: {"description": "Too many jobs queued; try again later"},
+        },
     )
-    async def start_restore(session_id: str, options: RestoreRequest | None = None) -> JobOut:
-        """Start a restore with the configured provider; poll ``GET /jobs/{job_id}``."""
+    async def start_restore(
+        session_id: str,
+        response: Response,
+        options: RestoreRequest | None = None,
+    ) -> JobOut:
+        """Start a restore with the configured provider; poll ``GET /jobs/{job_id}``.
+
+        One job per session: while one is queued or running, this returns it (200).
+        """
         row = await run_in_threadpool(session_or_404, session_id)
-        if app.state.config is None:
-            app.state.config = await run_in_threadpool(load_config)
-        run_id = await run_in_threadpool(store.create_run, session_id, "restore")
         max_turns = options.max_turns if options is not None else None
-        task = asyncio.create_task(run_restore(store, app.state.config, row, run_id, max_turns))
-        app.state.tasks.add(task)
-        task.add_done_callback(app.state.tasks.discard)
-        run = await run_in_threadpool(store.run, run_id)
-        assert run is not None
+        try:
+            run, created = await jobs.submit(config, row, max_turns)
+        except TooManyJobs:
+            raise HTTPException(
+                429, detail=f"{jobs.max_queued} jobs are queued or running; try again later"
+            ) from None
+        response.status_code = 202 if created else 200
         return JobOut.of(run)
 
     @router.get(

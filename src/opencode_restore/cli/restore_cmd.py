@@ -62,7 +62,7 @@ def render(restoration: Restoration, fmt: str, dump_turns: bool) -> str:
     return turns_summary_markdown(restoration) if dump_turns else summary_markdown(restoration)
 
 
-def _session_lock(
+def session_lock(
     store: TimelineStore | None, key: str, console: Console | None
 ) -> AbstractAsyncContextManager[object]:
     """The timeline lock of ``key`` (nothing to lock without a store); says when it waits."""
@@ -137,7 +137,7 @@ def run_restore(
 
         async def job() -> Restoration:
             try:
-                lock = _session_lock(store, key or session.id, None if quiet else console)
+                lock = session_lock(store, key or session.id, None if quiet else console)
                 async with lock:
                     return await restore_session(
                         session,

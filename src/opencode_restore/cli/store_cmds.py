@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import sys
 from pathlib import Path
 
@@ -120,15 +119,6 @@ def list_cmd(agent: str | None, cwd: Path | None, limit: int, fmt: str, scan: bo
     click.echo(f"{len(rows)} of {total} sessions")
 
 
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
@@ -136,21 +126,53 @@ def _loopback(host: str) -> bool:
     "--token",
     envvar="OPENCODE_RESTORE_TOKEN",
     default=None,
-    help="Require 'Authorization: Bearer TOKEN' (env OPENCODE_RESTORE_TOKEN).",
+    help="The bearer token (env OPENCODE_RESTORE_TOKEN); given, every request needs it. "
+    "Default: DATA_DIR/api-token (made 0600), needed for POST only on loopback.",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    help="Also answer requests with this Host name (repeatable; '*' = any). "
+    "Loopback names are always allowed.",
 )
 @friendly_errors
-def serve(host: str, port: int, token: str | None) -> None:
+def serve(host: str, port: int, token: str | None, allowed_hosts: tuple[str, ...]) -> None:
     """Serve the HTTP API over the session store (docs at /docs)."""
-    if not _loopback(host) and not token:
+    from ..api.security import is_loopback
+
+    loopback = is_loopback(host)
+    if not loopback and not token:
         raise click.UsageError(
             f"refusing to bind {host} (not loopback) without --token; the API reads your sessions"
         )
     import uvicorn
 
     from ..api import create_app
+    from ..api.security import load_or_create_token
     from ..config import load_config
     from ..store import open_store
 
     config = load_config()
-    app = create_app(open_store(config.data_dir), token=token, config=config)
+    hosts = [*config.api.allowed_hosts, *allowed_hosts]
+    if not loopback and host not in ("0.0.0.0", "::"):
+        hosts.append(host)  # the address bound is a name clients use
+    elif not loopback and not hosts:
+        click.echo(
+            f"bound to {host}: only loopback Host names are answered; "
+            "add --allowed-host NAME for each name clients use",
+            err=True,
+        )
+    explicit = token is not None
+    if token is None:
+        token, token_file = load_or_create_token(config.data_dir)
+        click.echo(f"POST requests need the bearer token in {token_file}", err=True)
+    app = create_app(
+        open_store(config.data_dir),
+        token=token,
+        config=config,
+        # An explicit token guards everything; the generated one guards POST on loopback.
+        reads_need_token=explicit or not loopback,
+        allowed_hosts=hosts,
+    )
     uvicorn.run(app, host=host, port=port, log_level="info")
