@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from opencode_restore.cli import cli, store_cmds
+from opencode_restore.api.security import is_loopback
+from opencode_restore.cli import cli
 from opencode_restore.store import open_store
 from tests.store.builders import HOOKS, fake_home
 
@@ -99,7 +100,7 @@ def test_serve_starts_uvicorn(
 
 
 def test_loopback_detection() -> None:
-    assert store_cmds._loopback("127.0.0.2")
-    assert store_cmds._loopback("[::1]")
-    assert not store_cmds._loopback("192.168.1.4")
-    assert not store_cmds._loopback("example.com")
+    assert is_loopback("127.0.0.2")
+    assert is_loopback("[::1]")
+    assert not is_loopback("192.168.1.4")
+    assert not is_loopback("example.com")
