@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Config
+from ..fields import one_line
 from ..llm.base import ChatMessage, LLMRequest, Provider, SystemBlock
 from ..llm.retry import RetryPolicy
 from ..llm.usage import UsageLedger
@@ -13,7 +14,7 @@ from ..model import Session
 from ..redact import Redactor
 from ..timeline.numbering import Numbering
 from ..timeline.preprocess import MessagesPreprocessor
-from .prompts import RenderedPrompt, quote_messages
+from .prompts import RenderedPrompt, quote_log, quote_messages
 from .render import RedactCache, redact_request
 
 
@@ -44,8 +45,18 @@ class StageContext:
 
     @property
     def session_header(self) -> dict[str, Any]:
+        """The session's metadata for the prompt header: one line each, data tags quoted.
+
+        The templates print these with the ``field`` filter (a JSON string); a template
+        from ``[prompts] dir`` that prints them bare still gets one-line values.
+        """
         s = self.session
-        return {"agent": s.agent, "id": s.id, "title": s.title, "cwd": s.cwd}
+        return {
+            "agent": s.agent,
+            "id": quote_log(one_line(s.id)),
+            "title": quote_log(one_line(s.title)) if s.title else None,
+            "cwd": quote_log(one_line(s.cwd)) if s.cwd else None,
+        }
 
     @property
     def reads_facts(self) -> bool:

@@ -8,6 +8,7 @@ that order lets the provider's prompt cache reuse the stable prefix.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -17,6 +18,7 @@ from typing import Any
 import jinja2
 
 from ..errors import ConfigError
+from ..fields import one_line
 from ..model import Message
 from ..resources import data_path
 
@@ -50,7 +52,7 @@ def _environment(override: str | None) -> jinja2.Environment:
         if not directory.is_dir():
             raise ConfigError(f"{directory}: prompts directory not found (config prompts.dir)")
         search.insert(0, str(directory))
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(search),
         # Templates do not change during a run; checking their mtime on every render
         # was a stat per LLM call.
@@ -60,6 +62,8 @@ def _environment(override: str | None) -> jinja2.Environment:
         keep_trailing_newline=False,
         trim_blocks=False,
     )
+    env.filters["field"] = quote_field
+    return env
 
 
 def quote_log(text: str) -> str:
@@ -72,6 +76,16 @@ def quote_log(text: str) -> str:
     if "<" not in text:
         return text
     return _DATA_TAG.sub(lambda m: "<\\/" if m.group(1) else "< ", text)
+
+
+def quote_field(value: object) -> str:
+    """A log-derived metadata field (title, cwd, id) as a one-line JSON string literal.
+
+    These fields are printed outside the ``<session_log>`` quoting, so they get the
+    strictest form: one line (``fields.one_line``), in double quotes that the value
+    cannot close, with the data tags quoted.
+    """
+    return quote_log(json.dumps(one_line(value), ensure_ascii=False))
 
 
 def quote_body(text: str) -> str:

@@ -1,16 +1,37 @@
-"""Render a Restoration as the SESSION SUMMARY in markdown, or as turn-by-turn summaries."""
+"""Render a Restoration as the SESSION SUMMARY in markdown, or as turn-by-turn summaries.
+
+Every text that comes from the log or from a model is written so that it stays text
+where a markdown viewer renders it: one line (no heading or list of its own), HTML
+opening brackets as ``&lt;``, no inline link or image, no block syntax at its start.
+Paths, ids and commands go into code spans, where nothing is interpreted.
+"""
 
 from __future__ import annotations
 
 import re
 
+from ..fields import flatten, one_line
 from ..pipeline.restoration import FALLBACK_WARNING, Restoration
 from ..pipeline.schemas import TurnSummary
 from .messages import iso
 
+# What makes a line a block (heading, quote, list, rule, table, fence, setext
+# underline, numbered item) when it opens the line.
+_BLOCK_START = re.compile(r"^(?:[#>+*=|_~`-]|\d+[.)])")
+
+
+def _text(text: str) -> str:
+    """Log or model text as inert inline markdown on one line (see the module docstring)."""
+    return _inline(flatten(text))
+
+
+def _inline(line: str) -> str:
+    line = line.replace("<", "&lt;").replace("](", "]\\(")
+    return "\\" + line if _BLOCK_START.match(line) else line
+
 
 def _bullets(items: list[str], empty: str = "_None recorded._") -> list[str]:
-    return [f"- {i}" for i in items] if items else [empty]
+    return [f"- {_text(i)}" for i in items] if items else [empty]
 
 
 def _cell(text: str) -> str:
@@ -19,7 +40,7 @@ def _cell(text: str) -> str:
 
 
 def _line(text: str) -> str:
-    return text.replace("\n", " ")
+    return flatten(text)
 
 
 def _code(text: str) -> str:
@@ -32,38 +53,41 @@ def _code(text: str) -> str:
 
 
 def _quote(text: str) -> list[str]:
-    return ["> " + line if line else ">" for line in text.splitlines()]
+    """A block quote of ``text``; each quoted line is inert (see ``_inline``)."""
+    lines = (_inline(" ".join(line.split())) for line in text.splitlines())
+    return ["> " + line if line else ">" for line in lines]
 
 
 def summary_markdown(r: Restoration) -> str:
     """The SESSION SUMMARY as markdown, with a references appendix."""
     s, info = r.summary, r.session
-    out = [f"# SESSION SUMMARY — {info.title or info.id}", ""]
-    facts = [f"agent **{info.agent}**", f"session `{info.id}`", f"{r.turn_count} turns"]
+    out = [f"# SESSION SUMMARY — {_title(r)}", ""]
+    facts = [f"agent **{_text(info.agent)}**", f"session {_code(one_line(info.id))}"]
+    facts.append(f"{r.turn_count} turns")
     if info.cwd:
-        facts.append(f"cwd `{info.cwd}`")
+        facts.append(f"cwd {_code(one_line(info.cwd))}")
     if info.started_at:
         facts.append(f"started {iso(info.started_at)}")
-    out += [" · ".join(facts), f"Summarized by `{r.provider}`.", ""]
+    out += [" · ".join(facts), f"Summarized by {_code(r.provider)}.", ""]
     if r.failed_turns:
         failed = ", ".join(str(f.turn) for f in r.failed_turns)
-        why = _line(r.failed_turns[0].error)[:200]
+        why = _text(one_line(r.failed_turns[0].error, 200))
         out += [f"**Incomplete:** turns {failed} could not be summarized ({why}).", ""]
     fallback = next((w for w in r.warnings if w.startswith(FALLBACK_WARNING)), None)
     if fallback is not None:
-        why = _line(fallback.removeprefix(FALLBACK_WARNING).lstrip(": "))[:200]
+        why = _text(one_line(fallback.removeprefix(FALLBACK_WARNING).lstrip(": "), 200))
         out += [
             f"**Offline fallback:** the model could not write this summary ({why}); "
             "it was built from the log's facts instead.",
             "",
         ]
-    out += ["## Goal", "", s.goal or "_Unknown._", ""]
+    out += ["## Goal", "", _text(s.goal) or "_Unknown._", ""]
     out += ["## Constraints and preferences", "", *_bullets(s.constraints_preferences), ""]
     out += ["## Progress", "", "**Done**", "", *_bullets(s.progress.done), ""]
     out += ["**In progress**", "", *_bullets(s.progress.in_progress), ""]
     out += ["**Blocked**", "", *_bullets(s.progress.blocked), ""]
     decisions = [
-        f"{d.decision}" + (f" — because {d.reason}" if d.reason else "") for d in s.key_decisions
+        d.decision + (f" — because {d.reason}" if d.reason else "") for d in s.key_decisions
     ]
     out += ["## Key decisions", "", *_bullets(decisions), ""]
     out += [
@@ -78,7 +102,7 @@ def summary_markdown(r: Restoration) -> str:
         for f in r.files:
             cites = ", ".join(f.citations[:6]) + (" …" if len(f.citations) > 6 else "")
             turns = ", ".join(str(t) for t in f.turns)
-            out.append(f"| `{_cell(f.path)}` | {', '.join(f.actions)} | {turns} | {cites} |")
+            out.append(f"| {_cell(_code(f.path))} | {', '.join(f.actions)} | {turns} | {cites} |")
     else:
         out.append("_No files touched._")
     out += ["", "## Commands", ""]
@@ -90,13 +114,13 @@ def summary_markdown(r: Restoration) -> str:
             out.append(f"- turn {c.turn}: {_code(c.command[:200])}{status}{cite}")
     else:
         out.append("_No commands run._")
-    out += ["", "## Current work", "", s.current_work or "_Unknown._", ""]
+    out += ["", "## Current work", "", _text(s.current_work) or "_Unknown._", ""]
     out += ["## Next step", ""]
     if r.last_user_request:
         cite = f" [{r.last_user_request.citation}]" if r.last_user_request.citation else ""
         out += [f"The user's last request{cite}:", "", *_quote(r.last_user_request.text), ""]
     if s.next_step:
-        out += [s.next_step, ""]
+        out += [_text(s.next_step), ""]
     out += ["## Open questions", "", *_bullets(s.open_questions), ""]
     out += ["## Compaction", ""]
     if r.compactions:
@@ -111,21 +135,21 @@ def summary_markdown(r: Restoration) -> str:
         out += ["", "## Abandoned branches", ""]
         for b in r.branch_summaries:
             at = f" after [{b.from_citation}]" if b.from_citation else ""
-            at = at or (f" after entry `{b.from_id}`" if b.from_id else "")
-            name = f" “{b.label}”" if b.label else ""
+            at = at or (f" after entry {_code(b.from_id)}" if b.from_id else "")
+            name = f" “{_text(b.label)}”" if b.label else ""
             size = f"{b.messages} message{'s' if b.messages != 1 else ''}"
-            out.append(f"- branch{name}{at} ({size}, {b.source}): {b.summary}")
+            out.append(f"- branch{name}{at} ({size}, {b.source}): {_text(b.summary)}")
     if r.evidence:
         out += ["", "## Evidence", ""]
         for e in r.evidence:
             cites = f" [{', '.join(e.citations)}]" if e.citations else ""
-            out.append(f"- `{e.tool}` {_line(e.query)}{cites}")
+            out.append(f"- {_code(e.tool)} {_text(e.query)}{cites}")
     out += ["", "## References", ""]
     if r.references:
         out += ["| cite | message | file | entry | time |", "|---|---|---|---|---|"]
         for ref in r.references:
             out.append(
-                f"| {ref.label} | `{_cell(ref.message_id)}` | {_cell(ref.file or '')} "
+                f"| {ref.label} | {_cell(_code(ref.message_id))} | {_cell(_text(ref.file or ''))} "
                 f"| {ref.entry_index} | {iso(ref.timestamp) or ''} |"
             )
     else:
@@ -144,32 +168,39 @@ def summary_markdown(r: Restoration) -> str:
 
 def _turn_markdown(t: TurnSummary) -> list[str]:
     out = [f"## TURN SUMMARY — turn {t.turn_number}", ""]
-    out.append(f"- **User request summary:** {t.user_request_summary}")
-    out.append(f"- **Agent response summary:** {t.agent_response_summary}")
+    out.append(f"- **User request summary:** {_text(t.user_request_summary)}")
+    out.append(f"- **Agent response summary:** {_text(t.agent_response_summary)}")
     fields = [
-        ("Key outcomes", t.key_outcomes),
-        ("State changes", t.state_changes),
-        ("Artifacts modified", [f"`{a.path}`: {a.note}" for a in t.artifacts_modified]),
-        ("Constraints/assumptions added", t.constraints_assumptions_added),
+        ("Key outcomes", [_text(i) for i in t.key_outcomes]),
+        ("State changes", [_text(i) for i in t.state_changes]),
+        (
+            "Artifacts modified",
+            [f"{_code(a.path)}: {_text(a.note)}" for a in t.artifacts_modified],
+        ),
+        ("Constraints/assumptions added", [_text(i) for i in t.constraints_assumptions_added]),
         (
             "Decisions",
-            [f"{d.decision} ({d.reason})" if d.reason else d.decision for d in t.decisions],
+            [_text(f"{d.decision} ({d.reason})" if d.reason else d.decision) for d in t.decisions],
         ),
-        ("Errors and fixes", t.errors_and_fixes),
-        ("Open questions after this turn", t.open_questions),
+        ("Errors and fixes", [_text(i) for i in t.errors_and_fixes]),
+        ("Open questions after this turn", [_text(i) for i in t.open_questions]),
     ]
     for name, items in fields:
         out.append(f"- **{name}:** " + ("; ".join(items) if items else "none"))
     return [*out, ""]
 
 
+def _title(r: Restoration) -> str:
+    return _text(one_line(r.session.title or r.session.id))
+
+
 def turns_summary_markdown(r: Restoration) -> str:
     """``--dump-turns``: the turn-by-turn summaries instead of the aggregate."""
-    out = [f"# Turn summaries — {r.session.title or r.session.id}", ""]
+    out = [f"# Turn summaries — {_title(r)}", ""]
     for t in r.turns:
         out += _turn_markdown(t)
     for f in r.failed_turns:
-        out += [f"## Turn {f.turn}: not summarized", "", f"_{f.error}_", ""]
+        out += [f"## Turn {f.turn}: not summarized", "", f"_{_text(f.error)}_", ""]
     return "\n".join(out)
 
 

@@ -1,0 +1,31 @@
+"""Log-derived metadata (session title, cwd, id) made safe to print on one line.
+
+A log author chooses these fields. Pasted as they are, a title holding a line break
+and ``## SYSTEM UPDATE`` starts a heading in the markdown and a new instruction in a
+prompt; a right-to-left override or a NUL hides text from a reader. Every place that
+prints such a field outside the quoted transcript goes through ``one_line``.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: The longest metadata field printed (a title is a sentence; a path is rarely longer).
+MAX_FIELD_CHARS = 300
+
+# C0/C1 controls, zero-width and bidirectional formatting characters, line and
+# paragraph separators: none belongs in a one-line field.
+_INVISIBLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]+")
+
+
+def flatten(value: object) -> str:
+    """``value`` as one line: controls and line breaks become single spaces."""
+    return " ".join(_INVISIBLE.sub(" ", str(value)).split())
+
+
+def one_line(value: object, limit: int = MAX_FIELD_CHARS) -> str:
+    """``flatten(value)`` capped at ``limit`` characters (an ellipsis marks the cut)."""
+    text = flatten(value)
+    if len(text) > limit:
+        text = text[: limit - 1].rstrip() + "…"
+    return text
