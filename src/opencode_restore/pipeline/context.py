@@ -14,7 +14,7 @@ from ..model import Session
 from ..redact import Redactor
 from ..timeline.numbering import Numbering
 from ..timeline.preprocess import MessagesPreprocessor
-from .prompts import RenderedPrompt, quote_log, quote_messages
+from .prompts import RenderedPrompt, quote_messages
 from .render import RedactCache, redact_request
 
 
@@ -45,17 +45,18 @@ class StageContext:
 
     @property
     def session_header(self) -> dict[str, Any]:
-        """The session's metadata for the prompt header: one line each, data tags quoted.
+        """The session's metadata for the prompt header, one line each.
 
-        The templates print these with the ``field`` filter (a JSON string); a template
-        from ``[prompts] dir`` that prints them bare still gets one-line values.
+        The templates print these with the ``field`` filter (a JSON string, data tags
+        quoted); a template from ``[prompts] dir`` that prints them bare still gets
+        one-line values, which cannot start a heading or a header line of their own.
         """
         s = self.session
         return {
             "agent": s.agent,
-            "id": quote_log(one_line(s.id)),
-            "title": quote_log(one_line(s.title)) if s.title else None,
-            "cwd": quote_log(one_line(s.cwd)) if s.cwd else None,
+            "id": one_line(s.id),
+            "title": one_line(s.title) if s.title else None,
+            "cwd": one_line(s.cwd) if s.cwd else None,
         }
 
     @property

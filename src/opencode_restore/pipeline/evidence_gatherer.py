@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from ..errors import ProviderError, RestoreError
+from ..fields import one_line
 from ..llm.base import ChatMessage, LLMRequest, LLMResult, ToolCallRequest, ToolsUnsupportedError
 from ..llm.retry import call_with_retry
 from ..llm.settings import ToolMode
@@ -193,7 +194,10 @@ class _Loop:
                 if raw
                 else "this log format has no line per message; SEARCH_LOG searches the messages."
             ),
-            workspace_note=str(self.tools.workspace.root or self.tools.workspace.why_none),
+            # The reason may quote the log's cwd: one line, tags quoted, like the header.
+            workspace_note=quote_log(
+                one_line(self.tools.workspace.root or self.tools.workspace.why_none)
+            ),
         )
         base = self.ctx.request(
             prompt,
