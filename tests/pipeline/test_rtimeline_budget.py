@@ -53,25 +53,30 @@ def test_long_session_compacts_and_every_prompt_fits(tmp_path: Path) -> None:
     # Every turn summary is still in the restoration.
     assert [t.turn_number for t in r.turns] == list(range(1, 41))
     assert r.timeline is not None
-    assert r.timeline.compacted_through_turn == 33
+    # Where the fold lands depends on the prompts' size: late, and only once.
+    n = r.timeline.compacted_through_turn
+    assert n is not None
+    assert 25 <= n < 40
     saved = _saved(tmp_path)
     assert saved["blocks"][0]["kind"] == "range.summary"
     assert saved["blocks"][0]["meta"]["first_turn"] == 1
-    assert saved["blocks"][1]["turn"] == 34
+    assert saved["blocks"][1]["turn"] == n + 1
     assert len(saved["turns"]) == 40
     assert len(saved["state"]["summaries"]) == 40
-    # The offline provider answers the range call with one line per compacted turn.
-    assert "Turn 33: request 33 [M129] → done 33 [M132]" in saved["blocks"][0]["text"]
+    # The offline provider answers the range call with one line per compacted turn
+    # (turn i holds the labels M(4i-3) to M(4i)).
+    line = f"Turn {n}: request {n} [M{4 * n - 3}] → done {n} [M{4 * n}]"
+    assert line in saved["blocks"][0]["text"]
     assert saved["blocks"][0]["meta"]["fallback"] is False
     # Later turn prompts start from the range summary.
     after = provider.requests[at + 1]
-    assert after.messages[1].content.startswith("[SUMMARY OF TURNS 1–33]")
+    assert after.messages[1].content.startswith(f"[SUMMARY OF TURNS 1–{n}]")
     assert "[NOTICE] Context budget" in after.messages[-2].content
     assert "compacted into a summary" in after.messages[-2].content
     # The range call carried the turns it folds.
     folded = provider.requests[at]
-    assert "[TURN 33 · M129–M132]" in folded.messages[-1].content
-    assert folded.facts["turn_summaries"][-1]["turn_number"] == 33
+    assert f"[TURN {n} · M{4 * n - 3}–M{4 * n}]" in folded.messages[-1].content
+    assert folded.facts["turn_summaries"][-1]["turn_number"] == n
 
 
 def test_failed_range_call_falls_back_to_one_line_per_turn(tmp_path: Path) -> None:
@@ -81,7 +86,8 @@ def test_failed_range_call_falls_back_to_one_line_per_turn(tmp_path: Path) -> No
     head = saved["blocks"][0]
     assert head["kind"] == "range.summary"
     assert head["meta"]["fallback"] is True
-    assert "Turn 33: request 33 [M129] → done 33 [M132]" in head["text"]
+    n = head["meta"]["last_turn"]
+    assert f"Turn {n}: request {n} [M{4 * n - 3}] → done {n} [M{4 * n}]" in head["text"]
     assert max(raw_tokens(request_chars(q)) for q in provider.requests) <= BUDGET
 
 
