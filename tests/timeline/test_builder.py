@@ -281,9 +281,28 @@ def test_empty_solvers_and_orphan_items_with_several_agents() -> None:
     ]
     root = build_timeline(events).root
     assert (root.id, root.name) == ("root", "main")
-    assert _uuids(root)[0] == "orphan"
-    assert "wrapped" in _uuids(root)
+    # As upstream: each loose item goes in front of the ones before it (last first),
+    # an unrolled span keeping its begin, content and end in order.
+    assert _uuids(root) == ["event-3", "wrapped", "event-5", "orphan"]
     assert [s.id for s in root.spans()] == ["a1", "a2"]
+
+
+def test_several_loose_events_come_out_last_first_as_upstream_gives_them() -> None:
+    events = [
+        {"event": "span_begin", "id": "s", "name": "solvers"},
+        {"event": "info", "uuid": "first", "span_id": "s"},
+        {"event": "span_begin", "id": "a1", "name": "one", "type": "agent", "parent_id": "s"},
+        {"event": "model", "uuid": "m1", "span_id": "a1"},
+        {"event": "span_end", "id": "a1"},
+        {"event": "info", "uuid": "between", "span_id": "s"},
+        {"event": "span_begin", "id": "a2", "name": "two", "type": "agent", "parent_id": "s"},
+        {"event": "model", "uuid": "m2", "span_id": "a2"},
+        {"event": "span_end", "id": "a2"},
+        {"event": "info", "uuid": "last", "span_id": "s"},
+    ]
+    root = build_timeline(events).root
+    content = [i.uuid if isinstance(i, TimelineEvent) else i.id for i in root.content]
+    assert content == ["last", "between", "first", "a1", "a2"]
 
 
 def test_agent_span_description_and_empty_branch() -> None:
@@ -405,3 +424,41 @@ def test_bridge_agent_result_needs_a_matching_tool_message() -> None:
     events[-1]["input"].append({"role": "tool", "tool_call_id": "c1", "content": "sub done"})
     child = next(build_timeline(events).root.spans())
     assert child.meta["agent_result"] == "sub done"
+
+
+def test_bridge_agent_result_found_past_other_model_calls() -> None:
+    # The parent asks a helper model (a title, a check) before the call that carries the
+    # sub-agent's tool result: the result is still the sub-agent's.
+    events = [
+        {"event": "span_begin", "id": "p", "name": "lead", "type": "agent"},
+        _model("m0", "delegate", span_id="p"),
+        {"event": "span_begin", "id": "agent-c7", "name": "sub", "type": "agent", "parent_id": "p"},
+        _model("m1", "sub task", span_id="agent-c7"),
+        {"event": "span_end", "id": "agent-c7"},
+        {
+            "event": "model",
+            "uuid": "m2",
+            "span_id": "p",
+            "input": [{"role": "user", "content": "x"}],
+        },
+        {
+            "event": "model",
+            "uuid": "m3",
+            "span_id": "p",
+            "input": [{"role": "assistant", "content": "thinking it over"}],
+        },
+        {
+            "event": "model",
+            "uuid": "m4",
+            "span_id": "p",
+            "input": [{"role": "tool", "tool_call_id": "c7", "content": "found it"}],
+        },
+        {
+            "event": "model",
+            "uuid": "m5",
+            "span_id": "p",
+            "input": [{"role": "tool", "tool_call_id": "c7", "content": "a later copy"}],
+        },
+    ]
+    child = next(s for s in build_timeline(events).root.walk() if s.id == "agent-c7")
+    assert child.meta["agent_result"] == "found it"

@@ -233,9 +233,13 @@ class _Builder:
         if len(agents) == 1:
             return self.agent_span(agents[0], others)
         if agents:
+            # Upstream puts each loose item in front of what it built so far, one at a
+            # time: the items come out last first (an unrolled span keeps its own order).
             content: _Content = []
             for item in others:
-                self.add(item, content)
+                group: _Content = []
+                self.add(item, group)
+                content[:0] = group
             content.extend(self.agent_span(a) for a in agents)
             return TimelineSpan("root", "main", "agent", content=content, meta={"source": "span"})
         self.unrolled_solver = False

@@ -139,11 +139,23 @@ def classify_utility_agents(
                 classify_utility_agents(child, primary_prompt(branch) or prompt, loop)
 
 
+def _tool_result(after: list[TimelineEvent | TimelineSpan], call_id: str) -> str | None:
+    """The text of the first tool message answering ``call_id`` in a later model input."""
+    for event in after:
+        if not isinstance(event, TimelineEvent) or event.model is None:
+            continue
+        for msg in event.model.input:
+            if msg.type == "tool_result" and msg.tool_call_id == call_id:
+                return msg.text
+    return None
+
+
 def attach_agent_results(span: TimelineSpan) -> None:
-    """Record a bridge sub-agent's result from the parent's next model input.
+    """Record a bridge sub-agent's result from a later model input of its parent.
 
     A bridge agent span is named ``agent-<tool_call_id>``; its result is the tool
-    message answering that call in the parent's next model call.
+    message answering that call in the first later model call that carries it. Other
+    model calls may come first (a title helper, another turn), as upstream allows.
     """
     for i, item in enumerate(span.content):
         if not isinstance(item, TimelineSpan):
@@ -151,14 +163,8 @@ def attach_agent_results(span: TimelineSpan) -> None:
         attach_agent_results(item)
         if not item.id.startswith("agent-") or "agent_result" in item.meta:
             continue
-        call_id = item.id.removeprefix("agent-")
-        after = span.content[i + 1 :]
-        nxt = next((e for e in after if isinstance(e, TimelineEvent) and e.model), None)
-        if nxt is None or nxt.model is None:
-            continue
-        for msg in nxt.model.input:
-            if msg.type == "tool_result" and msg.tool_call_id == call_id:
-                item.meta["agent_result"] = msg.text
-                break
+        result = _tool_result(span.content[i + 1 :], item.id.removeprefix("agent-"))
+        if result is not None:
+            item.meta["agent_result"] = result
     for branch in span.branches:
         attach_agent_results(branch)
