@@ -79,6 +79,24 @@ class ApiConfig(_Section):
     allowed_hosts: list[str] = Field(default_factory=list)
 
 
+SessionSource = Literal["startup", "resume", "clear", "compact"]
+
+
+def _default_restore_on() -> list[SessionSource]:
+    return ["compact", "clear", "resume"]
+
+
+class HooksConfig(_Section):
+    """What ``opencode-restore hook`` answers a SessionStart with."""
+
+    #: SessionStart sources that get the restoration (Claude Code: startup, resume,
+    #: clear, compact; Gemini CLI: startup, resume, clear).
+    restore_on: list[SessionSource] = Field(default_factory=_default_restore_on)
+    #: Seconds the agent waits at most; past it the hook prints nothing and the restore
+    #: goes on in the background, so the next start finds its timeline warm.
+    budget_seconds: float = Field(default=20.0, gt=0)
+
+
 class PromptsConfig(_Section):
     dir: str | None = None
 
@@ -97,6 +115,7 @@ class Config(_Section):
     restore: RestoreConfig = Field(default_factory=RestoreConfig)
     paths: PathsConfig = Field(default_factory=PathsConfig)
     prompts: PromptsConfig = Field(default_factory=PromptsConfig)
+    hooks: HooksConfig = Field(default_factory=HooksConfig)
     ratelimit: RateLimitConfig = Field(default_factory=RateLimitConfig)
     api: ApiConfig = Field(default_factory=ApiConfig)
     prices: dict[str, Price] = Field(default_factory=dict)
@@ -139,7 +158,7 @@ _SHORTCUTS = {
 def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
     """``OPENCODE_RESTORE_MODEL`` and friends, or ``OPENCODE_RESTORE_<SECTION>_<KEY>``."""
     out: dict[str, Any] = {}
-    sections = {"LLM", "RESTORE", "PATHS", "PROMPTS"}
+    sections = {"LLM", "RESTORE", "PATHS", "PROMPTS", "HOOKS"}
     for name, value in env.items():
         if not name.startswith(ENV_PREFIX):
             continue

@@ -3,10 +3,9 @@
 Agents run this on their own events, so it must be quick and must never get in
 the way: it imports only light standard modules (no ``pathlib``, ``dataclasses``,
 pydantic or SDKs; ``python -X importtime`` shows the list) and the store's SQLite
-module, prints
-nothing on stdout (Claude Code adds a SessionStart hook's stdout to the context;
-Gemini CLI parses it as JSON), and always exits 0. Problems go to ``hook.log`` in
-the data directory.
+module, prints nothing on stdout but a SessionStart answer (Claude Code adds a
+SessionStart hook's stdout to the context; Gemini CLI parses it as JSON), and always
+exits 0. Problems go to ``hook.log`` in the data directory.
 
 Payloads understood:
 
@@ -15,6 +14,9 @@ Payloads understood:
 * Gemini CLI hooks (stdin JSON, same common fields; events such as BeforeAgent,
   AfterAgent, PreCompress) – told apart by event name, a transcript under
   ``~/.gemini`` or ``--agent gemini``.
+* A SessionStart (Claude Code, Gemini CLI) whose ``source`` is in ``[hooks] restore_on``
+  is answered on stdout with the restoration (``hook_restore``); that JSON is the only
+  thing this module ever prints.
 * Codex ``notify`` (JSON as the last argument): ``{"type": "agent-turn-complete",
   "thread-id": ..., "cwd": ..., "input-messages": [...]}``. It names no file, so the
   rollout ``rollout-*-<thread-id>.jsonl`` is looked up under ``$CODEX_HOME/sessions``
@@ -189,13 +191,21 @@ def run(agent: str | None, payload_text: str | None) -> int:
         if not payload_text.strip():
             _log(directory, "empty hook payload; nothing recorded")
             return 0
-        event = parse_payload(json.loads(payload_text), agent)
+        payload = json.loads(payload_text)
+        event = parse_payload(payload, agent)
         if event is None:
             _log(directory, f"hook payload names no session: {payload_text[:200]!r}")
             return 0
         if event.transcript_path is None:
             _log(directory, f"{event.agent} session {event.session_id}: no transcript path found")
         record(event, directory)
+        if event.event == "SessionStart" and event.agent in ("claude-code", "gemini"):
+            # Only here are the config and the restore imported: every other event stays cheap.
+            from .hook_restore import answer_session_start
+
+            answer_session_start(
+                payload, event.agent, directory, sys.stdout, lambda m: _log(directory, m)
+            )
     except Exception as exc:  # a hook must never fail the agent
         _log(directory, f"{type(exc).__name__}: {exc}")
     return 0

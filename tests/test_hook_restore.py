@@ -1,0 +1,207 @@
+"""SessionStart answered with the restoration: the hook as the agents run it (a process)."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from opencode_restore.pipeline.timeline_store import TimelineStore
+from tests.store.builders import CLAUDE_COMPACT, GEMINI_COMPRESSION, HOOKS
+
+CLAUDE_ID = "e57fea98-e10e-4cce-a470-5de2e7413154"
+CWD = "/home/dev/src/greet-cli"
+DEADLINE = 120
+
+
+@pytest.fixture
+def home(tmp_path: Path, data_dir: Path) -> Path:
+    h = tmp_path / "home"
+    project = h / ".claude/projects/-home-dev-src-greet-cli"
+    project.mkdir(parents=True)
+    (project / CLAUDE_COMPACT.name).write_bytes(CLAUDE_COMPACT.read_bytes())
+    return h
+
+
+def _recorded(source: str) -> dict[str, Any]:
+    """The real SessionStart payload of the recorded compaction session, for ``source``."""
+    lines = (HOOKS / "tui-compact/hooks_stdin.jsonl").read_text().splitlines()
+    starts = [json.loads(x) for x in lines if '"SessionStart"' in x]
+    return next(p for p in starts if p["source"] == source)
+
+
+def _hook(
+    payload: dict[str, Any], home: Path, data_dir: Path, *args: str, **env: str
+) -> subprocess.CompletedProcess[str]:
+    full_env = dict(os.environ, HOME=str(home), OPENCODE_RESTORE_DATA_DIR=str(data_dir), **env)
+    return subprocess.run(
+        [sys.executable, "-m", "opencode_restore", "hook", *args],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=DEADLINE,
+        check=False,
+    )
+
+
+def _at_home(payload: dict[str, Any], home: Path) -> dict[str, Any]:
+    path = payload["transcript_path"].replace("/home/dev", str(home))
+    return {**payload, "transcript_path": path}
+
+
+def _context(out: str) -> str:
+    answer = json.loads(out)
+    assert set(answer) == {"hookSpecificOutput"}
+    assert answer["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    context: str = answer["hookSpecificOutput"]["additionalContext"]
+    return context
+
+
+def _log(data_dir: Path) -> str:
+    path = data_dir / "hook.log"
+    return path.read_text() if path.exists() else ""
+
+
+def test_compact_is_answered_with_the_restoration(home: Path, data_dir: Path) -> None:
+    result = _hook(_at_home(_recorded("compact"), home), home, data_dir)
+    assert result.returncode == 0
+    context = _context(result.stdout)
+    assert context.startswith(f"# Restored context: earlier claude-code session `{CLAUDE_ID}`")
+    assert "Add a --shout flag" in context
+    assert "[M1]" in context
+    # The restore timeline was saved: the next start is incremental.
+    assert TimelineStore(data_dir / "timelines").path_for(CLAUDE_ID).exists()
+
+
+def test_startup_records_only(home: Path, data_dir: Path) -> None:
+    result = _hook(_at_home(_recorded("startup"), home), home, data_dir)
+    assert (result.returncode, result.stdout) == (0, "")
+    assert _log(data_dir) == ""
+
+
+def test_clear_restores_the_previous_session_of_the_directory(home: Path, data_dir: Path) -> None:
+    _hook(_at_home(_recorded("startup"), home), home, data_dir)
+    new_id = "0b7c2d1e-0000-4000-8000-000000000001"
+    new_path = home / ".claude/projects/-home-dev-src-greet-cli" / f"{new_id}.jsonl"
+    payload = {
+        "session_id": new_id,
+        "transcript_path": str(new_path),
+        "cwd": CWD,
+        "hook_event_name": "SessionStart",
+        "source": "clear",
+    }
+    result = _hook(payload, home, data_dir)
+    assert result.returncode == 0, _log(data_dir)
+    assert f"session `{CLAUDE_ID}`" in _context(result.stdout)
+
+
+def test_clear_finds_the_previous_session_on_disk_when_the_store_has_none(
+    home: Path, data_dir: Path
+) -> None:
+    payload = {
+        "session_id": "0b7c2d1e-0000-4000-8000-000000000002",
+        "cwd": CWD,
+        "hook_event_name": "SessionStart",
+        "source": "clear",
+    }
+    result = _hook(payload, home, data_dir)
+    assert f"session `{CLAUDE_ID}`" in _context(result.stdout)
+
+
+def test_past_the_budget_nothing_is_printed_and_the_restore_goes_on(
+    home: Path, data_dir: Path
+) -> None:
+    timelines = TimelineStore(data_dir / "timelines")
+    lock = timelines.path_for(CLAUDE_ID).with_suffix(".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        # Another restore holds the session: the hook's child must wait past the budget.
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        result = _hook(
+            _at_home(_recorded("compact"), home),
+            home,
+            data_dir,
+            OPENCODE_RESTORE_HOOKS_BUDGET_SECONDS="1",
+        )
+        assert (result.returncode, result.stdout) == (0, "")
+        assert "goes on in the background" in _log(data_dir)
+        assert not timelines.path_for(CLAUDE_ID).exists()
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+    deadline = time.monotonic() + DEADLINE
+    while not timelines.path_for(CLAUDE_ID).exists():
+        assert time.monotonic() < deadline, "the background restore never saved its timeline"
+        time.sleep(0.1)
+
+
+def test_gemini_session_start_resume(tmp_path: Path, data_dir: Path) -> None:
+    home = tmp_path / "home"
+    chats = home / ".gemini/tmp/proj/chats"
+    chats.mkdir(parents=True)
+    transcript = chats / "session-2026-02-04T07-00-compress.jsonl"
+    transcript.write_bytes(GEMINI_COMPRESSION.read_bytes())
+    payload = {
+        "session_id": "gem-compress",
+        "transcript_path": str(transcript),
+        "cwd": "/work/proj",
+        "hook_event_name": "SessionStart",
+        "source": "resume",
+        "timestamp": "2026-02-04T07:10:00Z",
+    }
+    result = _hook(payload, home, data_dir, "--agent", "gemini")
+    assert result.returncode == 0, _log(data_dir)
+    assert "earlier gemini session `gem-compress`" in _context(result.stdout)
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        (
+            {"session_id": "s1", "hook_event_name": "SessionStart", "source": "compact"},
+            "session s1 has no transcript in the store",
+        ),
+        (
+            {
+                "session_id": "s2",
+                "transcript_path": "/nonexistent/s2.jsonl",
+                "hook_event_name": "SessionStart",
+                "source": "resume",
+            },
+            "transcript of s2 not readable: /nonexistent/s2.jsonl",
+        ),
+        (
+            {
+                "session_id": "s3",
+                "cwd": "/nowhere",
+                "hook_event_name": "SessionStart",
+                "source": "clear",
+            },
+            "no earlier claude-code session of '/nowhere'",
+        ),
+    ],
+)
+def test_bad_payloads_print_nothing_and_say_why(
+    payload: dict[str, Any], reason: str, home: Path, data_dir: Path
+) -> None:
+    result = _hook(payload, home, data_dir)
+    assert (result.returncode, result.stdout) == (0, "")
+    assert reason in _log(data_dir)
+
+
+def test_a_broken_config_never_fails_the_agent(home: Path, data_dir: Path) -> None:
+    config = home / ".config/opencode-restore/config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("[hooks\nrestore_on = 1\n")
+    result = _hook(_at_home(_recorded("compact"), home), home, data_dir)
+    assert (result.returncode, result.stdout) == (0, "")
+    assert "ConfigError" in _log(data_dir)
