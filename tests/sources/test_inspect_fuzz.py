@@ -7,9 +7,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from opencode_restore.errors import SourceError
 from opencode_restore.model import TimelineSpan
 from opencode_restore.sources.base import WarningSink
 from opencode_restore.sources.inspect_log import READER, iter_samples
@@ -151,6 +153,11 @@ def test_reader_never_raises_on_odd_samples(samples: list[Any], spec: Any) -> No
         assert len(sessions) <= len(samples)
         # The reader's last-resort guard must never be what kept it from raising.
         assert not [w for w in sink.warnings if "could not be converted" in w.message]
+        if len(sessions) > 1:
+            # Several samples and none named: an error that lists them, never a silent pick.
+            with pytest.raises(SourceError, match="choose one with --session"):
+                READER.read([path], WarningSink())
+            return
         session = READER.read([path], WarningSink())
         assert session.agent == "inspect"
 

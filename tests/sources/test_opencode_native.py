@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from opencode_restore.errors import SourceError
 from opencode_restore.model import Message, Session
 from opencode_restore.sources import detect
 from opencode_restore.sources.base import SNIFF_BYTES, WarningSink
@@ -224,12 +225,17 @@ def test_sniff_and_detect(recorded: Path, fixtures: Path, tmp_path: Path) -> Non
     assert detect(tree) is READER
 
 
-def test_opensession_tree_picks_the_latest_root_session(fixtures: Path) -> None:
+def test_opensession_tree_of_two_sessions_needs_a_choice(fixtures: Path) -> None:
     tree = fixtures / "opencode" / "opensession"
     listed = list_sessions(tree)
     assert {s["id"] for s in listed} == {"ses_company_logic", "ses_fixture"}
-    # Both were updated at the same moment: the larger id wins, deterministically.
-    session, sink = _read(tree)
+    # Two root sessions and none named: an error naming both, never a silent pick.
+    with pytest.raises(SourceError, match="holds 2 sessions; choose one with --session") as err:
+        _read(tree)
+    assert "ses_fixture" in str(err.value)
+    assert "OpenCode company logic fixture" in str(err.value)
+    sink = WarningSink()
+    session = READER.read([tree], sink, session="ses_fix")  # a unique prefix
     assert session.id == "ses_fixture"
     assert session.meta["source"] == "storage"
     # Its one message keeps its parts under part/msg_abc123/, not part/abc123/: none are found.

@@ -193,9 +193,9 @@ def test_other_sqlite_db_is_refused(tmp_path: Path) -> None:
 def test_empty_db_and_unknown_session(tmp_path: Path) -> None:
     db = tmp_path / "opencode.db"
     _new_db(db).close()
-    with pytest.raises(SourceError, match="no opencode sessions found"):
+    with pytest.raises(SourceError, match="holds no session"):
         READER.read([db], WarningSink())
-    with pytest.raises(SourceError, match="no opencode session 'ses_x'"):
+    with pytest.raises(SourceError, match=r"no session 'ses_x' here \(it holds none\)"):
         read_session(db, "ses_x", WarningSink())
 
 
@@ -366,8 +366,10 @@ def test_parent_cycles_do_not_recurse(tmp_path: Path) -> None:
     _message(conn, "ses_a", "msg_a1", 1, *_user("in A"))
     conn.commit()
     conn.close()
-    # No session lacks a parent: the most recently updated one is read.
-    session = READER.read([db], WarningSink())
+    # No session lacks a parent: every one is a candidate, and one must be named.
+    with pytest.raises(SourceError, match="holds 3 sessions"):
+        READER.read([db], WarningSink())
+    session = READER.read([db], WarningSink(), session="ses_b")
     assert [s.id for s in session.timeline.root.walk()] == ["ses_b", "ses_a"]
     own_parent = read_session(db, "ses_c", WarningSink())
     assert [s.id for s in own_parent.timeline.root.walk()] == ["ses_c"]

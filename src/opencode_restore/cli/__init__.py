@@ -15,6 +15,7 @@ from .. import __version__
 from ..errors import RestoreError
 from ..sources import filter_messages, iter_messages, open_session, readers
 from ..sources.base import parse_timestamp, stderr_sink
+from .options import agent_option, session_option
 from .targets import session_inputs
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -87,11 +88,6 @@ def parse_since(value: str | None) -> datetime | None:
     return ts
 
 
-agent_option = click.option(
-    "--agent", default=None, help="Force a log format (see `opencode-restore formats`)."
-)
-
-
 @click.group()
 @click.version_option(__version__, prog_name="opencode-restore")
 def cli() -> None:
@@ -101,6 +97,7 @@ def cli() -> None:
 @cli.command()
 @session_inputs
 @agent_option
+@session_option
 @click.option("--since", default=None, help="Only messages after this ISO 8601 time.")
 @click.option("--include-tools", is_flag=True, help="Include tool calls and results.")
 @click.option("--include-thinking", is_flag=True, help="Include thinking/reasoning blocks.")
@@ -109,6 +106,7 @@ def cli() -> None:
 def messages(
     paths: tuple[Path, ...],
     agent: str | None,
+    session_id: str | None,
     since: str | None,
     include_tools: bool,
     include_thinking: bool,
@@ -122,7 +120,7 @@ def messages(
     sink = stderr_sink()
     reader = resolve(list(paths), agent)
     stream = filter_messages(
-        iter_messages(list(paths), sink, agent),
+        iter_messages(list(paths), sink, agent, session_id),
         since=since_ts,
         include_tools=include_tools,
         include_thinking=include_thinking,
@@ -144,14 +142,15 @@ def messages(
 @cli.command()
 @session_inputs
 @agent_option
+@session_option
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown")
 @friendly_errors
-def turns(paths: tuple[Path, ...], agent: str | None, fmt: str) -> None:
+def turns(paths: tuple[Path, ...], agent: str | None, session_id: str | None, fmt: str) -> None:
     """Print the turns of a session with the files they touched and commands they ran."""
     from ..pipeline.turn_parser import parse_turns
     from ..report.turns import turns_json, turns_markdown
 
-    session = open_session(list(paths), stderr_sink(), agent)
+    session = open_session(list(paths), stderr_sink(), agent, session_id)
     parsed = parse_turns(session)
     click.echo(turns_json(parsed) if fmt == "json" else turns_markdown(parsed), nl=False)
 
@@ -171,6 +170,7 @@ def main() -> None:
 @cli.command()
 @session_inputs
 @agent_option
+@session_option
 @click.option(
     "-m", "--model", default=None, help="provider:model, e.g. openai:gpt-4o (default offline)."
 )
@@ -223,6 +223,7 @@ def main() -> None:
 def restore(
     paths: tuple[Path, ...],
     agent: str | None,
+    session_id: str | None,
     model: str | None,
     max_turns: int | None,
     dump_turns: bool,
@@ -253,6 +254,7 @@ def restore(
     code = run_restore(
         list(paths),
         agent=agent,
+        session_id=session_id,
         model=model,
         max_turns=max_turns,
         dump_turns=dump_turns,

@@ -92,6 +92,7 @@ def run_restore(
     config_path: Path | None,
     base_url: str | None,
     quiet: bool,
+    session_id: str | None = None,
     leaf: str | None = None,
     label: str | None = None,
     skip_evidence_search: bool | None = None,
@@ -112,7 +113,7 @@ def run_restore(
     )
     provider = get_provider(config.llm.model, provider_settings(config))
     sink = WarningSink() if quiet else stderr_sink()
-    session = select_branch(open_session(paths, sink, agent), leaf, label)
+    session = select_branch(open_session(paths, sink, agent, session_id), leaf, label)
     # Another branch is another restore: it must not overwrite the main line's timeline.
     key = f"{session.id}@{label or leaf}" if leaf is not None or label is not None else None
     store = TimelineStore(config.data_dir / "timelines") if config.restore.resume else None

@@ -11,13 +11,8 @@ from ..errors import UsageError
 from ..sources import open_session, resolve
 from ..sources.base import WarningSink, stderr_sink
 from . import friendly_errors, output_option
+from .options import agent_option, paths_argument, session_option
 from .targets import session_inputs
-
-# Declared here, not imported: this module is imported by the package's __init__.
-paths_argument = click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-agent_option = click.option(
-    "--agent", default=None, help="Force a log format (see `opencode-restore formats`)."
-)
 
 leaf_option = click.option(
     "--leaf", default=None, help="Follow the branch ending at this entry (or message) id."
@@ -76,6 +71,7 @@ def export_branch(file: Path, leaf: str, output: Path, agent: str | None, force:
 @click.command()
 @session_inputs
 @agent_option
+@session_option
 @leaf_option
 @label_option
 @output_option()
@@ -85,6 +81,7 @@ def export_branch(file: Path, leaf: str, output: Path, agent: str | None, force:
 def report(
     paths: tuple[Path, ...],
     agent: str | None,
+    session_id: str | None,
     leaf: str | None,
     label: str | None,
     output: Path | None,
@@ -99,7 +96,7 @@ def report(
     from ..report.html import session_html
     from ..tree import select_branch, tree_of
 
-    session = open_session(list(paths), _sink(quiet), agent)
+    session = open_session(list(paths), _sink(quiet), agent, session_id)
     tree = tree_of(session)
     session = select_branch(session, leaf, label, tree=tree)
     page = session_html(session, tree=tree, redact=not no_redact)
@@ -116,12 +113,13 @@ def report(
 @click.command()
 @paths_argument
 @agent_option
+@session_option
 @friendly_errors
-def tree(paths: tuple[Path, ...], agent: str | None) -> None:
+def tree(paths: tuple[Path, ...], agent: str | None, session_id: str | None) -> None:
     """Print a session's tree: entries by depth, labels, branch points, the leaf."""
     from ..tree import tree_of
 
-    session = open_session(list(paths), stderr_sink(), agent)
+    session = open_session(list(paths), stderr_sink(), agent, session_id)
     t = tree_of(session)
     if not len(t):
         raise UsageError("the session has no entries")

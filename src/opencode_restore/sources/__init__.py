@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import SourceError
 from ..model import Message, Session
-from .base import SNIFF_BYTES, Reader, WarningSink
+from .base import SNIFF_BYTES, ContainerReader, Reader, WarningSink
 
 #: Reader names and their modules, in detection order (ties go to the earlier one).
 _READER_MODULES = {
@@ -105,28 +105,64 @@ def resolve(paths: Sequence[Path], agent: str | None) -> Reader:
     return get_reader(agent) if agent else detect(paths[0])
 
 
-def open_session(paths: Sequence[Path], sink: WarningSink, agent: str | None = None) -> Session:
-    """Read ``paths`` (one session's chain of files, oldest first) into a ``Session``."""
+def open_session(
+    paths: Sequence[Path],
+    sink: WarningSink,
+    agent: str | None = None,
+    session: str | None = None,
+) -> Session:
+    """Read ``paths`` (one session's chain of files, oldest first) into a ``Session``.
+
+    ``session`` chooses one session of an input that holds several (an opencode store,
+    an Inspect log); for a file of one session it must name that session.
+    """
     reader = resolve(paths, agent)
-    session = reader.read(paths, sink)
-    if agent and not session.messages():
+    if isinstance(reader, ContainerReader):
+        result = reader.read(paths, sink, session=session)
+    else:
+        result = reader.read(paths, sink)
+        if session is not None:
+            _check_named(paths, result.id, session)
+    if agent and not result.messages():
         _warn_forced(paths, reader, sink)
-    return session
+    return result
+
+
+def _check_named(paths: Sequence[Path], found: str, wanted: str) -> None:
+    """A single-session log chosen with ``--session``: the id (or a prefix) must match."""
+    if not found.startswith(wanted):
+        raise SourceError(str(paths[0]), f"holds session {found}, not {wanted!r}")
 
 
 def iter_messages(
-    paths: Sequence[Path], sink: WarningSink, agent: str | None = None
+    paths: Sequence[Path],
+    sink: WarningSink,
+    agent: str | None = None,
+    session: str | None = None,
 ) -> Iterator[Message]:
-    """Stream the messages of one session's chain of files, oldest first."""
+    """Stream the messages of one session's chain of files, oldest first.
+
+    ``session`` as in :func:`open_session`; a single-session log checked against it is
+    read whole first (its id may only be known at the end).
+    """
     reader = resolve(paths, agent)
-    if not agent:
-        return reader.iter_messages(paths, sink)
-    return _checked(paths, reader, sink)
+    stream: Iterator[Message]
+    if isinstance(reader, ContainerReader):
+        stream = reader.iter_messages(paths, sink, session=session)
+    elif session is not None:
+        chosen = reader.read(paths, sink)
+        _check_named(paths, chosen.id, session)
+        stream = iter(chosen.messages())
+    else:
+        stream = reader.iter_messages(paths, sink)
+    return _checked(paths, reader, sink, stream) if agent else stream
 
 
-def _checked(paths: Sequence[Path], reader: Reader, sink: WarningSink) -> Iterator[Message]:
+def _checked(
+    paths: Sequence[Path], reader: Reader, sink: WarningSink, stream: Iterator[Message]
+) -> Iterator[Message]:
     empty = True
-    for message in reader.iter_messages(paths, sink):
+    for message in stream:
         empty = False
         yield message
     if empty:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import orjson
 
+from ..errors import SourceError
 from ..model import Message, ReadWarning, Session
 
 #: How many bytes of a file ``sniff`` gets to look at.
@@ -58,6 +60,97 @@ class Reader(Protocol):
     def read(self, files: Sequence[Path], sink: WarningSink) -> Session:
         """Read the whole session (timeline with sub-agents and branches)."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class SessionChoice:
+    """One session of a container: an input that holds several (a store, an eval log)."""
+
+    id: str
+    title: str | None = None
+    #: The session's last activity, when the container records it.
+    updated: datetime | None = None
+    #: Shorter names that select it too (an Inspect sample's ``id`` or ``id:epoch``).
+    aliases: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class ContainerReader(Protocol):
+    """A reader whose inputs may hold several sessions; ``session`` names one.
+
+    With ``session=None`` an input holding exactly one session is read; one holding
+    several is an error listing them (:func:`choose_session`): nothing is dropped
+    without saying so.
+    """
+
+    name: str
+
+    def sessions(self, files: Sequence[Path], sink: WarningSink) -> list[SessionChoice]:
+        """The sessions the input holds, in the container's order."""
+        ...
+
+    def iter_messages(
+        self, files: Sequence[Path], sink: WarningSink, session: str | None = None
+    ) -> Iterator[Message]:
+        """Stream the chosen session's active conversation."""
+        ...
+
+    def read(self, files: Sequence[Path], sink: WarningSink, session: str | None = None) -> Session:
+        """Read the chosen session."""
+        ...
+
+
+#: How many candidates an ambiguity error lists before "... and N more".
+_MAX_LISTED = 20
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
+
+
+_NEVER = datetime.min.replace(tzinfo=UTC)
+
+
+def _listing(choices: Sequence[SessionChoice]) -> str:
+    """One indented line per candidate, newest activity first: id, last activity, title."""
+    # A stable sort: sessions of the same time stay in the container's order.
+    newest = sorted(choices, key=lambda c: c.updated or _NEVER, reverse=True)
+    lines = []
+    for c in newest[:_MAX_LISTED]:
+        when = c.updated.strftime("%Y-%m-%d %H:%M:%SZ") if c.updated is not None else "-"
+        # Titles come from the log: one line, no control characters, cut short.
+        title = " ".join(_CONTROL.sub(" ", c.title or "").split())
+        title = title if len(title) <= 70 else title[:69] + "…"
+        lines.append(f"  {c.id}  {when}  {title}".rstrip())
+    if len(newest) > _MAX_LISTED:
+        lines.append(f"  ... and {len(newest) - _MAX_LISTED} more")
+    return "\n".join(lines)
+
+
+def choose_session(
+    path: str | Path, choices: Sequence[SessionChoice], wanted: str | None
+) -> SessionChoice:
+    """The session ``wanted`` names among ``choices`` (or the only one when ``None``).
+
+    ``wanted`` matches an id or alias exactly, else a unique prefix of an id. No
+    match, several matches, or several sessions and no choice: a ``SourceError``
+    that lists the candidates (id, last activity, title), so nothing is silently cut.
+    """
+    if wanted is None:
+        if len(choices) == 1:
+            return choices[0]
+        if not choices:
+            raise SourceError(str(path), "holds no session")
+        raise SourceError(
+            str(path),
+            f"holds {len(choices)} sessions; choose one with --session ID:\n{_listing(choices)}",
+        )
+    exact = [c for c in choices if wanted == c.id or wanted in c.aliases]
+    found = exact or [c for c in choices if c.id.startswith(wanted)]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        what = f"--session {wanted!r} matches {len(found)} sessions"
+        raise SourceError(str(path), f"{what}; give more of the id:\n{_listing(found)}")
+    listing = f"; it holds:\n{_listing(choices)}" if choices else " (it holds none)"
+    raise SourceError(str(path), f"no session {wanted!r} here{listing}")
 
 
 #: Read buffer for files iterated line by line: with the default 8 KB, every line longer

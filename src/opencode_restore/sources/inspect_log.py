@@ -9,9 +9,12 @@ An eval log holds one run of a task: ``eval`` (the spec: ``eval_id``, ``task``,
 ``samples/<id>_epoch_<n>.json`` member per sample.
 
 One sample is one session, ``"<eval id>:<sample id>:<epoch>"``: ``read`` gives the
-first sample, ``iter_samples`` every one. The timeline is built from the sample's
-events (agents, branches, utility calls); the final conversation is appended to the
-root span as message events, so ``Session.messages()`` is ``sample.messages``.
+sample named by ``session`` (that id, ``<sample id>:<epoch>``, the sample id, or a
+unique prefix), or the only one; a log of several samples read without a name is an
+error listing them. ``iter_samples`` gives every one (batch). The timeline is built
+from the sample's events (agents, branches, utility calls); the final conversation
+is appended to the root span as message events, so ``Session.messages()`` is
+``sample.messages``.
 
 Big logs: a ``.json`` log is streamed one sample at a time with ijson when it is
 installed (only the sample being converted is in memory); without ijson the document
@@ -31,10 +34,18 @@ from typing import Any
 
 import orjson
 
+from ..errors import SourceError
 from ..model import Message, Session, Timeline, TimelineEvent, TimelineSpan
 from ..timeline.builder import build_timeline
 from ..timeline.builder_events import chat_messages_to_messages, output_message
-from .base import WarningSink, load_json, parse_timestamp
+from .base import (
+    SessionChoice,
+    WarningSink,
+    choose_session,
+    load_json,
+    parse_timestamp,
+    text_of,
+)
 
 try:  # optional: without it a .json log is loaded whole
     import ijson  # type: ignore[import-untyped, unused-ignore]
@@ -193,8 +204,7 @@ def _session(
     timeline.root.content.extend(
         TimelineEvent(m.id, "message", m, timestamp=m.timestamp) for m in messages
     )
-    eval_id = _text(spec.get("eval_id")) or _text(spec.get("run_id")) or path.stem
-    sample_id, epoch = _text(sample.get("id")) or "?", _text(sample.get("epoch")) or "1"
+    eval_id, sample_id, epoch = _ids(spec, sample, path)
     task = _text(spec.get("task"))
     first = next((ev for ev in events if isinstance(ev, dict) and ev.get("timestamp")), {})
     meta = {
@@ -217,6 +227,69 @@ def _session(
     )
 
 
+def _ids(spec: dict[str, Any], sample: dict[str, Any], path: Path) -> tuple[str, str, str]:
+    """``(eval id, sample id, epoch)`` of a raw sample."""
+    eval_id = _text(spec.get("eval_id")) or _text(spec.get("run_id")) or path.stem
+    return eval_id, _text(sample.get("id")) or "?", _text(sample.get("epoch")) or "1"
+
+
+def _choice(path: Path, spec: dict[str, Any], sample: dict[str, Any]) -> SessionChoice:
+    """How a raw sample is named and shown in a list of candidates (nothing converted)."""
+    eval_id, sample_id, epoch = _ids(spec, sample, path)
+    raw_input = sample.get("input")
+    if isinstance(raw_input, list):
+        users = (m for m in raw_input if isinstance(m, dict) and m.get("role") == "user")
+        raw_input = next((text_of(m.get("content")) for m in users), None)
+    events = sample.get("events")
+    stamps = [e.get("timestamp") for e in events if isinstance(e, dict)] if isinstance(
+        events, list
+    ) else []  # fmt: skip
+    last = next((t for t in map(parse_timestamp, reversed(stamps)) if t is not None), None)
+    return SessionChoice(
+        f"{eval_id}:{sample_id}:{epoch}",
+        raw_input if isinstance(raw_input, str) else None,
+        last or parse_timestamp(sample.get("completed_at")),
+        (sample_id, f"{sample_id}:{epoch}"),
+    )
+
+
+def _chosen(files: Sequence[Path], sink: WarningSink, wanted: str | None) -> Session | None:
+    """The sample ``wanted`` names, or the only one; ``None`` when the log holds none.
+
+    One pass names every sample and keeps at most one raw sample in memory (the first,
+    or the first exact match); a sample found by a prefix is fetched by a second pass.
+    """
+    if not files:
+        return None
+    if len(files) > 1:
+        sink.warn(files[1], 1, "an eval log is one file; extra files ignored")
+    path = Path(files[0])
+    choices: list[SessionChoice] = []
+    kept: tuple[dict[str, Any], dict[str, Any]] | None = None
+    for spec, sample, where in _samples(path, sink):
+        if not isinstance(sample, dict):
+            sink.warn(where, 1, f"sample is a JSON {type(sample).__name__}, not an object; skipped")
+            continue
+        choice = _choice(path, spec, sample)
+        choices.append(choice)
+        named = wanted is None or wanted == choice.id or wanted in choice.aliases
+        if kept is None and named:
+            kept = (spec, sample)
+    if not choices and wanted is None:
+        return None
+    chosen = choose_session(path, choices, wanted)
+    if kept is None or _choice(path, *kept).id != chosen.id:
+        quiet = WarningSink()  # the first pass reported the log's damage
+        again = ((sp, sa) for sp, sa, _ in _samples(path, quiet) if isinstance(sa, dict))
+        kept = next(((sp, sa) for sp, sa in again if _choice(path, sp, sa).id == chosen.id), None)
+        if kept is None:
+            raise SourceError(str(path), f"sample {chosen.id!r} vanished while it was read")
+    try:
+        return _session(path, kept[0], kept[1], sink)
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+        raise SourceError(str(path), f"sample {chosen.id!r} could not be read ({exc!r})") from exc
+
+
 def iter_samples(path: Path, sink: WarningSink) -> Iterator[Session]:
     """One ``Session`` per sample of an eval log, in file order (for batch use).
 
@@ -231,14 +304,6 @@ def iter_samples(path: Path, sink: WarningSink) -> Iterator[Session]:
             yield _session(path, spec, sample, sink)
         except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
             sink.warn(where, 1, f"sample could not be converted ({exc!r}); skipped")
-
-
-def _first(files: Sequence[Path], sink: WarningSink) -> Session | None:
-    if not files:
-        return None
-    if len(files) > 1:
-        sink.warn(files[1], 1, "an eval log is one file; extra files ignored")
-    return next(iter_samples(Path(files[0]), sink), None)
 
 
 class InspectReader:
@@ -260,17 +325,29 @@ class InspectReader:
             return 0.0
         return 0.9 if _EVAL_KEY.search(head) and _LOG_KEYS.search(head) else 0.0
 
-    def iter_messages(self, files: Sequence[Path], sink: WarningSink) -> Iterator[Message]:
-        """The first sample's final conversation (``sample.messages``), in order."""
-        session = _first(files, sink)
-        if session is not None:
-            yield from session.messages()
+    def sessions(self, files: Sequence[Path], sink: WarningSink) -> list[SessionChoice]:
+        """Every sample of the log, in file order."""
+        if not files:
+            return []
+        path = Path(files[0])
+        return [_choice(path, sp, sa) for sp, sa, _ in _samples(path, sink) if isinstance(sa, dict)]
 
-    def read(self, files: Sequence[Path], sink: WarningSink) -> Session:
-        """The first sample of the log (an empty session, with warnings, if there is none)."""
-        session = _first(files, sink)
-        if session is not None:
-            return session
+    def iter_messages(
+        self, files: Sequence[Path], sink: WarningSink, session: str | None = None
+    ) -> Iterator[Message]:
+        """The chosen sample's final conversation (``sample.messages``), in order.
+
+        The sample is read before this returns, so a wrong or missing ``--session``
+        fails before anything is printed.
+        """
+        chosen = _chosen(files, sink, session)
+        return iter(chosen.messages() if chosen is not None else [])
+
+    def read(self, files: Sequence[Path], sink: WarningSink, session: str | None = None) -> Session:
+        """The chosen sample (an empty session, with warnings, if the log holds none)."""
+        chosen = _chosen(files, sink, session)
+        if chosen is not None:
+            return chosen
         path = Path(files[0]) if files else Path("-")
         sink.warn(path, 1, "no readable sample in the eval log")
         return Session(

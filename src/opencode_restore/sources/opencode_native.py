@@ -10,8 +10,9 @@ in one store, so the newest file holds everything):
   tail are reported, not fatal);
 * ``opencode run --format json`` event streams (assistant parts only).
 
-A store holding many sessions yields the most recently updated root session (no
-``parentID``) unless one is named through :func:`read_session`. Child sessions
+A store holding several root sessions (no ``parentID``) is read only with one named
+(``--session``, :func:`read_session`): without a name it is an error listing them,
+never a silent pick (``batch`` restores every one). Child sessions
 (``task`` sub-agents) become ``agent`` spans placed right after the ``task``
 call that spawned them, or at the end of their parent when no call names them.
 Message ids and numbering are described in :mod:`.opencode_parts`.
@@ -26,7 +27,7 @@ from typing import Any, Literal, Protocol
 
 from ..errors import SourceError
 from ..model import Message, Session, Timeline, TimelineEvent, TimelineSpan
-from .base import SNIFF_BYTES, WarningSink, parse_timestamp
+from .base import SNIFF_BYTES, SessionChoice, WarningSink, choose_session, parse_timestamp
 from .opencode_files import EventStore, ExportStore, TreeStore, event_line, storage_root
 from .opencode_parts import PartConverter, RawMessage, as_dict, as_int
 from .opencode_sqlite import SQLITE_MAGIC, DbStore, is_opencode_db
@@ -78,17 +79,26 @@ def _updated(info: dict[str, Any]) -> int:
     return as_int(time.get("updated")) or as_int(time.get("created"))
 
 
+def _choice(info: dict[str, Any]) -> SessionChoice:
+    title = info.get("title")
+    updated = parse_timestamp(_updated(info) or None)
+    return SessionChoice(str(info.get("id")), title if isinstance(title, str) else None, updated)
+
+
+def _roots(infos: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The sessions that are no sub-agent's (every one when all claim a parent: a cycle)."""
+    return [i for i in infos if not i.get("parentID")] or infos
+
+
 def _pick(store: _Store, infos: list[dict[str, Any]], session_id: str | None) -> dict[str, Any]:
+    """The session ``session_id`` names (an id or a unique prefix), else the only root one.
+
+    A single-session input (an export, an event stream, one session file) names its own.
+    """
     wanted = session_id or store.default_id
-    if wanted is not None:
-        for info in infos:
-            if info.get("id") == wanted:
-                return info
-        raise SourceError(str(store.path), f"no opencode session {wanted!r} here")
-    roots = [i for i in infos if not i.get("parentID")] or infos
-    if not roots:
-        raise SourceError(str(store.path), "no opencode sessions found")
-    return max(roots, key=lambda i: (_updated(i), str(i.get("id"))))
+    pool = _roots(infos) if wanted is None else infos
+    by_id = {str(i.get("id")): i for i in pool}
+    return by_id[choose_session(store.path, [_choice(i) for i in pool], wanted).id]
 
 
 def _event(message: Message) -> TimelineEvent:
@@ -180,8 +190,11 @@ def _read(path: Path, session_id: str | None, sink: WarningSink, files: Sequence
     )
 
 
-def read_session(path: Path, session_id: str, sink: WarningSink) -> Session:
-    """Read session ``session_id`` (with its sub-agent sessions) from any opencode input."""
+def read_session(path: Path, session_id: str | None, sink: WarningSink) -> Session:
+    """Read session ``session_id`` (with its sub-agent sessions) from any opencode input.
+
+    ``None`` reads the input's only root session; several are an error listing them.
+    """
     return _read(Path(path), session_id, sink, [Path(path)])
 
 
@@ -210,6 +223,16 @@ def list_sessions(path: Path, sink: WarningSink | None = None) -> list[dict[str,
     return rows
 
 
+def _stream(store: _Store, session_id: str, sink: WarningSink) -> Iterator[Message]:
+    try:
+        converter = PartConverter(str(store.path), sink)
+        for raw in store.messages(session_id):
+            yield from converter.convert(raw)
+        yield from converter.finish()
+    finally:
+        store.close()
+
+
 class OpencodeReader:
     """Reads opencode's storage tree, SQLite database, exports and JSON event streams."""
 
@@ -236,25 +259,40 @@ class OpencodeReader:
             return 0.9 if b'"sessionID"' in body or b'"ses_' in body else 0.5
         return 0.0
 
-    def iter_messages(self, files: Sequence[Path], sink: WarningSink) -> Iterator[Message]:
-        """Stream the chosen session's own messages (sub-agents excluded), oldest first."""
+    def sessions(self, files: Sequence[Path], sink: WarningSink) -> list[SessionChoice]:
+        """The root sessions of the input (sub-agent sessions go with their parent)."""
         if not files:
             raise SourceError("-", "no input files given")
         store = _open_store(Path(files[-1]), sink)
         try:
-            info = _pick(store, store.sessions(), None)
-            converter = PartConverter(str(store.path), sink)
-            for raw in store.messages(str(info["id"])):
-                yield from converter.convert(raw)
-            yield from converter.finish()
+            infos = store.sessions()
         finally:
             store.close()
+        return [_choice(i) for i in _roots(infos)]
 
-    def read(self, files: Sequence[Path], sink: WarningSink) -> Session:
+    def iter_messages(
+        self, files: Sequence[Path], sink: WarningSink, session: str | None = None
+    ) -> Iterator[Message]:
+        """Stream the chosen session's own messages (sub-agents excluded), oldest first.
+
+        The session is chosen before this returns, so a wrong or missing ``--session``
+        fails before anything is printed.
+        """
+        if not files:
+            raise SourceError("-", "no input files given")
+        store = _open_store(Path(files[-1]), sink)
+        try:
+            info = _pick(store, store.sessions(), session)
+        except BaseException:
+            store.close()
+            raise
+        return _stream(store, str(info["id"]), sink)
+
+    def read(self, files: Sequence[Path], sink: WarningSink, session: str | None = None) -> Session:
         """Read the chosen session with its sub-agent sessions as child spans."""
         if not files:
             raise SourceError("-", "no input files given")
-        return _read(Path(files[-1]), None, sink, files)
+        return _read(Path(files[-1]), session, sink, files)
 
 
 READER = OpencodeReader()
