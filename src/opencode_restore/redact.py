@@ -39,47 +39,136 @@ def _token(prefix: str, rest: str) -> str:
     return rf"{prefix}(?<!{_KEY_CHAR}{prefix}){rest}"
 
 
+def _tokens(prefixes: str, rest: str) -> tuple[str, ...]:
+    """``_token`` for each of the space-separated ``prefixes`` (look-behinds need one width)."""
+    return tuple(_token(prefix, rest) for prefix in prefixes.split())
+
+
 # A kind with several shapes lists them apart: a pattern starting with an alternation
 # has no literal prefix, so `re` tries it at every position (about 10x slower).
 _TOKENS: dict[str, str | tuple[str, ...]] = {
     "private-key": (
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-        r"[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+        r"[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
+        # A block cut before its END line (a truncated paste or tool output): the
+        # base64 body and its headers, as written or escaped in a JSON string.
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:[A-Za-z0-9+/=:,. -]|\s|\\[nrt])*",
     ),
+    "age-secret-key": _token("AGE-SECRET-KEY-1", r"[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
     "anthropic-key": _token("sk-ant-", r"[A-Za-z0-9_-]{20,}"),
     # At least one digit: long hyphenated words after "sk-" in prose are not keys.
     "openai-key": _token(
         "sk-", rf"(?:proj-|svcacct-|admin-)?(?=[A-Za-z_-]*[0-9])[A-Za-z0-9_-]{{20,}}{_E}"
     ),
     "aws-access-key": _token("(?:AKIA|ASIA|ABIA|ACCA)", r"[0-9A-Z]{16}\b"),
+    "alibaba-key": _token("LTAI", rf"[A-Za-z0-9]{{20}}{_E}"),
     "github-token": (
         _token("gh[pousr]_", rf"[A-Za-z0-9]{{36,}}{_E}"),
         _token("github_pat_", rf"[A-Za-z0-9_]{{22,}}{_E}"),
     ),
-    "gitlab-token": _token("glp[at]t-", rf"[A-Za-z0-9_-]{{20,}}{_E}"),
+    "gitlab-token": (
+        *_tokens(
+            "glp[at]t- glrt- gldt- glptt- glft- glsoat- glcbt- glimt- glagent- gloas- glffct-",
+            rf"[A-Za-z0-9_-]{{20,}}{_E}",
+        ),
+        _token("GR1348941", rf"[A-Za-z0-9_-]{{20,}}{_E}"),
+    ),
     "slack-token": (
-        _token("xox[abposr]-", rf"[A-Za-z0-9-]{{10,}}{_E}"),
+        _token("xox[abposre]-", rf"[A-Za-z0-9-]{{10,}}{_E}"),
+        _token("xoxe\\.xox[bp]-", rf"[A-Za-z0-9-]{{10,}}{_E}"),
         _token("xapp-", rf"[A-Za-z0-9-]{{20,}}{_E}"),
     ),
-    "slack-webhook": r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+",
+    "slack-webhook": r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]+",
+    "discord-webhook": r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[\w-]+",
     "google-api-key": _token("AIza", rf"[0-9A-Za-z_-]{{35}}{_E}"),
-    "stripe-key": tuple(_token(f"{c}k_(?:live|test)_", rf"[0-9A-Za-z]{{16,}}{_E}") for c in "sr"),
-    "hf-token": _token("hf_", rf"[A-Za-z0-9]{{30,}}{_E}"),
+    "google-oauth-secret": _token("GOCSPX-", rf"[A-Za-z0-9_-]{{28}}{_E}"),
+    "stripe-key": (
+        *(_token(f"{c}k_(?:live|test)_", rf"[0-9A-Za-z]{{16,}}{_E}") for c in "sr"),
+        _token("whsec_", rf"[A-Za-z0-9]{{32,}}{_E}"),
+    ),
+    "hf-token": (
+        _token("hf_", rf"[A-Za-z0-9]{{30,}}{_E}"),
+        _token("api_org_", rf"[A-Za-z0-9]{{30,}}{_E}"),
+    ),
     "npm-token": _token("npm_", rf"[A-Za-z0-9]{{36}}{_E}"),
     "pypi-token": _token("pypi-", rf"AgE[A-Za-z0-9_-]{{50,}}{_E}"),
+    "rubygems-token": _token("rubygems_", rf"[a-f0-9]{{48}}{_E}"),
     "digitalocean-token": _token("do[opr]_v1_", rf"[a-f0-9]{{64}}{_E}"),
     "docker-token": _token("dckr_pat_", rf"[A-Za-z0-9_-]{{27,}}{_E}"),
     "sendgrid-key": _token("SG\\.", rf"[A-Za-z0-9_-]{{22}}\.[A-Za-z0-9_-]{{43}}{_E}"),
+    "mailgun-key": _token("key-", rf"[0-9a-f]{{32}}{_E}"),
+    "mailchimp-key": rf"(?<![A-Za-z0-9_-])[0-9a-f]{{32}}-us[0-9]{{1,2}}{_E}",
     "shopify-token": _token("shp(?:at|ca|pa|ss)_", rf"[a-fA-F0-9]{{32}}{_E}"),
+    "vault-token": _token("hv[sb]\\.", rf"[A-Za-z0-9_-]{{24,}}{_E}"),
+    "databricks-token": _token("dapi", rf"[a-f0-9]{{32}}(?:-[0-9])?{_E}"),
+    "grafana-token": (
+        _token("glsa_", rf"[A-Za-z0-9]{{32}}_[A-Fa-f0-9]{{8}}{_E}"),
+        _token("glc_", r"[A-Za-z0-9+/]{32,}={0,2}"),
+        _token("eyJrIjoi", r"[A-Za-z0-9+/]{40,}={0,2}"),
+    ),
+    "twilio-key": _token("SK", rf"[0-9a-f]{{32}}{_E}"),
+    "telegram-bot-token": rf"(?<![0-9A-Za-z_-])[0-9]{{8,10}}:AA[A-Za-z0-9_-]{{33}}{_E}",
+    "notion-token": (
+        _token("ntn_", rf"[0-9]{{11}}[A-Za-z0-9]{{35}}{_E}"),
+        _token("secret_", rf"(?=[A-Za-z]*[0-9])[A-Za-z0-9]{{43}}{_E}"),
+    ),
+    "atlassian-token": _token("AT(?:ATT|CTT)3", rf"[A-Za-z0-9_=-]{{100,}}{_E}"),
+    "linear-key": _tokens("lin_api_ lin_oauth_", rf"[A-Za-z0-9]{{40}}{_E}"),
+    "postman-key": _token("PMAK-", rf"[a-f0-9]{{24}}-[a-f0-9]{{34}}{_E}"),
+    "pulumi-token": _token("pul-", rf"[a-f0-9]{{40}}{_E}"),
+    "terraform-token": rf"(?<![A-Za-z0-9])[A-Za-z0-9]{{14}}\.atlasv1\.[A-Za-z0-9_=-]{{60,}}{_E}",
+    "doppler-token": _tokens(
+        "dp\\.pt\\. dp\\.s[ta]\\. dp\\.ct\\. dp\\.scim\\. dp\\.audit\\.", rf"[A-Za-z0-9]{{40,}}{_E}"
+    ),
+    "newrelic-key": (
+        _token("NR(?:AK|II|AA)-", rf"[A-Z0-9]{{27}}{_E}"),
+        _token("NRJS-", rf"[a-f0-9]{{19}}{_E}"),
+    ),
+    "sentry-token": (
+        _token("sntrys_", r"eyJ[A-Za-z0-9+/=_-]{50,}"),
+        _token("sntryu_", rf"[a-f0-9]{{64}}{_E}"),
+    ),
+    "planetscale-token": _tokens(
+        "pscale_tkn_ pscale_pw_ pscale_oauth_", rf"[A-Za-z0-9=._-]{{32,64}}{_E}"
+    ),
+    "flyio-token": (
+        _token("fo1_", rf"[A-Za-z0-9_-]{{39,}}{_E}"),
+        *_tokens("fm[12]_ fm[12][ar]_", r"[A-Za-z0-9+/]{100,}={0,3}"),
+    ),
+    "shippo-token": _token("shippo_(?:live|test)_", rf"[a-f0-9]{{40}}{_E}"),
+    "square-token": (
+        _token("sq0(?:atp|csp)-", rf"[0-9A-Za-z_-]{{22,43}}{_E}"),
+        _token("EAAA", rf"[A-Za-z0-9_-]{{60}}{_E}"),
+    ),
     "jwt": _token("eyJ", rf"[A-Za-z0-9_-]{{8,}}\.eyJ[A-Za-z0-9_-]{{8,}}\.[A-Za-z0-9_-]{{8,}}{_E}"),
 }
+
+
 # One pass per pattern: a lone literal-first regex is scanned ~25x faster by `re`
 # than one big alternation, which must try every branch at every position.
+def _needle(pattern: str) -> str | None:
+    """The literal a pattern starts with: a text without it is not scanned at all.
+
+    ``in`` finds a literal several times faster than a regex scan for it, and most
+    texts hold none of the 70-odd prefixes.
+    """
+    literal = re.match(r"[A-Za-z0-9_-]+", pattern)
+    return literal.group(0) if literal is not None and len(literal.group(0)) >= 2 else None
+
+
 _TOKEN_RES = [
-    (kind, re.compile(pattern))
+    (kind, re.compile(pattern), _needle(pattern))
     for kind, shapes in _TOKENS.items()
     for pattern in ((shapes,) if isinstance(shapes, str) else shapes)
 ]
+# Token kinds whose pattern cannot start with a literal are tried only when the text
+# holds their fixed middle part (a pattern starting with a class is tried everywhere).
+_TOKEN_GATES = {
+    "mailchimp-key": re.compile(r"-us[0-9]"),
+    "telegram-bot-token": re.compile(r"[0-9]:AA"),
+    "terraform-token": re.compile(r"\.atlasv1\."),
+}
 # A token whose random part is a run of one filler is a documentation placeholder
 # (`ghp_xxxxxxxx…`, `sk-XXXX…`), not a key.
 _FILLER = re.compile(r"x{4,}|X{4,}|\*{4,}")
@@ -88,6 +177,7 @@ _FILLER = re.compile(r"x{4,}|X{4,}|\*{4,}")
 # DB_PASSWORD, apiKey, csrf_token; not TOKEN_COUNT, max_tokens or passwordless.
 _WORDS = [
     "password", "passwd", "passphrase", "secret", "token", "credential", "credentials",
+    "accountkey",
     *(f"{a}{sep}key" for a in ("api", "access", "private", "secret") for sep in ("", "_", "-")),
 ]  # fmt: skip
 _SECRET_ENDINGS = tuple(_WORDS)
@@ -143,7 +233,9 @@ _PLACEHOLDER = re.compile(
     r"^(?:\$|<|\{|%|\*{3}|\[REDACTED|(?:str|int|bytes|bool|float|None|null|true|false"
     r"|Optional|SecretStr|Any|string|~)\b|your[-_]|(?:change[-_]?me|placeholder)$)"
     # elided (`sk-ant-...`) or filled with x (`sk-xxxx`)
-    r"|(?:\.\.\.|…)$|x{4,}|X{4,}",
+    r"|(?:\.\.\.|…)$|x{4,}|X{4,}"
+    # a call (`api_key: anthropic_api_key()`): code that fetches the secret
+    r"|^[A-Za-z_][\w.]*\([^)]*\)[;,]?$",
     re.IGNORECASE,
 )
 # Each pattern is (context kept, value replaced), as groups "keep" and "value".
@@ -167,7 +259,8 @@ _CONTEXT: dict[str, str] = {
     # word. Anchored on the word, not on the separator, which a JSON log holds at every
     # pair (one Python check per pair made this the slowest pattern).
     "quoted": (
-        rf"(?P<keep>(?i:{_WORD_ALT})[\"']?[ \t]*[:=][ \t]*(?P<q>[\"']))"
+        # (a backslash before a quote: the same pair inside a JSON-encoded string)
+        rf"(?P<keep>(?i:{_WORD_ALT})\\?[\"']?[ \t]*[:=][ \t]*(?P<q>\\?[\"']))"
         r"(?P<value>[^\"'\n]+)(?P=q)"
     ),
     # NAME=value anywhere on a line (.env files, shells, INI, query strings), anchored on
@@ -175,15 +268,44 @@ _CONTEXT: dict[str, str] = {
     # value, which tells a value from a variable, as in `api_key = api_key`.
     "assign": (
         r"(?P<keep>=(?<![=!<>]=)(?!=)[ \t]*)"  # the literal first: `re` skips to each `=`
-        r"(?P<value>[^\s\"'`$(){}<>\[\],;&#=][^\s\"'`$(){}<>\[\],;&#]*)(?=[\s,;&)]|$)"
+        # A value ends at a blank or at an escaped line break or quote (`\n`, `\"`: the
+        # text is a JSON string, as in a raw log line); other backslashes belong to it.
+        r"(?P<value>(?:[^\s\"'`$(){}<>\[\],;&#=\\]|\\(?![nrt\"]))"
+        r"(?:[^\s\"'`$(){}<>\[\],;&#\\]|\\(?![nrt\"]))*)(?=[\s,;&)]|\\[nrt\"]|$)"
     ),
     # --password=value / --token value
     "flag": (
         r"(?P<keep>--(?:password|passwd|token|api-key|secret|access-token)(?:=|[ \t]+))"
         r"(?P<value>[^\s\"'-][^\s\"']*)"
     ),
+    # curl -u user:PASSWORD / --user=user:PASSWORD
+    "user": (
+        r"(?P<keep>-(?<![\w-]-)(?:u|-user)(?:[ \t]+|=)[\"']?[^\s:\"'@]+:)"
+        r"(?P<value>[^\s\"'@]+)"
+    ),
+    # mysql -pPASSWORD (the value joined to the flag, as the client wants it)
+    "mysql": (
+        r"(?P<keep>(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*?[ \t]-p)"
+        r"(?P<value>[^\s\"'-][^\s\"']*)"
+    ),
+    # sshpass -p PASSWORD
+    "sshpass": r"(?P<keep>sshpass[ \t]+(?:-[A-Za-z][ \t]+)*-p[ \t]*)(?P<value>[^\s\"'-][^\s\"']*)",
+    # Cookie: a=b; c=d (every value of the header, as written or quoted in -H)
+    "cookie": (
+        r"(?P<keep>ookie(?<=[Cc]ookie)(?<![A-Za-z0-9_][Cc]ookie)[\"']?:[ \t]*)"
+        r"(?P<value>[^\s\"'\\=;]+=[^\r\n\"'\\]{6,})"
+    ),
+    # ~/.docker/config.json: "auth": "base64(user:password)"
+    "docker": (
+        r"(?P<keep>\"auth\\?\"[ \t]*:[ \t]*\\?\")"
+        r"(?P<value>[A-Za-z0-9+/]{8,}={0,2})(?=\\?\")"
+    ),
     # password: hunter2 alone on a YAML line
-    "yaml": rf"(?P<keep>^[ \t]*-?[ \t]*{_NAME}:[ \t]+)(?P<value>[^\s\"'#]\S*)(?=[ \t]*$)",
+    "yaml": (
+        rf"(?P<keep>^[ \t]*-?[ \t]*{_NAME}:[ \t]+)"
+        r"(?P<value>(?:[^\s\"'#\\]|\\(?![nrt\"]))(?:[^\s\\]|\\(?![nrt\"]))*)"
+        r"(?=[ \t]*(?:$|\\[nr]))"
+    ),
 }
 _CONTEXT_RES = [(kind, re.compile(pattern, re.MULTILINE)) for kind, pattern in _CONTEXT.items()]
 # A pattern that starts at a line start is tried at every position; these run only
@@ -199,7 +321,16 @@ _AT_WORDS = frozenset({"quoted"})
 _HINTED_BY_WORDS = {"yaml": (": ", ":\t")}
 # Line breaks and indentation inside a secret, as written or escaped in a JSON string.
 _LAYOUT = re.compile(r"\s+|\\[nrt]")
-_LABELS = {"url": "url-password", "bearer": "bearer-token", "basic": "basic-auth"}
+_LABELS = {
+    "url": "url-password",
+    "bearer": "bearer-token",
+    "basic": "basic-auth",
+    "user": "password",
+    "mysql": "password",
+    "sshpass": "password",
+    "cookie": "cookie",
+    "docker": "docker-auth",
+}
 
 
 def _basic_credentials(value: str) -> bool:
@@ -213,14 +344,18 @@ def _basic_credentials(value: str) -> bool:
 
 def _assigned_secret(before: str, value: str) -> bool:
     """True when the name in ``before`` (the text ahead of ``=``) makes ``value`` a secret."""
+    name = _ASSIGNED_NAME.search(before)
     if not _ends_with_secret_word(before):
-        return False
+        # Environment variables named *_KEY (STRIPE_KEY, MY_SERVICE_KEY) hold keys;
+        # a lower-case `sort_key` in code usually does not.
+        upper = name is not None and name.group(1).isupper()
+        if not (upper and name is not None and name.group(1).endswith(("_KEY", "-KEY"))):
+            return False
     if _REFERENCE.match(value):
         return False  # API_KEY = settings.API_KEY
     # Upper-case names (environment variables) hold secrets whatever they look like;
     # other names are often code, where a value without a digit is another variable
     # and a short number is a count (`token=5`).
-    name = _ASSIGNED_NAME.search(before)
     if name is not None and name.group(1).isupper():
         return True
     return any(c.isdigit() for c in value) and not (value.isdigit() and len(value) < 8)
@@ -240,8 +375,12 @@ class Redactor:
 
     def redact(self, text: str) -> str:
         """`text` with every recognised secret replaced by `[REDACTED:kind]`."""
-        for kind, regex in _TOKEN_RES:
-            text = regex.sub(functools.partial(self._replace_token, kind), text)
+        for kind, regex, needle in _TOKEN_RES:
+            if needle is not None and needle not in text:
+                continue
+            gate = _TOKEN_GATES.get(kind)
+            if gate is None or gate.search(text):
+                text = regex.sub(functools.partial(self._replace_token, kind), text)
         words_of: str | None = None
         words: list[tuple[int, int]] | None = None
         for kind, regex in _CONTEXT_RES:
@@ -285,6 +424,8 @@ class Redactor:
             return match.group(0)
         if kind == "basic" and not _basic_credentials(value):
             return match.group(0)
+        if kind == "user" and value.isdigit():
+            return match.group(0)  # docker run -u 1000:1000 is a uid and a gid
         label = _LABELS.get(kind, "secret")
         self._found(label, value)
         closing = match.groupdict().get("q") or ""
