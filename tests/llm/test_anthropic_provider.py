@@ -19,6 +19,7 @@ from opencode_restore.llm.base import (
 )
 from opencode_restore.llm.retry import RetryPolicy, call_with_retry
 from opencode_restore.llm.settings import ProviderSettings
+from opencode_restore.llm.strict_schema import strict_json_schema
 from tests.llm.conftest import Recorder, SleepLog, anthropic_error, anthropic_reply
 
 pytestmark = pytest.mark.anyio
@@ -138,7 +139,7 @@ async def test_structured_output_uses_a_forced_tool() -> None:
     body = recorder.body()
     assert body["tool_choice"] == {"type": "tool", "name": name}
     assert body["tools"][-1]["name"] == name
-    assert body["tools"][-1]["input_schema"] == TurnVerdict.model_json_schema()
+    assert body["tools"][-1]["input_schema"] == strict_json_schema(TurnVerdict)
 
 
 async def test_invalid_forced_tool_input_leaves_parsed_none_and_keeps_json_text() -> None:

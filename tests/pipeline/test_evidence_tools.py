@@ -115,6 +115,16 @@ def test_search_log_context_and_regex_options(fixtures: Path) -> None:
     assert len(result.citations) == len(set(result.citations)) >= 3
 
 
+def test_strict_tool_calls_with_nulls_for_unset_arguments_work(fixtures: Path) -> None:
+    # Strict tool schemas make every argument required; "not given" arrives as null.
+    session = recorded(fixtures, CLAUDE)
+    tools, _numbering, _ = tools_for(session)
+    args = {"pattern": "Ran 2 tests", "literal": None, "ignore_case": None, "context_lines": None}
+    result = tools.run("SEARCH_LOG", args)
+    assert result.ok
+    assert result.text == tools.run("SEARCH_LOG", {"pattern": "Ran 2 tests"}).text
+
+
 def test_line_maps_to_the_message_at_or_before_it(fixtures: Path) -> None:
     session = recorded(fixtures, CLAUDE)
     turns, numbering, _ = prepare(session)

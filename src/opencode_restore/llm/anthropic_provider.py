@@ -24,9 +24,9 @@ from opencode_restore.llm.base import (
     LLMRequest,
     LLMResult,
     ToolCallRequest,
-    json_schema,
 )
 from opencode_restore.llm.sdk_provider import SDKProvider
+from opencode_restore.llm.strict_schema import strict_json_schema
 from opencode_restore.llm.structured import parse_structured, validate_value
 from opencode_restore.model import Usage
 
@@ -84,7 +84,7 @@ class AnthropicProvider(SDKProvider):
                 {
                     "name": name,
                     "description": "Return the answer as this tool's input.",
-                    "input_schema": json_schema(request.response_schema),
+                    "input_schema": strict_json_schema(request.response_schema),
                 }
             )
             params["tool_choice"] = {"type": "tool", "name": name}

@@ -29,11 +29,16 @@ class ToolCallRequest:
 
 @dataclass(slots=True)
 class ToolSpec:
-    """A tool offered to the model; `parameters` is a JSON schema object."""
+    """A tool offered to the model; `parameters` is a JSON schema object.
+
+    `strict` says the schema keeps to OpenAI's strict subset (`llm.strict_schema`), so
+    the OpenAI provider may ask for strict arguments.
+    """
 
     name: str
     description: str
     parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
+    strict: bool = False
 
 
 @dataclass(slots=True)
@@ -106,14 +111,6 @@ def json_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The JSON schema of an output model, built once per class (pydantic rebuilds it on
     every call, which costs milliseconds per LLM request in a batch)."""
     return model.model_json_schema()
-
-
-@lru_cache(maxsize=64)
-def strict_json_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """OpenAI's strict variant of the schema, built once per class."""
-    from openai.lib._pydantic import to_strict_json_schema
-
-    return to_strict_json_schema(model)
 
 
 class Provider(Protocol):

@@ -20,10 +20,10 @@ from opencode_restore.llm.base import (
     LLMResult,
     ToolCallRequest,
     ToolsUnsupportedError,
-    strict_json_schema,
 )
 from opencode_restore.llm.retry import error_message
 from opencode_restore.llm.sdk_provider import SDKProvider
+from opencode_restore.llm.strict_schema import strict_json_schema
 from opencode_restore.llm.structured import json_candidates, parse_structured, parse_text_tool_calls
 from opencode_restore.model import Usage
 
@@ -98,6 +98,7 @@ class OpenAIProvider(SDKProvider):
                         "name": tool.name,
                         "description": tool.description,
                         "parameters": tool.parameters,
+                        "strict": tool.strict,
                     },
                 }
                 for tool in request.tools

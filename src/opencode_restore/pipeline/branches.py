@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-from pydantic import BaseModel
-
 from ..errors import ProviderError, RestoreError
 from ..llm.structured import complete_structured
 from ..model import Message, Session, TimelineSpan
@@ -20,6 +18,7 @@ from ..tree import SessionTree, TreeNode, tree_of
 from .context import StageContext
 from .prompts import RenderedPrompt, quote_log
 from .restoration import BranchSummaryRow
+from .schemas import BranchSummary
 
 #: Characters of a branch transcript sent to the LLM (the middle is cut).
 MAX_BRANCH_CHARS = 24_000
@@ -31,10 +30,6 @@ _SYSTEM = (
     "tried on the branch, what came of it, and why it was likely abandoned. Cite the "
     "messages you rely on as [M#]. Reply as JSON with one field, summary."
 )
-
-
-class _BranchOut(BaseModel):
-    summary: str
 
 
 def abandoned_spans(session: Session) -> list[TimelineSpan]:
@@ -123,7 +118,7 @@ async def _llm_summary(
         context="",
         task=f"{where}\n<session_log>\n{quote_log(transcript)}\n</session_log>",
     )
-    request = ctx.request(prompt, "branch_summary", response_schema=_BranchOut)
+    request = ctx.request(prompt, "branch_summary", response_schema=BranchSummary)
     try:
         result = await complete_structured(
             ctx.provider, request, policy=ctx.policy, ledger=ctx.ledger
@@ -133,7 +128,7 @@ async def _llm_summary(
     parsed = result.parsed
     return (
         parsed.summary.strip()
-        if isinstance(parsed, _BranchOut) and parsed.summary.strip()
+        if isinstance(parsed, BranchSummary) and parsed.summary.strip()
         else None
     )
 

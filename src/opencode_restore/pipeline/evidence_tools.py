@@ -21,50 +21,67 @@ from .state import RestoreState
 from .text_tools import TextCall
 
 COMPLETE = "COMPLETE_EVIDENCE_SEARCH"
+# Strict-mode schemas (OpenAI strict tools, Anthropic input_schema): every object closed
+# and fully required, so an optional argument is nullable instead (null = not given).
 _PATTERN_PROPS: dict[str, Any] = {
     "pattern": {"type": "string", "description": "Regex (or literal text), at most 200 chars."},
-    "literal": {"type": "boolean", "description": "Match the pattern as plain text."},
-    "ignore_case": {"type": "boolean"},
-    "context_lines": {"type": "integer", "minimum": 0, "maximum": 10, "default": 3},
+    "literal": {"type": ["boolean", "null"], "description": "Match the pattern as plain text."},
+    "ignore_case": {"type": ["boolean", "null"]},
+    "context_lines": {
+        "type": ["integer", "null"],
+        "minimum": 0,
+        "maximum": 10,
+        "description": "Lines of context around each hit (null: 3).",
+    },
 }
+
+
+def _closed(properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
 TOOL_SPECS = [
     ToolSpec(
         "SEARCH_LOG",
         "Search the session's raw log. Each hit shows file:line, the [M#] label of the "
         "message at that line, and context lines.",
-        {"type": "object", "properties": _PATTERN_PROPS, "required": ["pattern"]},
+        _closed(_PATTERN_PROPS),
+        strict=True,
     ),
     ToolSpec(
         "SEARCH_FILE",
         "Search one file of the workspace (path relative to it).",
-        {
-            "type": "object",
-            "properties": {"path": {"type": "string"}, **_PATTERN_PROPS},
-            "required": ["path", "pattern"],
-        },
+        _closed({"path": {"type": "string"}, **_PATTERN_PROPS}),
+        strict=True,
     ),
     ToolSpec(
         "READ_FILE",
         "Read a text file of the workspace, optionally only lines start_line..end_line.",
-        {
-            "type": "object",
-            "properties": {
+        _closed(
+            {
                 "path": {"type": "string"},
-                "start_line": {"type": "integer", "minimum": 1},
-                "end_line": {"type": "integer", "minimum": 1},
-            },
-            "required": ["path"],
-        },
+                "start_line": {"type": ["integer", "null"], "minimum": 1},
+                "end_line": {"type": ["integer", "null"], "minimum": 1},
+            }
+        ),
+        strict=True,
     ),
     ToolSpec(
         "LIST_ARTIFACTS",
         "List the files the session read, edited or created, with turns and [M#] labels.",
-        {"type": "object", "properties": {}},
+        _closed({}),
+        strict=True,
     ),
     ToolSpec(
         COMPLETE,
         "Finish the evidence search; findings: what the evidence shows, citing [M#].",
-        {"type": "object", "properties": {"findings": {"type": "string"}}},
+        _closed({"findings": {"type": "string"}}),
+        strict=True,
     ),
 ]
 TOOL_NAMES = tuple(t.name for t in TOOL_SPECS)
@@ -130,7 +147,9 @@ def arguments_from_text(call: TextCall) -> dict[str, Any]:
 
 
 def _bool(args: dict[str, Any], key: str) -> bool:
-    value = args.get(key, False)
+    value = args.get(key)
+    if value is None:  # strict tool schemas send null for "not given"
+        return False
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "1", "yes", "false", "0", "no"):

@@ -25,7 +25,8 @@ from typing import Any
 
 import orjson
 
-from ..llm.base import ChatMessage, LLMRequest, SystemBlock, ToolCallRequest, json_schema
+from ..llm.base import ChatMessage, LLMRequest, SystemBlock, ToolCallRequest
+from ..llm.strict_schema import strict_json_schema
 from .prompts import quote_body
 
 CHARS_PER_TOKEN = 3.5
@@ -214,7 +215,7 @@ def request_chars(request: LLMRequest) -> int:
     chars = sum(len(b.text) for b in request.system)
     chars += sum(len(m.content) for m in request.messages)
     if request.response_schema is not None:
-        chars += len(orjson.dumps(json_schema(request.response_schema)))
+        chars += len(orjson.dumps(strict_json_schema(request.response_schema)))
     for tool in request.tools:
         chars += len(tool.name) + len(tool.description) + len(orjson.dumps(tool.parameters))
     return chars

@@ -1,6 +1,9 @@
 """The structured outputs the LLM stages must produce (validated with pydantic).
 
 Every free-text claim is expected to cite the messages it rests on, e.g. ``"tests pass [M14]"``.
+Providers send each as a strict JSON schema (`llm.strict_schema`: no defaults, every field
+required), so the model writes every field; the defaults here only serve lenient replies of
+servers that ignore the schema. `OUTPUT_SCHEMAS` lists every model a stage asks for.
 """
 
 from __future__ import annotations
@@ -61,3 +64,12 @@ class SessionSummary(_Out):
     next_step: str = ""
     open_questions: list[str] = Field(default_factory=list)
     compaction_notes: list[str] = Field(default_factory=list)
+
+
+class BranchSummary(_Out):
+    """What an abandoned branch tried, in a few cited sentences."""
+
+    summary: str
+
+
+OUTPUT_SCHEMAS: tuple[type[BaseModel], ...] = (TurnSummary, SessionSummary, BranchSummary)
