@@ -20,6 +20,12 @@ def _payloads(scenario: str) -> list[dict[str, object]]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
+@pytest.fixture(autouse=True)
+def _recorded_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recorded payloads name transcripts in the recording user's home."""
+    monkeypatch.setenv("HOME", "/home/dev")
+
+
 @pytest.fixture
 def stdin(monkeypatch: pytest.MonkeyPatch) -> io.StringIO:
     buf = io.StringIO()

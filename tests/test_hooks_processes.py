@@ -25,6 +25,7 @@ def _base_payload() -> dict[str, object]:
 def _env(data_dir: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["OPENCODE_RESTORE_DATA_DIR"] = str(data_dir)
+    env["HOME"] = "/home/dev"  # the recorded payloads' transcripts are in that home
     return env
 
 

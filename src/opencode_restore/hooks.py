@@ -21,12 +21,20 @@ Payloads understood:
   "thread-id": ..., "cwd": ..., "input-messages": [...]}``. It names no file, so the
   rollout ``rollout-*-<thread-id>.jsonl`` is looked up under ``$CODEX_HOME/sessions``
   (default ``~/.codex``), today's and yesterday's folders first.
+
+A payload is untrusted: whatever it names as the transcript becomes a file the store
+(and the API's ``/messages``) will read. So a path is recorded only when it is under the
+user's home folder or the agent's own folder (``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``), is
+named as the agent names its transcripts, and, once it exists, is a regular file whose
+start the agent's reader accepts (``transcript_refusal``); otherwise the session is
+recorded without it and ``hook.log`` says why.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import time
 from typing import Any
@@ -36,6 +44,18 @@ from .store.paths import data_dir_str
 from .store.titles import short_title
 
 LOG_NAME = "hook.log"
+#: How each agent's transcripts are named, and the environment variable naming its folder.
+_SUFFIXES = {
+    "claude-code": (".jsonl",),
+    "codex": (".jsonl",),
+    "gemini": (".json", ".jsonl"),
+    "pi": (".jsonl",),
+    "opencode": (".db", ".json"),
+}
+_ROOT_ENV = {"claude-code": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME"}
+#: The first line read to check a JSONL transcript's start (a longer one is not parsed).
+_HEAD_BYTES = 1 << 20
+_SQLITE_MAGIC = b"SQLite format 3\x00"
 #: Event names only Gemini CLI sends (both agents send SessionStart / SessionEnd).
 _GEMINI_EVENTS = frozenset(
     {
@@ -103,6 +123,8 @@ def _agent_of(payload: dict[str, Any], hint: str | None) -> str:
 
 def codex_rollout(thread_id: str, env: dict[str, str] | None = None) -> str | None:
     """The rollout file of Codex thread ``thread_id``, or None when not found."""
+    if not thread_id.replace("-", "").replace("_", "").isalnum():
+        return None  # a thread id is a UUID; anything else would steer the glob
     from pathlib import Path  # only Codex needs a directory search
 
     env = dict(os.environ) if env is None else env
@@ -155,6 +177,64 @@ def parse_payload(payload: Any, agent: str | None = None) -> HookEvent | None:
     )
 
 
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _start_refusal(path: str, suffix: str) -> str | None:
+    """Why the reader would not take the file's first bytes, or None when it would."""
+    with open(path, "rb") as fh:
+        head = fh.readline(_HEAD_BYTES)
+    if suffix == ".db":
+        return None if head.startswith(_SQLITE_MAGIC) else "not an SQLite database"
+    start = head.lstrip()
+    if not start:
+        return None  # being written
+    if not start.startswith(b"{"):
+        return "does not start with a JSON object"
+    if suffix == ".json" or not head.endswith(b"\n"):
+        return None  # a pretty-printed document, or a first line longer than the head
+    try:
+        first = json.loads(head)
+    except ValueError:
+        return "its first line is not JSON"
+    return None if isinstance(first, dict) else "its first line is not a JSON object"
+
+
+def transcript_refusal(path: str, agent: str, env: dict[str, str] | None = None) -> str | None:
+    """Why a hook may not register ``path`` as ``agent``'s transcript; None when it may.
+
+    A transcript that does not exist yet (SessionStart comes before the first write) is
+    judged by its place and name alone.
+    """
+    env = dict(os.environ) if env is None else env
+    real = os.path.realpath(path)
+    suffixes = _SUFFIXES.get(agent)
+    if suffixes is None:
+        return f"no transcript is registered for agent {agent!r}"
+    suffix = next((x for x in suffixes if real.endswith(x)), None)
+    if suffix is None:
+        return f"{agent} transcripts end in {' or '.join(suffixes)}"
+    roots = [env.get("HOME") or os.path.expanduser("~")]
+    if env.get(_ROOT_ENV.get(agent, "")):
+        roots.append(env[_ROOT_ENV[agent]])
+    real_roots = [os.path.realpath(r) for r in roots if r]
+    if not any(_inside(real, r) for r in real_roots if r != os.sep):
+        return f"outside the home folder and {agent}'s own folder"
+    try:
+        info = os.stat(real)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot be checked ({exc.strerror})"
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file"
+    try:
+        return _start_refusal(real, suffix)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+
+
 def _log(directory: str, message: str) -> None:
     try:
         os.makedirs(directory, exist_ok=True)
@@ -198,6 +278,15 @@ def run(agent: str | None, payload_text: str | None) -> int:
             return 0
         if event.transcript_path is None:
             _log(directory, f"{event.agent} session {event.session_id}: no transcript path found")
+        else:
+            refusal = transcript_refusal(event.transcript_path, event.agent)
+            if refusal is not None:
+                _log(
+                    directory,
+                    f"{event.agent} session {event.session_id}: transcript "
+                    f"{event.transcript_path!r} not registered: {refusal}",
+                )
+                event.transcript_path = None
         record(event, directory)
         if event.event == "SessionStart" and event.agent in ("claude-code", "gemini"):
             # Only here are the config and the restore imported: every other event stays cheap.

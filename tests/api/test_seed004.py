@@ -37,6 +37,12 @@ SID = "e57fea98-e10e-4cce-a470-5de2e7413154"
 CODEX_ID = "01a1fde9-539c-77f2-9e0a-d405fab49546"
 
 
+@pytest.fixture(autouse=True)
+def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The transcripts live in the test's folder: make it the home the hook accepts."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+
+
 @pytest.fixture
 def client(store: Store) -> Iterator[TestClient]:
     app = create_app(store, config=load_config(), reads_need_token=False)
