@@ -7,7 +7,9 @@ from pydantic import BaseModel
 
 from opencode_restore.errors import OutputValidationError
 from opencode_restore.llm.base import ChatMessage, LLMRequest, LLMResult, ToolCallRequest
+from opencode_restore.llm.openai_provider import OpenAIProvider
 from opencode_restore.llm.scripted import ScriptedProvider, ScriptedReply
+from opencode_restore.llm.settings import ProviderSettings
 from opencode_restore.llm.structured import (
     StructuredOutputError,
     balanced_objects,
@@ -18,6 +20,7 @@ from opencode_restore.llm.structured import (
 )
 from opencode_restore.llm.usage import UsageLedger
 from opencode_restore.model import Usage
+from tests.llm.conftest import Recorder, openai_reply
 
 pytestmark = pytest.mark.anyio
 
@@ -185,3 +188,43 @@ async def test_unparsed_valid_text_is_parsed_without_a_repair_call() -> None:
     result = await complete_structured(RawTextProvider(), request())
     assert result.parsed == Summary(request="r", outcomes=["o"])
     assert result.attempts == 1
+
+
+def _cut(text: str, reason: str) -> ScriptedReply:
+    return ScriptedReply(text=text, finish_reason=reason, usage=Usage(input=50, output=40))
+
+
+@pytest.mark.parametrize("reason", ["length", "max_tokens"])
+async def test_cut_off_reply_is_asked_again_with_a_larger_limit_not_repaired(reason: str) -> None:
+    provider = ScriptedProvider(
+        [_cut('{"request": "fix", "outc', reason), '{"request": "fix", "outcomes": []}']
+    )
+    ledger = UsageLedger()
+    # retries=0: a validation failure would raise; a cut-off reply is not one.
+    result = await complete_structured(provider, request(), retries=0, ledger=ledger)
+    assert result.parsed == Summary(request="fix", outcomes=[])
+    second = provider.requests[1]
+    assert second.output_boost == 1
+    assert second.messages == provider.requests[0].messages  # the same request, no repair
+    assert [c.template for c in ledger.calls] == ["turn_summary.j2", "turn_summary.j2:longer"]
+    assert result.attempts == 2  # both calls count, the cut-off one cost tokens too
+
+
+async def test_larger_limits_are_bounded_then_the_repair_round_follows() -> None:
+    # A reasoning model that spends every limit on thinking: empty and cut off each time.
+    provider = ScriptedProvider([_cut("", "length")] * 4)
+    with pytest.raises(StructuredOutputError):
+        await complete_structured(provider, request(), retries=1)
+    boosts = [r.output_boost for r in provider.requests]
+    assert boosts == [0, 1, 2, 2]
+    assert provider.requests[-1].template.endswith(":repair")
+
+
+async def test_output_boost_doubles_the_limit_the_provider_sends() -> None:
+    recorder = Recorder([openai_reply("{}"), openai_reply("{}")])
+    llm = OpenAIProvider("o4-mini", ProviderSettings(max_tokens=1000), "sk", recorder.client())
+    await llm.complete(LLMRequest(messages=[ChatMessage("user", "x")], max_tokens=1000))
+    await llm.complete(
+        LLMRequest(messages=[ChatMessage("user", "x")], max_tokens=1000, output_boost=1)
+    )
+    assert [recorder.body(i)["max_completion_tokens"] for i in (0, 1)] == [9192, 18384]

@@ -27,6 +27,10 @@ M = TypeVar("M", bound=BaseModel)
 _FENCE = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)```", re.DOTALL)
 _TOOL_TAG = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 _ERROR_QUOTE_LIMIT = 2000
+# A reply stopped by the output limit, not by the model.
+TRUNCATED = frozenset({"length", "max_tokens"})
+# Doublings of the output limit after cut-off replies (x4 at most, within the ceiling).
+MAX_OUTPUT_BOOSTS = 2
 
 
 def balanced_objects(text: str) -> Iterator[str]:
@@ -172,28 +176,41 @@ async def complete_structured(
     """Call with `request.response_schema`; on an invalid reply ask again quoting the error.
 
     Each repair round appends the bad reply and a message quoting the pydantic error.
-    The returned usage and attempts sum over all rounds. Raises
-    `StructuredOutputError` (with the last result) when no round validates.
+    A reply cut off at the output limit (`finish_reason` "length", Anthropic's
+    "max_tokens") is no validation failure: the same request goes again with a doubled
+    limit (`output_boost`), at most `MAX_OUTPUT_BOOSTS` times. The returned usage and
+    attempts sum over all rounds. Raises `StructuredOutputError` (with the last result)
+    when no round validates.
     """
     schema = request.response_schema
     if schema is None:
         raise ValueError("complete_structured needs request.response_schema")
-    result = await call_with_retry(provider, request, policy, ledger)
+    current = request
+    result = await call_with_retry(provider, current, policy, ledger)
     rounds = [result]
-    messages = list(request.messages)
+    repairs = 0
     while result.parsed is None:
         parsed, error = parse_structured(result.text, schema)
         if parsed is not None:
             result.parsed = parsed
             break
-        if len(rounds) > retries:
+        if result.finish_reason in TRUNCATED and current.output_boost < MAX_OUTPUT_BOOSTS:
+            current = replace(
+                current,
+                output_boost=current.output_boost + 1,
+                template=f"{request.template}:longer",
+            )
+        elif repairs >= retries:
             raise StructuredOutputError(_combined(rounds), error or "")
-        messages += [
-            ChatMessage("assistant", result.text or "(empty reply)"),
-            ChatMessage("user", _repair_prompt(error or "")),
-        ]
-        repair = replace(request, messages=list(messages), template=f"{request.template}:repair")
-        result = await call_with_retry(provider, repair, policy, ledger)
+        else:
+            repairs += 1
+            messages = [
+                *current.messages,
+                ChatMessage("assistant", result.text or "(empty reply)"),
+                ChatMessage("user", _repair_prompt(error or "")),
+            ]
+            current = replace(current, messages=messages, template=f"{request.template}:repair")
+        result = await call_with_retry(provider, current, policy, ledger)
         rounds.append(result)
     return _combined(rounds)
 
