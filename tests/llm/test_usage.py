@@ -104,3 +104,29 @@ def test_an_unpriced_model_makes_the_total_unknown() -> None:
     clean = UsageLedger(PRICES)
     clean.record(stage="a", template="", provider="x", model="y", usage=None, attempts=1, error="e")
     assert clean.total().cost == 0
+
+
+def test_totals_are_kept_as_calls_come_and_handed_out_as_copies() -> None:
+    ledger = UsageLedger(PRICES)
+    for n in range(1, 4):
+        ledger.record(
+            stage="turn",
+            template="t.j2",
+            provider="openai",
+            model="gpt-test",
+            usage=Usage(input=10, output=1),
+            attempts=1,
+        )
+        assert ledger.total().calls == n
+        assert ledger.by_stage()["turn"].usage == Usage(input=10 * n, output=n)
+    mine = ledger.total()
+    mine.usage.add(Usage(input=1))
+    mine.calls += 1
+    ledger.by_stage()["turn"].usage.add(Usage(input=1))
+    assert (ledger.total().calls, ledger.total().usage.input) == (3, 30)
+    assert ledger.by_stage()["turn"].usage.input == 30
+    # The same figures as summing the calls afresh.
+    fresh = Usage()
+    for call in ledger.calls:
+        fresh.add(call.usage)
+    assert ledger.total().usage == fresh

@@ -79,3 +79,28 @@ def test_lines_of_an_older_generation_are_ignored(tmp_path: Path) -> None:
     done = Counting()
     restore(session, done, tmp_path)
     assert done.requests == []
+
+
+def test_a_turn_saves_only_its_own_labels_and_never_the_whole_map(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opencode_restore.timeline.numbering import Numbering
+
+    built: list[int] = []
+    whole = Numbering.to_dict
+
+    def counting(self: Numbering) -> dict:
+        built.append(len(self))
+        return whole(self)
+
+    monkeypatch.setattr(Numbering, "to_dict", counting)
+    session = session_of(5)
+    with pytest.raises(Crash):
+        restore(session, Counting(crash_at=5), tmp_path)  # turns 1-4 done
+    # The first turn's snapshot holds the map; later turns journal their 4 labels each.
+    assert built == [4]
+    snapshot, journal = _files(tmp_path)
+    assert len(snapshot["numbering"]["labels"]) == 4
+    assert [len(c["append"]["numbering.labels"]) for c in journal] == [4, 4, 4]
+    starts = [c["append"]["numbering.labels"][0]["id"] for c in journal]
+    assert len(set(starts)) == 3

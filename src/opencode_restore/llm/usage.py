@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from opencode_restore.llm.settings import ModelPrice
 from opencode_restore.model import Usage
@@ -77,11 +77,18 @@ class StageTotals:
 
 
 class UsageLedger:
-    """Collects every call of a run (successes and failures) with its cost."""
+    """Collects every call of a run (successes and failures) with its cost.
+
+    The totals are kept up to date as calls are recorded: the progress bar asks for
+    them after every turn, and summing every call each time made a long restore's
+    per-turn cost grow with its length.
+    """
 
     def __init__(self, prices: PriceTable | None = None) -> None:
         self.prices = prices or PriceTable()
         self.calls: list[CallRecord] = []
+        self._total = StageTotals()
+        self._stages: dict[str, StageTotals] = {}
 
     def record(
         self,
@@ -107,21 +114,21 @@ class UsageLedger:
             error=error,
         )
         self.calls.append(record)
+        _add(self._total, record)
+        _add(self._stages.setdefault(stage, StageTotals()), record)
         return record
 
     def by_stage(self) -> dict[str, StageTotals]:
-        """Totals per stage, in first-seen order."""
-        totals: dict[str, StageTotals] = {}
-        for call in self.calls:
-            _add(totals.setdefault(call.stage, StageTotals()), call)
-        return totals
+        """Totals per stage, in first-seen order (copies: the ledger keeps counting)."""
+        return {stage: _copy(totals) for stage, totals in self._stages.items()}
 
     def total(self) -> StageTotals:
-        """Totals over every call."""
-        overall = StageTotals()
-        for call in self.calls:
-            _add(overall, call)
-        return overall
+        """Totals over every call (a copy: the ledger keeps counting)."""
+        return _copy(self._total)
+
+
+def _copy(totals: StageTotals) -> StageTotals:
+    return replace(totals, usage=replace(totals.usage))
 
 
 def _add(totals: StageTotals, call: CallRecord) -> None:

@@ -188,7 +188,7 @@ class _Run:
         if self.store is None:
             return
         tl = self.timeline
-        tl.numbering = self.ctx.numbering.to_dict()
+        tl.labels = self.ctx.numbering
         tl.state = {} if after_turn else self.state.to_dict()
         tl.usage = _usage_dict(self.prior_usage, self.ctx.ledger)
         await tl.persist(self.store, snapshot=not after_turn)

@@ -26,6 +26,7 @@ import anyio
 
 from ..llm.base import LLMRequest
 from ..model import Session
+from ..timeline.numbering import Numbering
 from . import render
 from .timeline_store import SourceFile, TimelineStore
 
@@ -134,7 +135,9 @@ class RestoreTimeline:
         self.turns: list[TurnRecord] = []
         self.stages: dict[str, StageRecord] = {}
         self.source_files: list[SourceFile] = []
+        #: The label map as loaded; once a run numbers messages, ``labels`` is saved instead.
         self.numbering: dict[str, Any] = {"version": 1, "labels": []}
+        self.labels: Numbering | None = None
         self.state: dict[str, Any] = {}
         self.usage: dict[str, Any] = {}
         self.token_factor = 1.0
@@ -360,7 +363,7 @@ class RestoreTimeline:
             "next_block": self.next_block,
             "sources_pool": self.sources_pool,
             "stages": {name: _plain(s) for name, s in self.stages.items()},
-            "numbering": self.numbering,
+            "numbering": self.labels.to_dict() if self.labels is not None else self.numbering,
             "state": self.state,
             "usage": self.usage,
             "token_factor": self.token_factor,
@@ -422,31 +425,42 @@ class RestoreTimeline:
         artifact atomically, which also empties the journal.
         """
         async with self.lock:
-            labels = self.numbering.get("labels", [])
-            now = (len(self.turns), len(self.blocks), len(labels))
+            labels = len(self.labels) if self.labels is not None else self._loaded_labels()
+            now = (len(self.turns), len(self.blocks), labels)
             saved = self._saved
             write: Callable[[str, dict[str, Any]], object]
             if snapshot or saved is None or any(n < was for n, was in zip(now, saved, strict=True)):
                 self.generation += 1
                 write, data = store.save, self.to_dict()
             else:
-                write, data = store.append, self._change(saved, labels)
+                write, data = store.append, self._change(saved)
             if store.in_memory:  # a thread hop costs more than keeping the data
                 write(self.key, data)
             else:
                 await anyio.to_thread.run_sync(write, self.key, data)
             self._saved = now
 
-    def _change(self, saved: tuple[int, int, int], labels: list[Any]) -> dict[str, Any]:
+    def _loaded_labels(self) -> int:
+        labels = self.numbering.get("labels", [])
+        return len(labels) if isinstance(labels, list) else 0
+
+    def _change(self, saved: tuple[int, int, int]) -> dict[str, Any]:
         turns, blocks, label_count = saved
         new_turns = self.turns[turns:]
+        # Only the labels issued since the last save are built: the whole map is made
+        # for snapshots alone (copying it after every turn grew with the session).
+        labels = (
+            self.labels.entries(label_count)
+            if self.labels is not None
+            else self.numbering["labels"][label_count:]
+        )
         return {
             "generation": self.generation,
             "append": {
                 "turn_ids": [t.id for t in new_turns],
                 "turns": [_turn_dict(t) for t in new_turns],
                 "blocks": [_plain(b) for b in self.blocks[blocks:]],
-                "numbering.labels": labels[label_count:],
+                "numbering.labels": labels,
             },
             "set": {
                 "ts": _now_iso(self.clock),

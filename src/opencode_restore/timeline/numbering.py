@@ -86,8 +86,6 @@ class Numbering:
         self.reuse_labels = reuse_labels
         self._refs: list[Reference] = []  # label "M{n}" is self._refs[n - 1]
         self._label_of: dict[str, str] = {}  # message id -> first label issued for it
-        # to_dict's entries, built once per label: a restore saves the map after every turn.
-        self._entries: list[dict[str, Any]] = []
 
     def __len__(self) -> int:
         return len(self._refs)
@@ -151,16 +149,20 @@ class Numbering:
 
     def to_dict(self) -> dict[str, Any]:
         """The labels issued so far, as JSON-ready data (for a resumable restore)."""
-        self._entries.extend(
+        return {"version": STATE_VERSION, "labels": self.entries(0)}
+
+    def entries(self, start: int) -> list[dict[str, Any]]:
+        """The saved form of the labels from ``M{start + 1}`` on (a restore's journal
+        saves only the labels each turn added)."""
+        return [
             {
                 "id": ref.id,
                 "file_index": ref.file_index,
                 "entry_index": ref.entry_index,
                 "timestamp": ref.timestamp.isoformat() if ref.timestamp else None,
             }
-            for ref in self._refs[len(self._entries) :]
-        )
-        return {"version": STATE_VERSION, "labels": list(self._entries)}
+            for ref in self._refs[start:]
+        ]
 
     @classmethod
     def from_dict(
