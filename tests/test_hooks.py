@@ -10,8 +10,16 @@ from pathlib import Path
 import pytest
 
 from opencode_restore import hooks
-from opencode_restore.hooks import HookEvent, codex_rollout, main, parse_payload, run
+from opencode_restore.hooks import (
+    HookEvent,
+    codex_rollout,
+    main,
+    opencode_store,
+    parse_payload,
+    run,
+)
 from opencode_restore.store import open_store
+from opencode_restore.store.discovery import default_roots
 from tests.store.builders import HOOKS
 
 
@@ -226,3 +234,20 @@ def test_help_prints_usage_and_records_nothing(
     assert main(["--help"]) == 0
     assert "Usage: opencode-restore hook" in capsys.readouterr().out
     assert not (data_dir / "hook.log").exists()
+
+
+def test_the_opencode_plugin_payload_names_opencodes_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    payload = {"session_id": "ses_1", "cwd": "/w", "hook_event_name": "session.compacted"}
+    ev = parse_payload(payload, "opencode")
+    assert ev is not None
+    assert (ev.agent, ev.transcript_path, ev.event) == ("opencode", None, "session.compacted")
+    (tmp_path / "opencode/storage").mkdir(parents=True)
+    assert opencode_store() == str(tmp_path / "opencode/storage")
+    (tmp_path / "opencode/opencode.db").write_bytes(b"SQLite format 3\x00")
+    ev = parse_payload(payload, "opencode")
+    assert ev is not None
+    assert ev.transcript_path == str(tmp_path / "opencode/opencode.db")
+    assert default_roots("opencode") == [tmp_path / "opencode"]

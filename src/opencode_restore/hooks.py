@@ -17,6 +17,9 @@ Payloads understood:
 * A SessionStart (Claude Code, Gemini CLI) whose ``source`` is in ``[hooks] restore_on``
   is answered on stdout with the restoration (``hook_restore``); that JSON is the only
   thing this module ever prints.
+* The opencode plugin (``--agent opencode``, JSON as the last argument): ``session_id``,
+  ``cwd``, ``hook_event_name`` ``session.compacted``; the transcript is opencode's store
+  (``opencode_store``).
 * Codex ``notify`` (JSON as the last argument): ``{"type": "agent-turn-complete",
   "thread-id": ..., "cwd": ..., "input-messages": [...]}``. It names no file, so the
   rollout ``rollout-*-<thread-id>.jsonl`` is looked up under ``$CODEX_HOME/sessions``
@@ -147,6 +150,22 @@ def codex_rollout(thread_id: str, env: dict[str, str] | None = None) -> str | No
     return None
 
 
+def opencode_store(env: dict[str, str] | None = None) -> str | None:
+    """opencode's session store: ``opencode.db`` (1.x) or the ``storage`` tree, or None.
+
+    The opencode plugin names only the session; opencode keeps every session in one
+    store under ``$XDG_DATA_HOME/opencode`` (default ``~/.local/share/opencode``).
+    """
+    env = dict(os.environ) if env is None else env
+    base = env.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+    root = os.path.join(base, "opencode")
+    for candidate, exists in (("opencode.db", os.path.isfile), ("storage", os.path.isdir)):
+        path = os.path.join(root, candidate)
+        if exists(path):
+            return path
+    return None
+
+
 def parse_payload(payload: Any, agent: str | None = None) -> HookEvent | None:
     """The event a hook payload describes, or None when it names no session."""
     if not isinstance(payload, dict):
@@ -167,6 +186,8 @@ def parse_payload(payload: Any, agent: str | None = None) -> HookEvent | None:
     if session_id is None:
         return None
     path = _str(payload.get("transcript_path"))
+    if path is None and agent == "opencode":
+        path = opencode_store()
     return HookEvent(
         session_id=session_id,
         agent=_agent_of(payload, agent),
@@ -301,7 +322,7 @@ def run(agent: str | None, payload_text: str | None) -> int:
 
 
 _USAGE = """\
-Usage: opencode-restore hook [--agent claude-code|codex|gemini] [JSON]
+Usage: opencode-restore hook [--agent claude-code|codex|gemini|opencode] [JSON]
 
 Record an agent's hook event in the session store. The event is read from JSON (Codex's
 `notify` passes it as the last argument) or from stdin (Claude Code and Gemini CLI hooks).

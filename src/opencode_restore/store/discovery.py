@@ -172,7 +172,8 @@ def default_roots(agent: str, home: Path | None = None) -> list[Path]:
     if agent == "gemini":
         return [home / ".gemini" / "tmp"]
     if agent == "opencode":
-        return [home / ".local" / "share" / "opencode"]
+        xdg = os.environ.get("XDG_DATA_HOME")
+        return [Path(xdg) / "opencode" if xdg else home / ".local" / "share" / "opencode"]
     if agent == "pi":
         return [home / ".pi" / "agent" / "sessions"]
     raise SourceError(agent, f"unknown agent; choose one of: {', '.join(AGENTS)}")
