@@ -60,7 +60,10 @@ def anthropic_tool_stream(model: str) -> bytes:
     return _sse(
         [
             ("message_start", {"type": "message_start", "message": message}),
-            ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": call}),
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": call},
+            ),
             (
                 "content_block_delta",
                 {
@@ -101,11 +104,19 @@ def anthropic_stream(text: str, model: str) -> bytes:
             ("message_start", {"type": "message_start", "message": message}),
             (
                 "content_block_start",
-                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "text", "text": ""},
+                },
             ),
             (
                 "content_block_delta",
-                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": text},
+                },
             ),
             ("content_block_stop", {"type": "content_block_stop", "index": 0}),
             (
@@ -125,7 +136,10 @@ def openai_stream(text: str, model: str) -> bytes:
     """The Chat Completions chunk stream of one text reply."""
     base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model}
     chunks: list[tuple[str | None, dict[str, Any] | str]] = [
-        (None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]}),
+        (
+            None,
+            {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]},
+        ),
         (
             None,
             {

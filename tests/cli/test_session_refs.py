@@ -71,7 +71,6 @@ def test_bad_combinations_are_usage_errors(home: dict[str, list[Path]]) -> None:
         (["restore", "--latest", "sess-tree"], "not both"),
         (["restore", "sess-tree", "--cwd", "/tmp"], "--cwd narrows --latest"),
         (["restore", "nope"], "nope: no such file, and no session id starts with it"),
-        (["messages", "ses_e021"], "is one of the sessions in"),
     ):
         result = runner.invoke(cli, args)
         assert result.exit_code == 2, args
@@ -80,6 +79,18 @@ def test_bad_combinations_are_usage_errors(home: dict[str, list[Path]]) -> None:
     result = runner.invoke(cli, ["restore", "missing/x.jsonl"])
     assert result.exit_code == 2
     assert "no such file" in result.output
+
+
+def test_a_session_inside_opencodes_database_is_read_by_id(home: dict[str, list[Path]]) -> None:
+    runner = CliRunner()
+    by_id = runner.invoke(cli, ["turns", "ses_e021", "--format", "json"])
+    assert by_id.exit_code == 0, by_id.output
+    by_path = runner.invoke(
+        cli,
+        ["turns", str(home["opencode"][0]), "--session", "ses_e021", "--format", "json"],
+    )
+    assert by_id.output == by_path.output
+    assert "--shout" in by_id.output
 
 
 def test_sessions_list_titles_cwd_limit_json(home: dict[str, list[Path]]) -> None:

@@ -2,7 +2,8 @@
 
 ``LOG...`` may be log files (one session's chain, oldest first) or one session id (or a
 unique prefix of one); ``--latest`` picks the most recently active session, narrowed by
-``--cwd`` (default: the current directory when it has sessions) and ``--agent``.
+``--cwd`` (default: the current directory when it has sessions) and ``--agent``. Every
+command using it also takes ``--session`` (``options.session_option``).
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ def _is_reference(ref: str) -> bool:
 
 def resolve_inputs(
     refs: tuple[str, ...], agent: str | None, latest: bool, cwd: Path | None
-) -> tuple[list[Path], str | None]:
-    """The files and format of the session the command line names."""
+) -> tuple[list[Path], str | None, str | None]:
+    """The files, format and (inside a container such as opencode.db) session id of the
+    session the command line names."""
     if cwd is not None and not latest:
         raise UsageError("--cwd narrows --latest; give --latest too")
     if latest or (len(refs) == 1 and _is_reference(refs[0])):
@@ -54,15 +56,10 @@ def resolve_inputs(
                 target = find_session(store, refs[0], agent=agent, sink=stderr_sink())
         finally:
             store.close()
-        if target.container:
-            raise UsageError(
-                f"session {target.id} is one of the sessions in {target.paths[-1]}; "
-                "reading one session of a container by id is not supported yet"
-            )
-        return target.paths, agent or target.agent
+        return target.paths, agent or target.agent, target.id if target.container else None
     if not refs:
         raise UsageError("give a log file, a session id (or a prefix of one), or --latest")
-    return [Path(r) for r in refs], agent
+    return [Path(r) for r in refs], agent, None
 
 
 def session_inputs(fn: F) -> F:
@@ -87,7 +84,12 @@ def session_inputs(fn: F) -> F:
     ) -> Any:
         from . import friendly_errors
 
-        paths, kw["agent"] = friendly_errors(resolve_inputs)(refs, kw.get("agent"), latest, cwd)
+        paths, kw["agent"], inner = friendly_errors(resolve_inputs)(
+            refs, kw.get("agent"), latest, cwd
+        )
+        # A session found inside a container (opencode.db, an Inspect log) is read there,
+        # as `--session ID` would (an explicit --session still wins).
+        kw["session_id"] = kw.get("session_id") or inner
         return fn(*args, paths=tuple(paths), **kw)
 
     return wrapper  # type: ignore[return-value]
