@@ -177,7 +177,7 @@ def test_gemini_session_start_resume(tmp_path: Path, data_dir: Path) -> None:
                 "hook_event_name": "SessionStart",
                 "source": "resume",
             },
-            "transcript of s2 not readable: /nonexistent/s2.jsonl",
+            "SessionStart resume: session s2 has no transcript in the store",
         ),
         (
             {
@@ -196,6 +196,15 @@ def test_bad_payloads_print_nothing_and_say_why(
     result = _hook(payload, home, data_dir)
     assert (result.returncode, result.stdout) == (0, "")
     assert reason in _log(data_dir)
+
+
+def test_a_transcript_deleted_since_it_was_recorded(home: Path, data_dir: Path) -> None:
+    payload = _at_home(_recorded("compact"), home)
+    _hook({**payload, "source": "startup"}, home, data_dir)
+    Path(payload["transcript_path"]).unlink()
+    result = _hook(payload, home, data_dir)
+    assert (result.returncode, result.stdout) == (0, "")
+    assert f"transcript of {CLAUDE_ID} not readable: {payload['transcript_path']}" in _log(data_dir)
 
 
 def test_a_broken_config_never_fails_the_agent(home: Path, data_dir: Path) -> None:
