@@ -32,6 +32,11 @@ def atomic_write(path: Path, data: bytes | Iterable[bytes], *, mode: int = 0o644
         finally:
             os.close(fd)
         os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if exc.filename is None:  # os.write names no file: say which one (a full disk)
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -46,6 +51,19 @@ def backup_path(path: Path) -> Path:
         candidate = path.with_name(f"{path.name}.bak.{n}")
         n += 1
     return candidate
+
+
+def write_output(path: Path, text: str) -> None:
+    """Write a command's output file: atomically when it is (or will be) a regular file.
+
+    A full disk leaves the previous file, not a truncated one. A FIFO or device the user
+    named (``-o /dev/stdout``) cannot be renamed over, so it is written directly.
+    """
+    if path.exists() and not path.is_file():
+        with path.open("w", encoding="utf-8") as fh:
+            fh.write(text)
+        return
+    atomic_write(path, text.encode("utf-8"))
 
 
 def fsync_directory(directory: Path) -> None:

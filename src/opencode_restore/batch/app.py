@@ -13,12 +13,12 @@ import anyio
 import click
 from rich.console import Console
 
+from ..command_sink import command_sink
 from ..config import Config, load_config
 from ..errors import UsageError
 from ..llm.ratelimit import rate_limited
 from ..llm.registry import close_provider, get_provider
 from ..pipeline.restore import RestoreOptions
-from ..sources.base import WarningSink, stderr_sink
 from ..store.paths import db_path
 from ..store.store import Store
 from .discover import discover
@@ -120,7 +120,7 @@ def run_batch(
     if force:
         settings = replace(settings, fresh=True)
     config = settings.config()
-    sink = WarningSink() if settings.quiet else stderr_sink()
+    sink = command_sink(settings.quiet)
     items = discover(args, sink, agent)
     if not items:
         raise UsageError(f"no sessions found in {' '.join(args)}")
@@ -168,7 +168,7 @@ def run_nightly(
     config = settings.config()
     data_dir = config.data_dir
     out = out if out is not None else data_dir / "nightly"
-    sink = WarningSink() if settings.quiet else stderr_sink()
+    sink = command_sink(settings.quiet)
     provider = _provider_for(config)
     spec = f"{provider.name}:{provider.model}"
     now = clock()

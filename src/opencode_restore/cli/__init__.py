@@ -12,9 +12,10 @@ from typing import Any, TypeVar
 import click
 
 from .. import __version__
+from ..command_sink import command_sink
 from ..errors import RestoreError
 from ..sources import filter_messages, iter_messages, open_session, readers
-from ..sources.base import parse_timestamp, stderr_sink
+from ..sources.base import parse_timestamp
 from .options import agent_option, session_option
 from .targets import session_inputs
 
@@ -117,7 +118,7 @@ def messages(
     from ..sources import resolve
 
     since_ts = parse_since(since)
-    sink = stderr_sink()
+    sink = command_sink()
     reader = resolve(list(paths), agent)
     stream = filter_messages(
         iter_messages(list(paths), sink, agent, session_id),
@@ -150,7 +151,7 @@ def turns(paths: tuple[Path, ...], agent: str | None, session_id: str | None, fm
     from ..pipeline.turn_parser import parse_turns
     from ..report.turns import turns_json, turns_markdown
 
-    session = open_session(list(paths), stderr_sink(), agent, session_id)
+    session = open_session(list(paths), command_sink(), agent, session_id)
     parsed = parse_turns(session)
     click.echo(turns_json(parsed) if fmt == "json" else turns_markdown(parsed), nl=False)
 

@@ -16,7 +16,9 @@ import anyio
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
+from ..atomic import write_output
 from ..batch.timeline_lock import timeline_lock
+from ..command_sink import command_sink
 from ..config import Config, load_config
 from ..llm.registry import close_provider, get_provider
 from ..llm.settings import ModelPrice, ProviderSettings
@@ -27,7 +29,6 @@ from ..pipeline.timeline_store import TimelineStore
 from ..report.html import session_html
 from ..report.summary import summary_markdown, summary_prompt, turns_summary_markdown
 from ..sources import open_session
-from ..sources.base import WarningSink, stderr_sink
 from ..tree import select_branch
 
 
@@ -112,7 +113,7 @@ def run_restore(
         overrides={"llm": {"model": model, "base_url": base_url}, "restore": evidence},
     )
     provider = get_provider(config.llm.model, provider_settings(config))
-    sink = WarningSink() if quiet else stderr_sink()
+    sink = command_sink(quiet)
     session = select_branch(open_session(paths, sink, agent, session_id), leaf, label)
     # Another branch is another restore: it must not overwrite the main line's timeline.
     key = f"{session.id}@{label or leaf}" if leaf is not None or label is not None else None
@@ -164,7 +165,7 @@ def run_restore(
         else render(restoration, fmt, dump_turns)
     )
     if output is not None:
-        output.write_text(text, encoding="utf-8")
+        write_output(output, text)
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     if not quiet:

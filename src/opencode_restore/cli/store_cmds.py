@@ -46,13 +46,13 @@ def _store() -> object:
 @friendly_errors
 def scan_cmd(agent: str | None, root: Path | None) -> None:
     """Find sessions where each agent writes them and register them."""
-    from ..sources.base import stderr_sink
+    from ..command_sink import command_sink
     from ..store.discovery import scan
     from ..store.store import Store
 
     store = _store()
     assert isinstance(store, Store)
-    result = scan(store, agent=agent, root=root, sink=stderr_sink())
+    result = scan(store, agent=agent, root=root, sink=command_sink())
     per_agent: dict[str, set[str]] = {}
     for item in result.found:
         per_agent.setdefault(item.agent, set()).add(item.session_id)

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import click
 
+from ..atomic import write_output
+from ..command_sink import command_sink
 from ..errors import UsageError
 from ..sources import open_session, resolve
-from ..sources.base import WarningSink, stderr_sink
 from . import friendly_errors, output_option
 from .options import agent_option, paths_argument, session_option
 from .targets import session_inputs
@@ -20,10 +21,6 @@ leaf_option = click.option(
 label_option = click.option(
     "--label", default=None, help="Follow the branch through the entry with this label."
 )
-
-
-def _sink(quiet: bool) -> WarningSink:
-    return WarningSink() if quiet else stderr_sink()
 
 
 @click.command()
@@ -41,7 +38,7 @@ def migrate(file: Path, output: Path | None, in_place: bool, force: bool, quiet:
     """
     from ..sources.pi_migrate import migrate_file
 
-    result = migrate_file(file, output, in_place=in_place, force=force, sink=_sink(quiet))
+    result = migrate_file(file, output, in_place=in_place, force=force, sink=command_sink(quiet))
     if result.written is None:
         click.echo(f"{file}: already version {result.from_version}; nothing written")
         return
@@ -96,14 +93,14 @@ def report(
     from ..report.html import session_html
     from ..tree import select_branch, tree_of
 
-    session = open_session(list(paths), _sink(quiet), agent, session_id)
+    session = open_session(list(paths), command_sink(quiet), agent, session_id)
     tree = tree_of(session)
     session = select_branch(session, leaf, label, tree=tree)
     page = session_html(session, tree=tree, redact=not no_redact)
     if output is None:
         sys.stdout.write(page)
         return
-    output.write_text(page, encoding="utf-8")
+    write_output(output, page)
     if not quiet:
         click.echo(
             f"{output}: {len(tree)} entries, {len(tree.branch_points())} branch points", err=True
@@ -119,7 +116,7 @@ def tree(paths: tuple[Path, ...], agent: str | None, session_id: str | None) -> 
     """Print a session's tree: entries by depth, labels, branch points, the leaf."""
     from ..tree import tree_of
 
-    session = open_session(list(paths), stderr_sink(), agent, session_id)
+    session = open_session(list(paths), command_sink(), agent, session_id)
     t = tree_of(session)
     if not len(t):
         raise UsageError("the session has no entries")

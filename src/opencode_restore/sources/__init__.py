@@ -7,6 +7,7 @@ sniffing the first bytes of the first file.
 from __future__ import annotations
 
 import importlib
+import stat
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -67,17 +68,29 @@ def _head(path: Path) -> bytes:
 
 
 def _check_readable(path: Path) -> None:
-    if not path.exists():
-        raise SourceError(str(path), "no such file or directory")
-    if path.is_file():
-        try:
-            size = path.stat().st_size
-            with path.open("rb"):
-                pass
-        except OSError as exc:
-            raise SourceError(str(path), f"cannot read: {exc.strerror}") from exc
-        if size == 0:
-            raise SourceError(str(path), "file is empty")
+    """A usage error unless ``path`` is a readable, non-empty regular file or a directory.
+
+    FIFOs, devices and sockets are refused before anything opens them: reading a FIFO
+    with no writer blocks forever, and ``/dev/zero`` never ends.
+    """
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise SourceError(str(path), "no such file or directory") from None
+    except OSError as exc:
+        raise SourceError(str(path), f"cannot read: {exc.strerror}") from exc
+    if stat.S_ISDIR(st.st_mode):
+        return
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode) else "a device or socket"
+        raise SourceError(str(path), f"{kind}, not a regular file; logs are read from files")
+    try:
+        with path.open("rb"):
+            pass
+    except OSError as exc:
+        raise SourceError(str(path), f"cannot read: {exc.strerror}") from exc
+    if st.st_size == 0:
+        raise SourceError(str(path), "file is empty")
 
 
 def detect(path: Path) -> Reader:
