@@ -83,7 +83,7 @@ def list_cmd(agent: str | None, cwd: Path | None, limit: int, fmt: str, scan: bo
     """List sessions, most recently active first, titled by their first request."""
     import orjson
 
-    from ..sources.base import stderr_sink
+    from ..command_sink import command_sink
     from ..store.discovery import scan as scan_sessions
     from ..store.lookup import chain_size, cwd_variants
     from ..store.store import Store
@@ -91,7 +91,7 @@ def list_cmd(agent: str | None, cwd: Path | None, limit: int, fmt: str, scan: bo
     store = _store()
     assert isinstance(store, Store)
     if scan:
-        scan_sessions(store, agent=agent, sink=stderr_sink())
+        scan_sessions(store, agent=agent, sink=command_sink())
     cwds = cwd_variants(cwd) if cwd is not None else None
     rows, total = store.sessions(agent=agent, cwds=cwds, limit=limit)
     if fmt == "json":

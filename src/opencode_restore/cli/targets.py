@@ -34,8 +34,8 @@ def resolve_inputs(
     if cwd is not None and not latest:
         raise UsageError("--cwd narrows --latest; give --latest too")
     if latest or (len(refs) == 1 and _is_reference(refs[0])):
+        from ..command_sink import command_sink
         from ..config import load_config
-        from ..sources.base import stderr_sink
         from ..store import open_store
         from ..store.lookup import find_session, latest_session
 
@@ -50,10 +50,10 @@ def resolve_inputs(
                     cwd=str(cwd) if cwd is not None else None,
                     agent=agent,
                     here=here,
-                    sink=stderr_sink(),
+                    sink=command_sink(),
                 )
             else:
-                target = find_session(store, refs[0], agent=agent, sink=stderr_sink())
+                target = find_session(store, refs[0], agent=agent, sink=command_sink())
         finally:
             store.close()
         return target.paths, agent or target.agent, target.id if target.container else None
