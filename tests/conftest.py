@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
+from opencode_restore.batch import app as batch_app
 from opencode_restore.sources.base import WarningSink
 from opencode_restore.store import open_store
 from opencode_restore.store.store import Store
@@ -45,6 +47,24 @@ def _data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
     monkeypatch.setenv("OPENCODE_RESTORE_DATA_DIR", str(tmp_path_factory.mktemp("data")))
     monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
     monkeypatch.delenv("CODEX_HOME", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def clock(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> list[datetime]:
+    """A frozen clock for ``nightly``, set to the file system's now: ``clock[0]`` moves it.
+
+    Nightly compares file times with its clock. Reading the time a new file is stamped
+    with (not the process's own clock) keeps the two in agreement even when the test
+    process runs with a shifted date, and freezing it keeps a run that crosses midnight
+    in one dated folder.
+    """
+    probe = tmp_path_factory.mktemp("clock") / "now"
+    probe.touch()
+    now = [datetime.fromtimestamp(probe.stat().st_mtime, UTC)]
+    monkeypatch.setattr(batch_app, "clock", lambda: now[0])
+    return now
 
 
 @pytest.fixture

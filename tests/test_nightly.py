@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from opencode_restore.batch import app as batch_app
 from opencode_restore.batch.nightly import NightlyBusy, nightly_lock, parse_window
 from opencode_restore.cli import cli
 from opencode_restore.errors import UsageError
@@ -26,16 +25,8 @@ CLAUDE = ROOT / "fixtures" / "claude-code" / "recorded"
 FILES = sorted(CLAUDE.glob("*/*.jsonl"))
 
 
-#: The nightly runs of a test all see this time (the wall clock when the test starts).
+#: The frozen nightly clock of ``tests/conftest.py`` (a test moves it by setting ``[0]``).
 Clock = list[datetime]
-
-
-@pytest.fixture(autouse=True)
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    """A frozen clock for ``nightly``: set ``clock[0]`` to move it."""
-    now = [datetime.now(UTC)]
-    monkeypatch.setattr(batch_app, "clock", lambda: now[0])
-    return now
 
 
 def _day(clock: Clock) -> str:
@@ -172,7 +163,9 @@ def test_two_real_processes_contend_for_the_lock(tmp_path: Path) -> None:
     with server_process(tmp_path, latency=1.5) as (url, _log, _server):
         cmd = [sys.executable, "-m", "opencode_restore", "nightly", "--root", str(root)]
         cmd += ["--out", str(tmp_path / "out"), "-m", "openai:fake", "--base-url", url]
-        cmd += ["--skip-evidence-search", "-q"]
+        # Every session is in the window whatever this process's clock says: the window is
+        # not what this test is about, the lock is.
+        cmd += ["--skip-evidence-search", "-q", "--since", "36500d"]
         first = subprocess.Popen(cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE)
         lock = tmp_path / "data" / "nightly.lock"
         deadline = time.monotonic() + 30
