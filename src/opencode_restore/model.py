@@ -251,6 +251,9 @@ class Turn:
     commands: list[CommandRun] = field(default_factory=list)
     #: File actions the agent attempted whose tool call failed (never in ``artifacts``).
     failed_artifacts: list[ArtifactAction] = field(default_factory=list)
+    #: The agent was stopped mid-turn: its work ends on a tool call or result, or it never
+    #: answered, so the request has no final answer (see ``turn_parser.is_interrupted``).
+    interrupted: bool = False
 
     @property
     def message_ids(self) -> list[str]:

@@ -354,8 +354,10 @@ def test_offline_restore_reads_the_workspace(fixtures: Path, tmp_path: Path) -> 
     labels = {ref.label for ref in r.references}
     assert set(r.evidence[1].citations) <= labels
     md = summary_markdown(r)
-    assert "## Evidence" in md
-    assert '`READ_FILE` "greet.py"' in md
+    assert "## Findings" in md
+    assert (
+        "- Read `greet.py` (lines 1-3 of 3) in the workspace; the log touches it at [M4, M10]"
+    ) in md
 
 
 def test_restore_sends_evidence_to_the_synthesis(fixtures: Path) -> None:

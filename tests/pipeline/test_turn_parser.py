@@ -106,3 +106,18 @@ def test_unparseable_shell_is_still_a_command() -> None:
     (turn,) = parse_turns([msg("user", text="x"), tool("Bash", "c", command="echo 'unterminated")])
     assert turn.commands[0].command == "echo 'unterminated"
     assert turn.artifacts == []
+
+
+def test_a_turn_killed_mid_way_is_interrupted() -> None:
+    answered = [msg("user", text="fix it"), tool("Bash", "c1", command="pytest")]
+    answered += [result("c1", "1 passed"), msg("assistant", text="Fixed; the tests pass.")]
+    killed = [msg("user", text="now add a purge command"), tool("Edit", "c2", file_path="a.py")]
+    killed += [result("c2", "ok"), msg("assistant", "thinking", text="next the CLI")]
+    turns = parse_turns(answered + killed)
+    assert [t.interrupted for t in turns] == [False, True]
+    # A request the agent never got to answer is unfinished too; a tool call cut before
+    # its result is as well.
+    assert parse_turns([msg("user", text="hello?")])[0].interrupted
+    assert parse_turns([msg("user", text="go"), tool("Bash", "c3", command="ls")])[0].interrupted
+    # Text with no request at all asks nothing.
+    assert not parse_turns([msg("system", text="preamble")])[0].interrupted

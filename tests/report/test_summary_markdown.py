@@ -2,7 +2,26 @@
 
 from __future__ import annotations
 
-from opencode_restore.report.summary import _cell, _code
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from opencode_restore.cli import cli
+from opencode_restore.pipeline.restoration import (
+    INTERRUPTED_WARNING,
+    CommandRow,
+    FileRow,
+    ReferenceRow,
+    Restoration,
+    SessionInfo,
+)
+from opencode_restore.pipeline.schemas import Progress, SessionSummary
+from opencode_restore.report.summary import _cell, _code, summary_markdown
+
+PI = (
+    "pi/print-continue/native/dot-pi/agent/sessions/--home-dev-src-shrinkray--/"
+    "2026-11-24T07-37-49-060Z_01a20c7d-5103-74b6-b6ac-a5b603118ee6.jsonl"
+)
 
 
 def test_code_span_keeps_pipes_and_survives_backticks() -> None:
@@ -13,3 +32,53 @@ def test_code_span_keeps_pipes_and_survives_backticks() -> None:
 
 def test_table_cell_escapes_pipes() -> None:
     assert _cell("a|b\nc") == "a\\|b c"
+
+
+def _restoration() -> Restoration:
+    return Restoration(
+        session=SessionInfo(id="s1", agent="pi", files=["log.jsonl"]),
+        provider="offline:rules",
+        summary=SessionSummary(
+            goal="Add a flag [M1]", progress=Progress(done=["Edited `a.py` [M2]"])
+        ),
+        files=[
+            FileRow(path="a.py", actions=["read", "edited"], turns=[1], citations=["M2"]),
+            FileRow(path="b.py", actions=["read"], turns=[1], citations=["M3"]),
+        ],
+        commands=[CommandRow(command="ls", turn=1, citation="M3")],
+        references=[
+            ReferenceRow(label="M1", message_id="u1", file="log.jsonl", file_index=0, entry_index=1)
+        ],
+        warnings=[f"{INTERRUPTED_WARNING} 2: its last request has no final answer"],
+    )
+
+
+def test_empty_sections_are_left_out_and_the_appendix_is_asked_for() -> None:
+    r = _restoration()
+    md = summary_markdown(r)
+    assert "_None recorded._" not in md
+    assert "## Key decisions" not in md
+    assert "## Open questions" not in md
+    assert "**In progress**" not in md
+    assert "## References" not in md
+    assert "## Commands" not in md
+    assert "**Unfinished:** the session ended in the middle of turn 2" in md
+    # Only files the work changed are in the table; the read-only ones are counted.
+    assert "| `a.py` | edited | 1 | M2 |" in md
+    assert "`b.py`" not in md
+    assert "1 more files were only read." in md
+    full = summary_markdown(r, references=True)
+    assert "## References" in full
+    assert "| M1 | `u1` | log.jsonl | 1 |  |" in full
+    assert "- turn 1: `ls` [M3]" in full
+
+
+def test_the_markdown_of_a_restore_is_the_same_bytes_every_run(fixtures: Path) -> None:
+    def once() -> str:
+        result = CliRunner().invoke(
+            cli, ["restore", str(fixtures / "devset/facts.json").replace("facts.json", PI), "-q"]
+        )
+        assert result.exit_code == 0, result.stderr
+        return result.stdout
+
+    assert once() == once()

@@ -206,6 +206,11 @@ def main() -> None:
     default="markdown",
     help="prompt: a compact summary to paste into (or inject into) the next agent's context.",
 )
+@click.option(
+    "--references",
+    is_flag=True,
+    help="Markdown: add the appendix (every command run, every cited message's place in the log).",
+)
 @click.option("--leaf", default=None, help="Restore the branch ending at this entry id.")
 @click.option("--label", default=None, help="Restore the branch through this labelled entry.")
 @output_option()
@@ -232,6 +237,7 @@ def restore(
     max_searches: int | None,
     workspace: str | None,
     fmt: str,
+    references: bool,
     leaf: str | None,
     label: str | None,
     output: Path | None,
@@ -271,6 +277,7 @@ def restore(
         quiet=quiet,
         fresh=fresh,
         debug_render=debug_render,
+        references=references,
     )
     sys.exit(code)
 
@@ -294,3 +301,7 @@ from .batch_cmds import batch, nightly  # noqa: E402  (needs the helpers above)
 
 for _batch_command in (batch, nightly):
     cli.add_command(_batch_command)
+
+from .eval_cmd import eval_command  # noqa: E402  (needs the helpers above)
+
+cli.add_command(eval_command)

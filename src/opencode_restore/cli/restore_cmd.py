@@ -50,7 +50,7 @@ def provider_settings(config: Config) -> ProviderSettings:
     )
 
 
-def render(restoration: Restoration, fmt: str, dump_turns: bool) -> str:
+def render(restoration: Restoration, fmt: str, dump_turns: bool, references: bool = False) -> str:
     """The restoration in the requested output format."""
     if fmt == "json":
         if dump_turns:
@@ -60,7 +60,9 @@ def render(restoration: Restoration, fmt: str, dump_turns: bool) -> str:
         return restoration.model_dump_json(indent=2)
     if fmt == "prompt" and not dump_turns:
         return summary_prompt(restoration)
-    return turns_summary_markdown(restoration) if dump_turns else summary_markdown(restoration)
+    if dump_turns:
+        return turns_summary_markdown(restoration)
+    return summary_markdown(restoration, references=references)
 
 
 def session_lock(
@@ -101,6 +103,7 @@ def run_restore(
     workspace: str | None = None,
     fresh: bool = False,
     debug_render: bool = False,
+    references: bool = False,
 ) -> int:
     """Run one restore; the exit code is 0 when complete, 1 when some turns failed."""
     evidence = {
@@ -162,7 +165,7 @@ def run_restore(
     text = (
         session_html(session, restoration)
         if fmt == "html"
-        else render(restoration, fmt, dump_turns)
+        else render(restoration, fmt, dump_turns, references)
     )
     if output is not None:
         write_output(output, text)

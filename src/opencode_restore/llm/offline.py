@@ -112,6 +112,23 @@ def _turn_summary(f: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _finding(item: dict[str, Any]) -> str | None:
+    """An evidence result as a finding: what was found and where, cited; None if nothing."""
+    labels = item.get("citations") or []
+    result = str(item.get("result", ""))
+    head = result.split("\n", 1)[0].split(" (", 1)[0].rstrip(":")
+    if not labels or head.startswith("0 hit"):
+        return None
+    cite = f" [{', '.join(labels[:5])}]"
+    query = str(item.get("query", ""))
+    if item.get("tool") == "READ_FILE":
+        path, _, lines = head.partition(", ")
+        return f"Read `{_short(path, 100)}` ({lines}) in the workspace; the log touches it at{cite}"
+    # The offline pass's own error pattern is long and unreadable: name it instead.
+    what = "errors" if "Traceback" in query else f"`{_short(query, 60)}`"
+    return f"Log search for {what}: {_short(uncite(head), 80)}{cite}"
+
+
 def _synthesis(f: dict[str, Any]) -> dict[str, Any]:
     turns: list[dict[str, Any]] = f.get("turn_summaries", [])
     first = f.get("first_request")
@@ -131,15 +148,7 @@ def _synthesis(f: dict[str, Any]) -> dict[str, Any]:
     compactions = [
         c for t in turns for c in t.get("state_changes", []) if c.startswith("Context compacted")
     ]
-    # Evidence hits on errors become cited findings; a model would weigh them, we list them.
-    for item in f.get("evidence", []):
-        labels = item.get("citations") or []
-        if labels and item.get("tool") == "SEARCH_LOG":
-            cite = f" [{', '.join(labels[:5])}]"
-            query = str(item.get("query", ""))
-            # The offline pass's own error pattern is long and unreadable: name it instead.
-            what = "for errors" if "Traceback" in query else f"`{_short(query, 60)}`"
-            errors.append(f"Log search {what} matched{cite}")
+    findings = [found for item in f.get("evidence", []) if (found := _finding(item))]
     return {
         "goal": goal,
         "constraints_preferences": f.get("constraints", []),
@@ -150,6 +159,7 @@ def _synthesis(f: dict[str, Any]) -> dict[str, Any]:
         },
         "key_decisions": f.get("decisions", []),
         "errors_fixes_ruled_out": _capped(errors, ERROR_ITEMS, "errors", keep_last=True),
+        "findings": findings,
         "current_work": current,
         "next_step": "",
         "open_questions": f.get("open_questions", []),

@@ -108,6 +108,8 @@ class FailedTurnRow(BaseModel):
 
 #: How a restoration's warnings say the SESSION SUMMARY is the offline fallback's.
 FALLBACK_WARNING = "synthesis fell back to the offline summary"
+#: How a restoration's warnings say the session ended in the middle of its last turn.
+INTERRUPTED_WARNING = "the session ended in the middle of turn"
 
 
 class EvidenceItem(BaseModel):

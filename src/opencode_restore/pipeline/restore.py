@@ -18,6 +18,7 @@ from .context import StageContext
 from .evidence_gatherer import EvidenceOptions, gather_evidence
 from .restoration import (
     FALLBACK_WARNING,
+    INTERRUPTED_WARNING,
     BranchSummaryRow,
     CommandRow,
     CompactionPoint,
@@ -86,6 +87,13 @@ def _compactions(turns: list[Turn], ctx: StageContext) -> list[CompactionPoint]:
                     )
                 )
     return out
+
+
+def _interrupted(turns: list[Turn]) -> list[str]:
+    """The warning that the session was stopped before it answered its last request."""
+    if not turns or not turns[-1].interrupted:
+        return []
+    return [f"{INTERRUPTED_WARNING} {turns[-1].number}: its last request has no final answer"]
 
 
 def _usage(ledger: UsageLedger) -> UsageReport:
@@ -395,7 +403,8 @@ async def restore_session(
         redactions=ctx.redactor.count,
         warnings=[str(w) for w in session.warnings]
         + evidence_warnings
-        + ([f"{FALLBACK_WARNING}: {fallback}"] if fallback else []),
+        + ([f"{FALLBACK_WARNING}: {fallback}"] if fallback else [])
+        + _interrupted(turns),
     )
     restoration.branch_summaries = await _branches(run, session)
     labels = [label for f in files for label in f.citations]

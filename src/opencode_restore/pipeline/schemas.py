@@ -60,6 +60,10 @@ class SessionSummary(_Out):
     progress: Progress = Field(default_factory=Progress)
     key_decisions: list[Decision] = Field(default_factory=list)
     errors_fixes_ruled_out: list[str] = Field(default_factory=list)
+    findings: list[str] = Field(
+        default_factory=list,
+        description="What the work found out (in code, data or tool output), where, cited.",
+    )
     current_work: str = ""
     next_step: str = ""
     open_questions: list[str] = Field(default_factory=list)

@@ -260,6 +260,23 @@ def _step_order(messages: Iterable[Message]) -> Iterator[Message]:
     yield from held
 
 
+def is_interrupted(messages: Sequence[Message]) -> bool:
+    """True when a turn has no final answer: after its last request the agent's work ends
+    on a tool call or a tool result (the session was killed mid-turn), or never started.
+
+    Thinking, compaction and system notes are not answers and do not end a turn either way.
+    """
+    last_request = max((i for i, m in enumerate(messages) if m.is_human), default=-1)
+    if last_request < 0:
+        return False  # preamble text with no request: nothing was asked
+    for m in reversed(messages[last_request + 1 :]):
+        if m.type in ("tool_use", "tool_result"):
+            return True
+        if m.role == "assistant" and m.type == "text" and m.text.strip():
+            return False
+    return True
+
+
 def build_turn(
     number: int,
     messages: list[Message],
@@ -275,6 +292,7 @@ def build_turn(
     of the main conversation sees.
     """
     turn = Turn(number, "\n\n".join(m.text for m in messages if m.is_human).strip(), messages)
+    turn.interrupted = is_interrupted(messages)
     _take(messages, files, turn, subagents if subagents is not None else {}, None)
     return turn
 

@@ -140,7 +140,7 @@ def report_data(
         "redacted": payload.redactor.count if payload.redactor is not None else None,
     }
     if restoration is not None:
-        data["summary"] = summary_markdown(restoration)
+        data["summary"] = summary_markdown(restoration, references=True)
         data["refs"] = {r.label: r.message_id for r in restoration.references}
         data["provider"] = restoration.provider
     return data

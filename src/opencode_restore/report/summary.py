@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from ..fields import flatten, one_line
-from ..pipeline.restoration import FALLBACK_WARNING, Restoration
+from ..pipeline.restoration import FALLBACK_WARNING, INTERRUPTED_WARNING, Restoration
 from ..pipeline.schemas import TurnSummary
 from .messages import iso
 
@@ -30,8 +30,8 @@ def _inline(line: str) -> str:
     return "\\" + line if _BLOCK_START.match(line) else line
 
 
-def _bullets(items: list[str], empty: str = "_None recorded._") -> list[str]:
-    return [f"- {_text(i)}" for i in items] if items else [empty]
+def _bullets(items: list[str]) -> list[str]:
+    return [f"- {_text(i)}" for i in items if i.strip()]
 
 
 def _cell(text: str) -> str:
@@ -58,9 +58,17 @@ def _quote(text: str) -> list[str]:
     return ["> " + line if line else ">" for line in lines]
 
 
-def summary_markdown(r: Restoration) -> str:
-    """The SESSION SUMMARY as markdown, with a references appendix."""
-    s, info = r.summary, r.session
+def _section(title: str, body: list[str]) -> list[str]:
+    """A section, or nothing when it has nothing to say (no ``_None recorded._`` blocks)."""
+    return [f"## {title}", "", *body, ""] if body else []
+
+
+#: Citations shown per file in the files table; the JSON keeps them all.
+FILE_CITES = 3
+
+
+def _header(r: Restoration) -> list[str]:
+    info = r.session
     out = [f"# SESSION SUMMARY — {_title(r)}", ""]
     facts = [f"agent **{_text(info.agent)}**", f"session {_code(one_line(info.id))}"]
     facts.append(f"{r.turn_count} turns")
@@ -81,88 +89,120 @@ def summary_markdown(r: Restoration) -> str:
             "it was built from the log's facts instead.",
             "",
         ]
-    out += ["## Goal", "", _text(s.goal) or "_Unknown._", ""]
-    out += ["## Constraints and preferences", "", *_bullets(s.constraints_preferences), ""]
-    out += ["## Progress", "", "**Done**", "", *_bullets(s.progress.done), ""]
-    out += ["**In progress**", "", *_bullets(s.progress.in_progress), ""]
-    out += ["**Blocked**", "", *_bullets(s.progress.blocked), ""]
-    decisions = [
-        d.decision + (f" — because {d.reason}" if d.reason else "") for d in s.key_decisions
-    ]
-    out += ["## Key decisions", "", *_bullets(decisions), ""]
-    out += [
-        "## Errors, fixes and ruled-out approaches",
-        "",
-        *_bullets(s.errors_fixes_ruled_out),
-        "",
-    ]
-    out += ["## Files and artifacts", ""]
-    if r.files:
-        out += ["| path | actions | turns | cited |", "|---|---|---|---|"]
-        for f in r.files:
-            cites = ", ".join(f.citations[:6]) + (" …" if len(f.citations) > 6 else "")
-            turns = ", ".join(str(t) for t in f.turns)
-            out.append(f"| {_cell(_code(f.path))} | {', '.join(f.actions)} | {turns} | {cites} |")
-    else:
-        out.append("_No files touched._")
-    out += ["", "## Commands", ""]
+    for w in r.warnings:
+        if w.startswith(INTERRUPTED_WARNING):
+            out += [f"**Unfinished:** {_text(w)}.", ""]
+    return out
+
+
+def _files_table(r: Restoration) -> list[str]:
+    changed = [f for f in r.files if any(a != "read" for a in f.actions)]
+    if not changed:
+        return []
+    out = ["| path | actions | turns | cited |", "|---|---|---|---|"]
+    for f in changed:
+        more = " …" if len(f.citations) > FILE_CITES else ""
+        cites = ", ".join(f.citations[:FILE_CITES]) + more
+        actions = ", ".join(a for a in f.actions if a != "read")
+        turns = ", ".join(str(t) for t in f.turns)
+        out.append(f"| {_cell(_code(f.path))} | {actions} | {turns} | {cites} |")
+    read_only = len(r.files) - len(changed)
+    if read_only:
+        out += ["", f"{read_only} more files were only read."]
+    return out
+
+
+def _appendix(r: Restoration) -> list[str]:
+    """``--references``: every command run and where each cited message is in the log."""
+    out: list[str] = []
     if r.commands:
+        out += ["## Commands", ""]
         for c in r.commands:
             status = f" → exit {c.exit_code}" if c.exit_code is not None else ""
             status += " **(failed)**" if c.is_error else ""
             cite = f" [{c.citation}]" if c.citation else ""
             out.append(f"- turn {c.turn}: {_code(c.command[:200])}{status}{cite}")
-    else:
-        out.append("_No commands run._")
-    out += ["", "## Current work", "", _text(s.current_work) or "_Unknown._", ""]
-    out += ["## Next step", ""]
-    if r.last_user_request:
-        cite = f" [{r.last_user_request.citation}]" if r.last_user_request.citation else ""
-        out += [f"The user's last request{cite}:", "", *_quote(r.last_user_request.text), ""]
-    if s.next_step:
-        out += [_text(s.next_step), ""]
-    out += ["## Open questions", "", *_bullets(s.open_questions), ""]
-    out += ["## Compaction", ""]
-    if r.compactions:
-        for cp in r.compactions:
-            before = f", {cp.tokens_before} tokens before" if cp.tokens_before else ""
-            cite = f" [{cp.citation}]" if cp.citation else ""
-            out.append(f"- {cp.kind} compaction in turn {cp.turn}{before}{cite}")
-        out += ["", *_bullets(s.compaction_notes, "")]
-    else:
-        out.append("_The log was not compacted._")
-    if r.branch_summaries:
-        out += ["", "## Abandoned branches", ""]
-        for b in r.branch_summaries:
-            at = f" after [{b.from_citation}]" if b.from_citation else ""
-            at = at or (f" after entry {_code(b.from_id)}" if b.from_id else "")
-            name = f" “{_text(b.label)}”" if b.label else ""
-            size = f"{b.messages} message{'s' if b.messages != 1 else ''}"
-            out.append(f"- branch{name}{at} ({size}, {b.source}): {_text(b.summary)}")
-    if r.evidence:
-        out += ["", "## Evidence", ""]
-        for e in r.evidence:
-            cites = f" [{', '.join(e.citations)}]" if e.citations else ""
-            out.append(f"- {_code(e.tool)} {_text(e.query)}{cites}")
-    out += ["", "## References", ""]
+        out.append("")
     if r.references:
+        out += ["## References", ""]
         out += ["| cite | message | file | entry | time |", "|---|---|---|---|---|"]
         for ref in r.references:
             out.append(
                 f"| {ref.label} | {_cell(_code(ref.message_id))} | {_cell(_text(ref.file or ''))} "
                 f"| {ref.entry_index} | {iso(ref.timestamp) or ''} |"
             )
-    else:
-        out.append("_No citations._")
+        out.append("")
+    return out
+
+
+def _progress(r: Restoration) -> list[str]:
+    out: list[str] = []
+    p = r.summary.progress
+    for title, items in (("Done", p.done), ("In progress", p.in_progress), ("Blocked", p.blocked)):
+        if any(i.strip() for i in items):
+            out += [f"**{title}**", "", *_bullets(items), ""]
+    return out[:-1]
+
+
+def _compaction(r: Restoration) -> list[str]:
+    out = []
+    for cp in r.compactions:
+        before = f", {cp.tokens_before} tokens before" if cp.tokens_before else ""
+        cite = f" [{cp.citation}]" if cp.citation else ""
+        kept = f"; it kept: {_text(cp.summary_excerpt)}" if cp.summary_excerpt else ""
+        out.append(f"- {cp.kind} compaction in turn {cp.turn}{before}{cite}{kept}")
+    return out + _bullets(r.summary.compaction_notes)
+
+
+def _branches(r: Restoration) -> list[str]:
+    out = []
+    for b in r.branch_summaries:
+        at = f" after [{b.from_citation}]" if b.from_citation else ""
+        at = at or (f" after entry {_code(b.from_id)}" if b.from_id else "")
+        name = f" “{_text(b.label)}”" if b.label else ""
+        size = f"{b.messages} message{'s' if b.messages != 1 else ''}"
+        out.append(f"- branch{name}{at} ({size}, {b.source}): {_text(b.summary)}")
+    return out
+
+
+def summary_markdown(r: Restoration, references: bool = False) -> str:
+    """The SESSION SUMMARY as markdown; ``references`` adds the appendix (commands, citations).
+
+    Sections with nothing to say are left out. The same restoration always gives the same
+    bytes: nothing here depends on the run (the usage of a resumed restore is in the JSON).
+    """
+    s = r.summary
+    out = _header(r)
+    out += _section("Goal", [_text(s.goal) or "_Unknown._"])
+    out += _section("Constraints and preferences", _bullets(s.constraints_preferences))
+    out += _section("Progress", _progress(r))
+    decisions = [
+        d.decision + (f" — because {d.reason}" if d.reason else "") for d in s.key_decisions
+    ]
+    out += _section("Key decisions", _bullets(decisions))
+    out += _section("Errors, fixes and ruled-out approaches", _bullets(s.errors_fixes_ruled_out))
+    out += _section("Findings", _bullets(s.findings))
+    out += _section("Files changed", _files_table(r))
+    out += _section("Current work", [_text(s.current_work)] if s.current_work else [])
+    next_step: list[str] = []
+    if s.next_step:
+        next_step.append(_text(s.next_step))
+    elif r.last_user_request:
+        cite = f" [{r.last_user_request.citation}]" if r.last_user_request.citation else ""
+        next_step += [f"The user's last request{cite}:", "", *_quote(r.last_user_request.text)]
+    out += _section("Next step", next_step)
+    out += _section("Open questions", _bullets(s.open_questions))
+    out += _section("Compaction", _compaction(r))
+    out += _section("Abandoned branches", _branches(r))
+    if references:
+        out += _appendix(r)
     notes = []
     if r.citations.removed_unknown:
         notes.append(f"{r.citations.removed_unknown} unknown citations removed")
     if r.redactions:
         notes.append(f"{r.redactions} secrets redacted before sending")
-    u = r.usage
-    cost = f", ${u.cost_usd:.4f}" if u.cost_usd else ""
-    notes.append(f"{u.calls} LLM calls, {u.input_tokens} in / {u.output_tokens} out tokens{cost}")
-    out += ["", "---", "_" + "; ".join(notes) + "._", ""]
+    if notes:
+        out += ["---", "_" + "; ".join(notes) + "._", ""]
     return "\n".join(out)
 
 
@@ -266,6 +306,7 @@ def summary_prompt(r: Restoration) -> str:
     ]
     out += _prompt_list("Decisions", decisions)
     out += _prompt_list("Errors, fixes and dead ends", s.errors_fixes_ruled_out, keep_last=True)
+    out += _prompt_list("Findings", s.findings)
     out += _prompt_list("Open questions", s.open_questions)
     if s.current_work:
         out += ["## Current work", _text(s.current_work), ""]
@@ -277,5 +318,5 @@ def summary_prompt(r: Restoration) -> str:
         out.append(f"Check the user's last request{cite} is done:")
         out += _quote(r.last_user_request.text)
     else:
-        out.append("_None recorded._")
+        out.pop()  # no next step known: no heading either
     return "\n".join(out).rstrip() + "\n"

@@ -265,6 +265,14 @@ def uncite(text: str) -> str:
     )
 
 
+def cited_labels(text: str, limit: int = 1000) -> list[str]:
+    """The labels ``text`` cites, ranges expanded (each range to at most ``limit`` labels)."""
+    out: list[str] = []
+    for low, high in _citations(text):
+        out.extend(f"M{n}" for n in range(low, min(high, low + limit - 1) + 1))
+    return out
+
+
 def _citations(text: str) -> Iterator[tuple[int, int]]:
     """Every cited number range ``(low, high)`` in bracket groups of ``text``."""
     for group in _BRACKET.finditer(text):

@@ -1,0 +1,1 @@
+"""Scoring restorations against ground-truth facts (`opencode-restore eval`)."""
