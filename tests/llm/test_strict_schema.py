@@ -49,6 +49,8 @@ def _scalars(model: type[BaseModel]) -> dict[str, Any]:
     for name, field in model.model_fields.items():
         if field.annotation is str:
             out[name] = "x"
+        elif field.annotation is bool:
+            out[name] = False
         elif field.annotation is int:
             out[name] = 1
         elif isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):

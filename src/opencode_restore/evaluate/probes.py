@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel
-
 from ..llm.base import ChatMessage, LLMRequest, Provider, SystemBlock
 from ..llm.structured import complete_structured
 from ..pipeline.prompts import quote_log
+from ..pipeline.schemas import ProbeAnswer
 from .facts_file import Fact
 
 #: The probe category of each fact kind, and the question it asks.
@@ -53,13 +52,6 @@ _SYSTEM = (
     "answer agrees with the EXPECTED fact: states_fact is true only when the summary lets a "
     "reader get the expected fact right."
 )
-
-
-class ProbeAnswer(BaseModel):
-    """The judge's answer to one probe."""
-
-    answer: str
-    states_fact: bool
 
 
 @dataclass

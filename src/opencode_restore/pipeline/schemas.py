@@ -76,4 +76,16 @@ class BranchSummary(_Out):
     summary: str
 
 
-OUTPUT_SCHEMAS: tuple[type[BaseModel], ...] = (TurnSummary, SessionSummary, BranchSummary)
+class ProbeAnswer(_Out):
+    """A judge's answer to one probe question of ``eval --probes``."""
+
+    answer: str
+    states_fact: bool
+
+
+OUTPUT_SCHEMAS: tuple[type[BaseModel], ...] = (
+    TurnSummary,
+    SessionSummary,
+    BranchSummary,
+    ProbeAnswer,
+)
