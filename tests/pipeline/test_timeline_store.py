@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import sys
 from datetime import UTC, datetime, timedelta, timezone
 
 import orjson
 
-from opencode_restore.model import Message, Turn
+from opencode_restore.model import Compaction, Message, Turn
 from opencode_restore.pipeline.timeline_store import turn_hash
 
 
@@ -42,3 +43,19 @@ def test_turn_hashes_of_saved_timelines_stay_valid() -> None:
     ]
     turn = Turn(number=1, user_text="text 1", messages=messages)
     assert turn_hash(turn) == _hash_as_first_written(turn)
+
+
+def test_hashing_leaves_no_utf8_copy_inside_the_log_text() -> None:
+    # orjson caches a non-ASCII string's UTF-8 bytes inside the string object: hashing
+    # every turn up front would double the memory of a whole log's text.
+    text = "".join(["naïve café ", "x" * 5000])
+    arg = "".join(["chemin/é", "y" * 3000])
+    summary = "".join(["résumé ", "z" * 2000])
+    tool = Message("t", "assistant", "tool_use", "", tool_input={"path": [arg]})
+    plain = Message("u", "user", "text", text)
+    packed = Message("c", "system", "compaction", "", compaction=Compaction("summary", summary))
+    sizes = [sys.getsizeof(s) for s in (text, arg, summary)]
+    turn = Turn(number=1, user_text=text, messages=[plain, tool, packed])
+    digest = turn_hash(turn)
+    assert [sys.getsizeof(s) for s in (text, arg, summary)] == sizes
+    assert digest == _hash_as_first_written(turn)

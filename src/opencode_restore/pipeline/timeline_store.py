@@ -88,21 +88,41 @@ def file_change(saved: SourceFile) -> str:
     return "same" if total == saved.size else "grew"
 
 
+def _transient(value: Any) -> Any:
+    """``value`` with every non-ASCII string replaced by a copy that dies with the hash.
+
+    Encoding a non-ASCII ``str`` to UTF-8 (as orjson does) leaves the UTF-8 bytes cached
+    inside the string object for its lifetime: hashing every turn up front doubled the
+    memory of the whole log's text. ASCII strings are their own UTF-8 and cache nothing.
+    """
+    if isinstance(value, str):
+        return (
+            value
+            if value.isascii()
+            else value.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")
+        )
+    if isinstance(value, dict):
+        return {k: _transient(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_transient(v) for v in value]
+    return value
+
+
 def _message_key(m: Message) -> dict[str, Any]:
     return {
         "id": m.id,
         "role": m.role,
         "type": m.type,
-        "text": m.text,
+        "text": _transient(m.text),
         # orjson writes a datetime exactly as isoformat() does, 5x faster.
         "ts": m.timestamp,
         "file": m.file_index,
         "entry": m.entry_index,
         "tool": m.tool_name,
         "call": m.tool_call_id,
-        "input": m.tool_input,
+        "input": _transient(m.tool_input),
         "error": m.is_error,
-        "compaction": m.compaction.summary if m.compaction else None,
+        "compaction": _transient(m.compaction.summary) if m.compaction else None,
     }
 
 
