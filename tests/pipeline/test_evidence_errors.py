@@ -178,3 +178,29 @@ def test_restore_of_a_giant_tool_output_is_fast(fixtures: Path, tmp_path: Path) 
     assert elapsed < 4, f"{elapsed:.1f} s"
     assert "ValueError: at the end" in summary_markdown(r)
     assert any("very long" in e.result for e in r.evidence)
+
+
+def test_a_search_keeps_only_the_shown_part_of_long_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "wide.jsonl"
+    rows = [{"type": "user", "text": "hi"}]
+    rows += [{"out": "x" * 200_000 + f" NEEDLE-{k} " + "y" * 200_000} for k in range(5)]
+    log.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    msgs = [Message("u1", "user", "text", "hi", entry_index=1)]
+    tools, _, _ = tools_for(make_session(msgs, files=[str(log)]))
+    held: list[int] = []
+    real = evidence_log.grep
+
+    def spy(*args: object, **kwargs: object) -> object:
+        found = real(*args, **kwargs)  # type: ignore[arg-type]
+        held.extend(len(g.text) for g in found.lines)
+        return found
+
+    monkeypatch.setattr(evidence_log, "grep", spy)
+    result = tools.run("SEARCH_LOG", {"pattern": "NEEDLE-[0-9]", "context_lines": 2})
+    assert result.text.startswith("5 hit(s)")
+    assert all(f"NEEDLE-{k}" in result.text for k in range(5))
+    # Every kept line is the window a result shows, not the 400 KB line.
+    assert held
+    assert max(held) <= 2 * evidence_log._WINDOW

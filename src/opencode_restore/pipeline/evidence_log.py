@@ -167,7 +167,8 @@ class LogSearch:
                 by_message.add(index)
                 continue
             cut: list[int] = []
-            found = grep(_raw_lines(fd, cut), matcher, context, self.limits.max_hits - stop.hits)
+            lines = _raw_lines(fd, cut)
+            found = grep(lines, matcher, context, self.limits.max_hits - stop.hits, _window)
             _merge(stop, found)
             out.extend(self._format_raw(index, found, cited))
             if cut:
@@ -181,10 +182,7 @@ class LogSearch:
 
     def _show(self, text: str, span: tuple[int, int] | None) -> str:
         """A redacted, clipped view of one line, centred on the match."""
-        if len(text) > 2 * _WINDOW:
-            lead = max(0, span[0] - _WINDOW) if span is not None else 0
-            text = text[lead : lead + 2 * _WINDOW]
-            span = (span[0] - lead, span[1] - lead) if span is not None else None
+        text, span = _window(text, span)
         red = self.redact(text)
         if red != text and span is not None:
             scale = len(red) / max(len(text), 1)
@@ -221,7 +219,7 @@ class LogSearch:
                 stop.hit_cap = stop.hit_cap or not stop.timed_out
                 break
             numbered = _capped_lines(searchable_text(m))
-            found = grep(numbered, matcher, context, self.limits.max_hits - stop.hits)
+            found = grep(numbered, matcher, context, self.limits.max_hits - stop.hits, _window)
             _merge(stop, found)
             label = self.numbering.label_for(m.id)
             who = f"[{label}]" if label else f"message {m.id}"
@@ -231,6 +229,16 @@ class LogSearch:
                 sep = ":" if g.is_match else "-"
                 lines.append(f"{who} line {g.number}{sep} {self._show(g.text, g.span)}")
         return lines
+
+
+def _window(text: str, span: tuple[int, int] | None) -> tuple[str, tuple[int, int] | None]:
+    """The part of a line a result shows: ``_WINDOW`` characters each side of the match
+    (the start of a context line), and the match's span in it."""
+    if len(text) <= 2 * _WINDOW:
+        return text, span
+    lead = max(0, span[0] - _WINDOW) if span is not None else 0
+    text = text[lead : lead + 2 * _WINDOW]
+    return text, (span[0] - lead, span[1] - lead) if span is not None else None
 
 
 def _capped_lines(text: str) -> Iterator[tuple[int, str]]:

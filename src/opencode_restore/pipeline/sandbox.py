@@ -457,14 +457,30 @@ class GrepResult:
     stopped_at: int = 0
 
 
+Span = tuple[int, int]
+
+
 def grep(
-    lines: Iterable[tuple[int, str]], matcher: Matcher, context: int, max_hits: int
+    lines: Iterable[tuple[int, str]],
+    matcher: Matcher,
+    context: int,
+    max_hits: int,
+    keep: Callable[[str, Span | None], tuple[str, Span | None]] | None = None,
 ) -> GrepResult:
     """Search numbered ``lines`` like ``grep -n -C context``, stopping at ``max_hits``.
 
     Context lines shared by neighbouring hits appear once. The deadline covers the whole
     scan; when it passes, the lines found so far are returned with ``timed_out`` set.
+    ``keep`` cuts each kept line (and its match span) to what will be shown: a raw log
+    line can be megabytes long, and fifty hits with their context held whole made a
+    search of a large log cost tens of megabytes.
     """
+
+    def line(number: int, text: str, span: Span | None = None) -> GrepLine:
+        if keep is not None:
+            text, span = keep(text, span)
+        return GrepLine(number, text, span)
+
     out = GrepResult()
     before: deque[tuple[int, str]] = deque(maxlen=max(context, 0))
     after_left = 0
@@ -475,7 +491,7 @@ def grep(
             break
         out.stopped_at = number
         if out.hits >= max_hits:
-            out.lines.append(GrepLine(number, text))
+            out.lines.append(line(number, text))
             after_left -= 1
             continue
         try:
@@ -484,13 +500,13 @@ def grep(
             out.timed_out = True
             break
         if match is not None:
-            out.lines.extend(GrepLine(n, t) for n, t in before if n > last)
-            out.lines.append(GrepLine(number, text, match.span()))
+            out.lines.extend(line(n, t) for n, t in before if n > last)
+            out.lines.append(line(number, text, match.span()))
             out.hits += 1
             after_left = context
             last = number
         elif after_left > 0:
-            out.lines.append(GrepLine(number, text))
+            out.lines.append(line(number, text))
             after_left -= 1
             last = number
         before.append((number, text))
