@@ -36,6 +36,7 @@ SID = "e57fea98-e10e-4cce-a470-5de2e7413154"
 TOKEN = "abuse-token-" + "x" * 24
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 DEADLINE = 60
+_JSON = "application/json"
 
 #: Host values a DNS-rebinding page (or a confused proxy) sends: none names this machine.
 HOSTILE_HOSTS = [
@@ -139,8 +140,12 @@ def test_cross_site_post_starts_nothing(seeded: Store) -> None:
         r = await c.post(url, json={}, headers={"Authorization": "Bearer wrong"})
         assert r.status_code == 401
         assert _runs(seeded) == 0
-        r = await c.post(url, headers={"content-type": "application/json", **AUTH})
-        assert r.status_code == 202  # the real client: token and JSON (an empty body is fine)
+        for content in (b"", b'{"max_turns": true}', b'{"max_turns": 1, "x": 1}', b"[]"):
+            r = await c.post(url, content=content, headers={"content-type": _JSON, **AUTH})
+            assert r.status_code == 422, content
+        assert _runs(seeded) == 0
+        r = await c.post(url, json={}, headers=AUTH)
+        assert r.status_code == 202  # the real client: token and a JSON object
         assert _runs(seeded) == 1
 
     _run(_loopback_app(seeded), body)

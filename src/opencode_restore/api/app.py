@@ -49,6 +49,8 @@ _BEARER = HTTPBearer(
     description="The API token: serve --token, OPENCODE_RESTORE_TOKEN, or DATA_DIR/api-token.",
 )
 _JSON_MEDIA = "application/json"
+#: Time parameters: declared as RFC 3339 date-times (any ISO 8601 time is accepted).
+_DATE_TIME: dict[str, Any] = {"json_schema_extra": {"format": "date-time"}}
 
 
 def _time(name: str, value: str | None) -> datetime | None:
@@ -89,7 +91,7 @@ def _json_content(request: Request) -> None:
     media = request.headers.get("content-type", "").partition(";")[0].strip().lower()
     if media != _JSON_MEDIA and not (media.startswith("application/") and media.endswith("+json")):
         raise HTTPException(
-            415, detail="send Content-Type: application/json (the body may be empty or {})"
+            415, detail="send Content-Type: application/json and a JSON object ({} or options)"
         )
 
 
@@ -178,8 +180,10 @@ def create_app(
     @router.get("/sessions", tags=["sessions"])
     def list_sessions(
         agent: Annotated[str | None, Query(description="Only this agent's sessions")] = None,
-        since: Annotated[str | None, Query(description="Updated after (ISO 8601)")] = None,
-        until: Annotated[str | None, Query(description="Updated at or before (ISO 8601)")] = None,
+        since: Annotated[str | None, Query(description="Updated after", **_DATE_TIME)] = None,
+        until: Annotated[
+            str | None, Query(description="Updated at or before", **_DATE_TIME)
+        ] = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
         offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
     ) -> SessionList:
@@ -214,7 +218,7 @@ def create_app(
     def get_messages(
         session_id: str,
         since: Annotated[
-            str | None, Query(description="Only messages after this ISO 8601 time")
+            str | None, Query(description="Only messages after this time", **_DATE_TIME)
         ] = None,
         include_tools: bool = False,
         include_thinking: bool = False,
@@ -287,14 +291,14 @@ def create_app(
     async def start_restore(
         session_id: str,
         response: Response,
-        options: RestoreRequest | None = None,
+        options: RestoreRequest,
     ) -> JobOut:
         """Start a restore with the configured provider; poll ``GET /jobs/{job_id}``.
 
         One job per session: while one is queued or running, this returns it (200).
         """
         row = await run_in_threadpool(session_or_404, session_id)
-        max_turns = options.max_turns if options is not None else None
+        max_turns = options.max_turns
         try:
             run, created = await jobs.submit(config, row, max_turns)
         except TooManyJobs:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..store.store import RunRow, SessionRow
 
@@ -104,9 +104,19 @@ class SummaryOut(BaseModel):
 
 
 class RestoreRequest(BaseModel):
-    """Options of a background restore."""
+    """Options of a background restore (``{}`` for none); unknown keys are refused."""
+
+    model_config = ConfigDict(extra="forbid")
 
     max_turns: int | None = Field(default=None, ge=1, description="Summarize at most N turns")
+
+    @field_validator("max_turns", mode="before")
+    @classmethod
+    def _no_bool(cls, value: Any) -> Any:
+        # JSON Schema counts 3.0 as an integer but true as none; pydantic's lax mode takes both.
+        if isinstance(value, bool):
+            raise ValueError("max_turns must be an integer, not a boolean")
+        return value
 
 
 class JobOut(BaseModel):
