@@ -27,7 +27,8 @@ Payloads understood:
 
 A payload is untrusted: whatever it names as the transcript becomes a file the store
 (and the API's ``/messages``) will read. So a path is recorded only when it is under the
-user's home folder or the agent's own folder (``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``), is
+user's home folder or the agent's own folder (``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``,
+``$XDG_DATA_HOME/opencode``), is
 named as the agent names its transcripts, and, once it exists, is a regular file whose
 start the agent's reader accepts (``transcript_refusal``); otherwise the session is
 recorded without it and ``hook.log`` says why.
@@ -53,9 +54,8 @@ _SUFFIXES = {
     "codex": (".jsonl",),
     "gemini": (".json", ".jsonl"),
     "pi": (".jsonl",),
-    "opencode": (".db", ".json"),
+    "opencode": (".db", ".json", f"{os.sep}storage"),  # storage: opencode's older store tree
 }
-_ROOT_ENV = {"claude-code": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME"}
 #: The first line read to check a JSONL transcript's start (a longer one is not parsed).
 _HEAD_BYTES = 1 << 20
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -222,6 +222,17 @@ def _start_refusal(path: str, suffix: str) -> str | None:
     return None if isinstance(first, dict) else "its first line is not a JSON object"
 
 
+def _agent_folder(agent: str, env: dict[str, str]) -> str | None:
+    """The agent's own folder when its environment moves it out of the home folder."""
+    if agent == "claude-code":
+        return env.get("CLAUDE_CONFIG_DIR")
+    if agent == "codex":
+        return env.get("CODEX_HOME")
+    if agent == "opencode" and env.get("XDG_DATA_HOME"):
+        return os.path.join(env["XDG_DATA_HOME"], "opencode")
+    return None
+
+
 def transcript_refusal(path: str, agent: str, env: dict[str, str] | None = None) -> str | None:
     """Why a hook may not register ``path`` as ``agent``'s transcript; None when it may.
 
@@ -236,9 +247,7 @@ def transcript_refusal(path: str, agent: str, env: dict[str, str] | None = None)
     suffix = next((x for x in suffixes if real.endswith(x)), None)
     if suffix is None:
         return f"{agent} transcripts end in {' or '.join(suffixes)}"
-    roots = [env.get("HOME") or os.path.expanduser("~")]
-    if env.get(_ROOT_ENV.get(agent, "")):
-        roots.append(env[_ROOT_ENV[agent]])
+    roots = [env.get("HOME") or os.path.expanduser("~"), _agent_folder(agent, env)]
     real_roots = [os.path.realpath(r) for r in roots if r]
     if not any(_inside(real, r) for r in real_roots if r != os.sep):
         return f"outside the home folder and {agent}'s own folder"
@@ -248,6 +257,8 @@ def transcript_refusal(path: str, agent: str, env: dict[str, str] | None = None)
         return None
     except OSError as exc:
         return f"cannot be checked ({exc.strerror})"
+    if suffix.endswith("storage"):
+        return None if stat.S_ISDIR(info.st_mode) else "not opencode's storage folder"
     if not stat.S_ISREG(info.st_mode):
         return "not a regular file"
     try:

@@ -168,3 +168,23 @@ def test_refusal_reasons() -> None:
     assert transcript_refusal("/x.jsonl", "claude-code", {"HOME": "/"}) == (
         "outside the home folder and claude-code's own folder"
     )
+
+
+def test_opencodes_store_is_registered_where_opencode_keeps_it(
+    home: Path, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The opencode plugin names no file: the hook records opencode's store (its database,
+    else its storage folder), also when XDG_DATA_HOME moves it out of the home folder."""
+    xdg = tmp_path / "xdg"
+    (xdg / "opencode" / "storage").mkdir(parents=True)
+    monkeypatch.setenv("XDG_DATA_HOME", str(xdg))
+    payload = {"session_id": "ses_1", "cwd": "/w", "hook_event_name": "session.compacted"}
+    assert run("opencode", json.dumps(payload)) == 0
+    assert open_store(data_dir).session("ses_1").files[0].path == str(xdg / "opencode/storage")
+    assert not (data_dir / "hook.log").exists()
+    for hostile in ("/etc/storage", "/etc/opencode.db", str(xdg / "elsewhere.db")):
+        assert transcript_refusal(hostile, "opencode") is not None, hostile
+    (xdg / "opencode" / "fake.db").write_text("not a database")
+    assert transcript_refusal(str(xdg / "opencode" / "fake.db"), "opencode") == (
+        "not an SQLite database"
+    )
