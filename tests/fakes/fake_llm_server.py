@@ -23,6 +23,14 @@ a short text. Prompt tokens are counted as chars/3.5. Anthropic replies report
 in an earlier request, and `cache_creation_input_tokens` for the new one; OpenAI
 replies report `cached_tokens` for the prefix shared with the previous request
 (1,024 tokens or more, in 128-token steps), as the real services do.
+
+Every request body is validated against the official SDKs' parameter types
+(`wire_types`); one that does not fit gets a 400 and lands in `invalid`. With
+`strict=True` the server also refuses what the real APIs refuse, with their exact
+error bodies (`strict_api`): sampling parameters and `max_tokens` for OpenAI reasoning
+models, `reasoning_effort` for the others, schemas outside the strict subset, more
+than four `cache_control` blocks, an output limit above a Claude model's maximum.
+Each logged request records the status it got.
 """
 
 from __future__ import annotations
@@ -42,6 +50,13 @@ from pathlib import Path
 from typing import Any
 
 from opencode_restore.llm.schema_instance import minimal_instance
+
+if __package__:
+    from .strict_api import anthropic_error, anthropic_refusal, openai_error, openai_refusal
+    from .wire_types import request_problems
+else:  # run as a script, or imported with tests/fakes on sys.path (bench/, batch helpers)
+    from strict_api import anthropic_error, anthropic_refusal, openai_error, openai_refusal
+    from wire_types import request_problems
 
 CHARS_PER_TOKEN = 3.5
 _SECRET_HEADERS = {"authorization", "x-api-key"}
@@ -80,8 +95,15 @@ class FakeLLMServer:
         host: str = "127.0.0.1",
         port: int = 0,
         gate: Path | str | None = None,
+        strict: bool = False,
+        reasoning_models: list[str] | None = None,
     ) -> None:
         self.script = list(script or [])
+        self.strict = strict
+        #: Globs of model names the strict mode treats as OpenAI reasoning models.
+        self.reasoning_models = list(reasoning_models or [])
+        #: Requests whose body the SDK types refused: (request number, problems).
+        self.invalid: list[tuple[int, list[str]]] = []
         self.latency = latency
         # Replies wait until this file exists: a test can hold a client inside its call
         # for as long as it needs, instead of guessing a latency.
@@ -134,16 +156,27 @@ class FakeLLMServer:
         spent building it counts in, as it does in a real service's latency.
         """
         received = time.monotonic() if received is None else received
+        problems = request_problems(path, body)
+        refused = self._refusal(path, body, problems)
         with self._lock:
             self._counter += 1
             number = self._counter
-            step = self.script.pop(0) if self.script else {}
+            if problems:
+                self.invalid.append((number, problems))
+            # A refused request is answered like the real API and consumes no script step.
+            step = self.script.pop(0) if self.script and refused is None else {}
             entry = {"n": number, "path": path, "headers": _masked(headers), "body": body}
+            if refused is not None:
+                entry["status"] = refused[0]
+            elif "status" in step:
+                entry["status"] = int(step["status"])
             self.requests.append(entry)
             if self.log_path:
                 with self.log_path.open("a", encoding="utf-8") as log:
                     log.write(json.dumps(entry) + "\n")
-        if "status" in step:
+        if refused is not None:
+            reply: tuple[int, dict[str, str], Any] = (refused[0], {}, refused[1])
+        elif "status" in step:
             reply = self._error(path, step)
         elif path.endswith("/messages"):
             reply = 200, {}, self._anthropic(number, body, step)
@@ -155,6 +188,18 @@ class FakeLLMServer:
         while self.gate is not None and not self.gate.exists():
             time.sleep(0.01)
         return reply
+
+    def _refusal(
+        self, path: str, body: Any, problems: list[str]
+    ) -> tuple[int, dict[str, Any]] | None:
+        """The 400 a real API would answer, or None to answer normally."""
+        anthropic = path.endswith("/messages")
+        if problems:
+            message = "; ".join(problems[:5])
+            return anthropic_error(message) if anthropic else openai_error(message, None, None)
+        if not self.strict:
+            return None
+        return anthropic_refusal(body) if anthropic else openai_refusal(body, self.reasoning_models)
 
     def _error(self, path: str, step: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
         status = int(step["status"])
@@ -379,10 +424,23 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--gate", type=Path, help="hold every reply until this file exists")
+    parser.add_argument("--strict", action="store_true", help="refuse as the real APIs do")
+    parser.add_argument(
+        "--reasoning-model",
+        action="append",
+        default=[],
+        help="strict mode: treat model names matching this glob as OpenAI reasoning models",
+    )
     args = parser.parse_args(argv)
     script = json.loads(args.script.read_text(encoding="utf-8")) if args.script else []
     server = FakeLLMServer(
-        script, latency=args.latency, log_path=args.log, port=args.port, gate=args.gate
+        script,
+        latency=args.latency,
+        log_path=args.log,
+        port=args.port,
+        gate=args.gate,
+        strict=args.strict,
+        reasoning_models=args.reasoning_model,
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

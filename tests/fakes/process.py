@@ -22,22 +22,30 @@ def fake_server_process(
     latency: float = 0.0,
     script: list[dict[str, Any]] | None = None,
     gate: Path | None = None,
+    strict: bool = False,
+    reasoning_models: list[str] | None = None,
 ) -> Iterator[tuple[str, Path, subprocess.Popen[bytes]]]:
     """Start the server on 127.0.0.1: (its root URL, its request log, the process).
 
-    With ``gate``, every reply is held until that file exists.
+    With ``gate``, every reply is held until that file exists; ``strict`` refuses what
+    the real APIs refuse (``reasoning_models``: more names treated as reasoning models).
     """
     port_file, log = tmp / "port", tmp / "requests.jsonl"
     cmd = [sys.executable, str(SERVER), "--port-file", str(port_file), "--log", str(log)]
     cmd += ["--latency", str(latency)]
     if gate is not None:
         cmd += ["--gate", str(gate)]
+    if strict:
+        cmd.append("--strict")
+    for pattern in reasoning_models or []:
+        cmd += ["--reasoning-model", pattern]
     if script is not None:
         (tmp / "script.json").write_text(json.dumps(script))
         cmd += ["--script", str(tmp / "script.json")]
     proc = subprocess.Popen(cmd, cwd=ROOT)
     try:
-        deadline = time.monotonic() + 20
+        # The SDK parameter types the server validates against take seconds to import.
+        deadline = time.monotonic() + 60
         while not (port_file.exists() and port_file.read_text().strip()):
             assert proc.poll() is None, "fake server died"
             assert time.monotonic() < deadline, "fake server did not start"

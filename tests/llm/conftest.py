@@ -1,9 +1,14 @@
-"""HTTP-level fakes of both SDKs' wire formats, injected through `http_client`."""
+"""HTTP-level fakes of both SDKs' wire formats, injected through `http_client`.
+
+Every request body a `Recorder` receives is validated against the SDKs' own parameter
+types (`tests.fakes.wire_types`): one that does not fit is answered 400 and fails the
+test that sent it.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,8 +16,18 @@ import httpx2
 import pytest
 
 from opencode_restore.llm.retry import RetryPolicy
+from tests.fakes.wire_types import request_problems
 
 Handler = Callable[[httpx2.Request], httpx2.Response]
+# Bodies the SDK types refused during the current test: (path, problems).
+INVALID_BODIES: list[tuple[str, list[str]]] = []
+
+
+@pytest.fixture(autouse=True)
+def _request_bodies_fit_the_sdk_types() -> Iterator[None]:
+    INVALID_BODIES.clear()
+    yield
+    assert not INVALID_BODIES, f"request bodies the SDK types refuse: {INVALID_BODIES}"
 
 
 @pytest.fixture
@@ -35,6 +50,12 @@ class Recorder:
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
         self.requests.append(request)
+        path = request.url.path
+        if path.endswith(("/chat/completions", "/messages")):
+            problems = request_problems(path, json.loads(request.content))
+            if problems:
+                INVALID_BODIES.append((path, problems))
+                return httpx2.Response(400, json={"error": {"message": "; ".join(problems)}})
         step = self.responses.pop(0)
         if isinstance(step, Exception):
             raise step

@@ -223,13 +223,16 @@ async def test_auth_routes_and_bad_bodies() -> None:
         assert post(f"{base_url}/v1/chat/completions", b"{}", {})[0] == 401
         assert post(f"{base_url}/v1/other", b"{}", auth)[0] == 404
         assert post(f"{base_url}/v1/messages", b"not json", {"x-api-key": "k"})[0] == 400
-        status, body = post(f"{base_url}/chat/completions", b'{"messages": []}', auth)
+        minimal = b'{"model": "m", "messages": []}'
+        status, body = post(f"{base_url}/chat/completions", minimal, auth)
         assert status == 200
         assert body["choices"][0]["message"]["content"] == "auto reply"
         status, body = post(
             f"{base_url}/v1/messages",
             json.dumps(
                 {
+                    "model": "m",
+                    "max_tokens": 10,
                     "system": "plain",
                     "messages": [{"role": "user", "content": "hi"}],
                     "tool_choice": {"type": "tool", "name": "missing"},
@@ -239,17 +242,26 @@ async def test_auth_routes_and_bad_bodies() -> None:
         )
         assert status == 200
         assert body["content"][0]["input"] == {}
+        anthropic_min = {"model": "m", "max_tokens": 10, "messages": []}
         status, body = post(
-            f"{base_url}/v1/messages",
-            json.dumps({"messages": [], "__": 1}).encode(),
-            {"x-api-key": "k"},
+            f"{base_url}/v1/messages", json.dumps(anthropic_min).encode(), {"x-api-key": "k"}
         )
         assert body["content"] == [{"type": "text", "text": "auto reply"}]
+        # A body the SDK's own types refuse (an unknown key) gets a 400, as from the API.
+        status, body = post(
+            f"{base_url}/v1/messages",
+            json.dumps({**anthropic_min, "__": 1}).encode(),
+            {"x-api-key": "k"},
+        )
+        assert status == 400
+        assert body["type"] == "error"
+        assert "Extra inputs are not permitted" in body["error"]["message"]
 
 
 async def test_json_step_without_a_forced_tool_is_text_for_anthropic() -> None:
     with running([{"json": {"a": 1}}]) as base_url:
-        status, body = post(f"{base_url}/v1/messages", b'{"messages": []}', {"x-api-key": "k"})
+        minimal = b'{"model": "m", "max_tokens": 5, "messages": []}'
+        status, body = post(f"{base_url}/v1/messages", minimal, {"x-api-key": "k"})
     assert status == 200
     assert body["content"] == [{"type": "text", "text": '{"a": 1}'}]
 
@@ -285,3 +297,76 @@ async def test_subprocess_mode(tmp_path: Path) -> None:
     assert result.parsed == Finding(title="t", lines=[1])
     assert result.attempts == 2
     assert len(log.read_text().splitlines()) == 2
+
+
+def _chat(model: str, **extra: Any) -> dict[str, Any]:
+    return {"model": model, "messages": [{"role": "user", "content": "hi"}], **extra}
+
+
+def _strict_answer(body: dict[str, Any], path: str = "/v1/chat/completions") -> Any:
+    with FakeLLMServer(strict=True, reasoning_models=["acme-*"]) as server:
+        return server.handle(path, {}, body)
+
+
+async def test_strict_mode_refuses_sampling_and_max_tokens_of_reasoning_models_verbatim() -> None:
+    status, _, body = _strict_answer(_chat("gpt-5.1", temperature=0.0, max_tokens=10))
+    assert status == 400
+    assert body == {
+        "error": {
+            "message": "Unsupported value: 'temperature' does not support 0.0 with this model. "
+            "Only the default (1) value is supported.",
+            "type": "invalid_request_error",
+            "param": "temperature",
+            "code": "unsupported_value",
+        }
+    }
+    status, _, body = _strict_answer(_chat("acme-think", max_tokens=10))
+    assert (status, body["error"]["param"], body["error"]["code"]) == (
+        400,
+        "max_tokens",
+        "unsupported_parameter",
+    )
+    assert _strict_answer(_chat("o4-mini", max_completion_tokens=10))[0] == 200
+    assert _strict_answer(_chat("gpt-4o", temperature=0.0, max_tokens=10))[0] == 200
+
+
+async def test_strict_mode_refuses_reasoning_effort_for_chat_models_and_loose_schemas() -> None:
+    status, _, body = _strict_answer(_chat("gpt-4o", reasoning_effort="low"))
+    assert (status, body["error"]["message"], body["error"]["param"]) == (
+        400,
+        "Unrecognized request argument supplied: reasoning_effort",
+        None,
+    )
+    loose = {
+        "type": "json_schema",
+        "json_schema": {"name": "Finding", "schema": Finding.model_json_schema(), "strict": True},
+    }
+    status, _, body = _strict_answer(_chat("gpt-4o", response_format=loose))
+    assert status == 400
+    assert body["error"]["message"].startswith("Invalid schema for response_format 'Finding'")
+    assert body["error"]["param"] == "response_format"
+
+
+async def test_strict_mode_refuses_anthropic_cache_blocks_and_output_limits_verbatim() -> None:
+    block = {"type": "text", "text": "x", "cache_control": {"type": "ephemeral"}}
+    base = {"model": "claude-sonnet-4-5", "max_tokens": 100}
+    five = {**base, "messages": [{"role": "user", "content": [block] * 5}]}
+    status, _, body = _strict_answer(five, "/v1/messages")
+    assert (status, body["error"]["message"]) == (
+        400,
+        "A maximum of 4 blocks with cache_control may be provided. Found 5.",
+    )
+    haiku = {"model": "claude-3-5-haiku-20241022", "max_tokens": 16384}
+    haiku["messages"] = [{"role": "user", "content": "hi"}]
+    status, _, body = _strict_answer(haiku, "/v1/messages")
+    assert body["error"]["message"] == (
+        "max_tokens: 16384 > 8192, which is the maximum allowed number of output tokens "
+        "for claude-3-5-haiku-20241022"
+    )
+    # anthropic 2.x has no temperature: the SDK's own types refuse it.
+    status, _, body = _strict_answer(
+        {**base, "messages": [{"role": "user", "content": "hi"}], "temperature": 0.0},
+        "/v1/messages",
+    )
+    assert status == 400
+    assert "temperature: Extra inputs are not permitted" in body["error"]["message"]

@@ -1,0 +1,77 @@
+"""Request bodies checked against the official SDKs' own parameter types.
+
+`request_problems` validates a Chat Completions body against
+`openai.types.chat.completion_create_params.CompletionCreateParamsNonStreaming` and a
+Messages body against `anthropic.types.MessageCreateParams`, through pydantic. The
+TypedDicts alone would let unknown keys pass (pydantic ignores extras of a TypedDict)
+and check `Iterable` fields lazily, so their core schemas are tightened first: every
+TypedDict forbids extra keys and every iterable is validated as a list. Anthropic
+requests also may not carry more than 4 `cache_control` blocks (the API answers 400).
+"""
+
+from __future__ import annotations
+
+import copy
+from functools import cache
+from typing import Any
+
+from anthropic.types import MessageCreateParams
+from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
+from pydantic import TypeAdapter
+from pydantic_core import SchemaValidator, ValidationError
+
+MAX_CACHE_CONTROL = 4
+
+
+def _tighten(node: Any) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _tighten(item)
+        return
+    if not isinstance(node, dict):
+        return
+    if node.get("type") == "typed-dict":
+        node["extra_behavior"] = "forbid"
+    elif node.get("type") == "generator":
+        node["type"] = "list"
+    for value in node.values():
+        _tighten(value)
+
+
+@cache
+def _validator(kind: str) -> SchemaValidator:
+    params = CompletionCreateParamsNonStreaming if kind == "openai" else MessageCreateParams
+    schema = copy.deepcopy(TypeAdapter(params).core_schema)
+    _tighten(schema)
+    return SchemaValidator(schema)
+
+
+def cache_control_blocks(body: dict[str, Any]) -> int:
+    """How many blocks of an Anthropic request carry `cache_control`."""
+    system = body.get("system")
+    blocks: list[Any] = list(body.get("tools") or [])
+    blocks += system if isinstance(system, list) else []
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        blocks += content if isinstance(content, list) else []
+    return sum(1 for block in blocks if isinstance(block, dict) and "cache_control" in block)
+
+
+def request_problems(path: str, body: Any) -> list[str]:
+    """What is wrong with a request body for `path` (empty when the SDK types accept it)."""
+    kind = "openai" if path.endswith("/chat/completions") else "anthropic"
+    problems: list[str] = []
+    try:
+        _validator(kind).validate_python(body)
+    except ValidationError as exc:
+        problems += [
+            f"{'.'.join(str(p) for p in error['loc'])}: {error['msg']}" for error in exc.errors()
+        ]
+    if kind == "anthropic" and isinstance(body, dict):
+        found = cache_control_blocks(body)
+        if found > MAX_CACHE_CONTROL:
+            problems.append(
+                f"A maximum of {MAX_CACHE_CONTROL} blocks with cache_control may be provided. "
+                f"Found {found}."
+            )
+    return problems
