@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -83,9 +84,9 @@ def test_thoughts_become_thinking_messages_before_the_reply() -> None:
     msgs = session.messages()
     assert _shape(msgs) == [
         ("u1", "user", "text"),
-        ("a1", "assistant", "thinking"),
-        ("a1.1", "assistant", "thinking"),
-        ("a1.2", "assistant", "text"),
+        ("a1.thinking1", "assistant", "thinking"),
+        ("a1.thinking2", "assistant", "thinking"),
+        ("a1", "assistant", "text"),
     ]
     assert msgs[1].text == "Understanding request: The user wants an explanation of the system."
     assert msgs[1].timestamp == datetime(2024, 1, 1, 10, 0, 1, tzinfo=UTC)
@@ -117,8 +118,8 @@ def test_tool_call_with_function_response_and_tokens() -> None:
     assert _shape(msgs) == [
         ("u1", "user", "text"),
         ("g1", "assistant", "text"),
-        ("g1.1", "assistant", "tool_use"),
-        ("g1.2", "tool", "tool_result"),
+        ("call-1", "assistant", "tool_use"),
+        ("g1.1", "tool", "tool_result"),
     ]
     use, result = msgs[2], msgs[3]
     assert (use.tool_name, use.tool_call_id, use.tool_input) == (
@@ -138,12 +139,12 @@ def test_upserts_keep_the_last_version_in_the_first_place() -> None:
     msgs = session.messages()
     assert _shape(msgs) == [
         ("u1", "user", "text"),
-        ("g1", "assistant", "thinking"),
-        ("g1.1", "assistant", "text"),
-        ("g1.2", "assistant", "tool_use"),
-        ("g1.3", "tool", "tool_result"),
-        ("g1.4", "assistant", "tool_use"),
-        ("g1.5", "tool", "tool_result"),
+        ("g1.thinking1", "assistant", "thinking"),
+        ("g1", "assistant", "text"),
+        ("call-1", "assistant", "tool_use"),
+        ("g1.1", "tool", "tool_result"),
+        ("call-2", "assistant", "tool_use"),
+        ("g1.2", "tool", "tool_result"),
         ("u3", "user", "text"),
         ("g3", "assistant", "text"),
         ("i1", "system", "text"),
@@ -294,7 +295,7 @@ def test_function_parts_in_content(tmp_path: Path) -> None:
     msgs = READER.read([path], WarningSink()).messages()
     assert [(m.id, m.role, m.type, m.text) for m in msgs] == [
         ("g", "assistant", "text", "calling"),
-        ("g.1", "assistant", "tool_use", '{"dir":"."}'),
+        ("c", "assistant", "tool_use", '{"dir":"."}'),
         ("u", "user", "text", "<fileData gs://x />"),
         ("u.1", "tool", "tool_result", '{"files":["a"]}'),
         ("e", "assistant", "text", ""),
@@ -403,3 +404,108 @@ def test_odd_parts_are_skipped_quietly(tmp_path: Path) -> None:
 )
 def test_parts_text(content: object, text: str) -> None:
     assert parts_text(content) == text
+
+
+def _lines(*objs: object) -> str:
+    return "".join(json.dumps(o) + "\n" for o in objs)
+
+
+def test_a_resumed_061_log_keeps_each_record_once_on_its_own_line(tmp_path: Path) -> None:
+    # The shape Gemini CLI 0.61 writes (see fixtures/devset/gemini): every process starts
+    # with a header and a `$set` of its context (the injected <session_context>), and a
+    # resumed one restates the whole history in API form, with `<id>_response` copies of
+    # the tool results and the reasoning as `thought` parts. Before: the second process's
+    # first `$set` was read as a rollback of everything, so every message moved to the
+    # last `$set` line, results came twice and the thought text joined the reply.
+    where = "<session_context>\n- **Workspace Directories:**\n  - /home/dev/src/app\n"
+    ctx = {"id": "ctx", "type": "user", "content": [{"text": where}]}
+    call = {"id": "c1", "name": "run_shell_command", "args": {"command": "ls"}}
+    response = {"functionResponse": {"id": "c1", "name": "run_shell_command",
+                                     "response": {"output": "a.py"}}}  # fmt: skip
+    g1 = {"id": "g1", "type": "gemini", "content": "Listing.", "thoughts": [
+        {"subject": "Plan", "description": "look first"}]}  # fmt: skip
+    g1_done = {**g1, "toolCalls": [{**call, "status": "success", "result": [response]}]}
+    api_g1 = {"id": "g1", "type": "gemini", "content": [
+        {"text": "**Plan** look first", "thought": True}, {"text": "Listing."},
+        {"functionCall": call}]}  # fmt: skip
+    log = tmp_path / "session-x.jsonl"
+    log.write_text(
+        _lines(
+            {"sessionId": "s", "startTime": "2026-01-01T00:00:00Z", "kind": "main"},  # 1
+            {"$set": {"messages": [ctx]}},  # 2
+            {"id": "u1", "type": "user", "content": [{"text": "list the files"}]},  # 3
+            g1,  # 4
+            g1_done,  # 5
+            {"id": "r1", "type": "user", "content": [response]},  # 6
+            {"id": "g2", "type": "gemini", "content": "One file."},  # 7
+            {"sessionId": "s", "startTime": "2026-01-01T00:01:00Z", "kind": "main"},  # 8
+            {"$set": {"messages": [ctx]}},  # 9
+            {"$set": {"sessionId": "s"}},  # 10
+            {"$set": {"messages": [ctx, {"id": "u1", "type": "user", "content": "x"}, api_g1,
+                                   {"id": "g1_response", "type": "user", "content": [response]},
+                                   {"id": "r1", "type": "user", "content": [response]},
+                                   {"id": "g2", "type": "gemini", "content": "One file."}]}},  # 11
+            {"id": "u2", "type": "user", "content": [{"text": "thanks"}]},  # 12
+        )
+    )  # fmt: skip
+    sink = WarningSink()
+    session = READER.read([log], sink)
+    messages = session.messages()
+    assert sink.warnings == []
+    # The first process's start, and the workspace the injected context names.
+    assert session.started_at == datetime(2026, 1, 1, tzinfo=UTC)
+    assert session.cwd == "/home/dev/src/app"
+    assert [(m.id, m.role, m.type, m.entry_index) for m in messages] == [
+        ("ctx", "user", "text", 2),
+        ("u1", "user", "text", 3),
+        ("g1.thinking1", "assistant", "thinking", 5),
+        ("g1", "assistant", "text", 5),
+        ("c1", "assistant", "tool_use", 5),
+        ("r1", "tool", "tool_result", 6),
+        ("g2", "assistant", "text", 7),
+        ("u2", "user", "text", 12),
+    ]
+    by_id = {m.id: m for m in messages}
+    assert by_id["ctx"].meta["synthetic"] is True
+    assert not by_id["ctx"].is_human
+    assert by_id["g1"].text == "Listing."
+    assert (by_id["r1"].tool_call_id, by_id["r1"].text) == ("c1", "a.py")
+    assert [m.text for m in messages if m.is_human] == ["list the files", "thanks"]
+
+
+def test_thought_parts_are_thinking_not_reply_text(tmp_path: Path) -> None:
+    log = tmp_path / "s.jsonl"
+    log.write_text(
+        _lines(
+            {"sessionId": "s", "startTime": "2026-01-01T00:00:00Z"},
+            {"id": "g", "type": "gemini", "content": [
+                {"text": "**Weighing** two options", "thought": True}, {"text": "Done."}]},
+        )
+    )  # fmt: skip
+    messages = READER.read([log], WarningSink()).messages()
+    assert [(m.id, m.type, m.text) for m in messages] == [
+        ("g.thinking1", "thinking", "**Weighing** two options"),
+        ("g", "text", "Done."),
+    ]
+
+
+def test_a_failed_call_answered_by_a_user_record_is_an_error_result(tmp_path: Path) -> None:
+    failed = {"functionResponse": {"id": "c", "name": "replace", "response": {"error": "no match"}}}
+    log = tmp_path / "s.jsonl"
+    log.write_text(
+        _lines(
+            {"sessionId": "s", "startTime": "2026-01-01T00:00:00Z"},
+            {"id": "g", "type": "gemini", "content": "", "toolCalls": [
+                {"id": "c", "name": "replace", "args": {}, "status": "error",
+                 "result": [failed]}]},
+            {"id": "r", "type": "user", "content": [failed]},
+        )
+    )  # fmt: skip
+    [use, result] = READER.read([log], WarningSink()).messages()
+    assert (use.id, use.entry_index) == ("c", 2)
+    assert (result.id, result.entry_index, result.is_error, result.text) == (
+        "r",
+        3,
+        True,
+        "no match",
+    )

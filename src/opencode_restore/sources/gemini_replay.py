@@ -42,10 +42,17 @@ class Replay:
     history: dict[str, Slot] = field(default_factory=dict)
     current: dict[str, None] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    #: Tool call ids the records hold (calls and responses).
+    calls: set[str] = field(default_factory=set)
+    #: A process started (a header line) and has not written a record yet: its
+    #: checkpoints load the context it starts from, they never roll anything back.
+    fresh: bool = False
 
     def upsert(self, rec: dict[str, Any], file_index: int, line: int) -> None:
         """Add a message record, or replace the one with its id (keeping its place)."""
         rid = rec["id"]
+        self.fresh = False
+        self.calls.update(call_ids(rec))
         old = self.history.get(rid)
         if old is None:
             self.history[rid] = Slot(file_index, line, rec)
@@ -73,6 +80,8 @@ class Replay:
             if not isinstance(rec, dict) or not isinstance(rec.get("id"), str):
                 self.sink.warn(self.path, line, "checkpoint message without a string id; skipped")
                 continue
+            if rec["id"] not in self.history and self._restates_results(rec):
+                continue  # the model's copy of tool results the records already hold
             ids.append(rec["id"])
             if rec["id"] not in self.history:
                 new.append(rec)
@@ -81,7 +90,12 @@ class Replay:
         kept = set(ids)
         current = list(self.current)
         dropped = [i for i in current if i not in kept]
-        if dropped and not new and current[-len(dropped) :] == dropped:
+        if self.fresh:
+            # A starting process sets its context (the injected session context, then
+            # on --resume the history restated): what it leaves out is not rolled back.
+            for rec in new:
+                self.history[rec["id"]] = Slot(file_index, line, rec)
+        elif dropped and not new and current[-len(dropped) :] == dropped:
             for i in dropped:
                 del self.history[i]
         elif dropped:
@@ -90,6 +104,21 @@ class Replay:
             for rec in new:
                 self.history[rec["id"]] = Slot(file_index, line, rec)
         self.current = dict.fromkeys(ids)
+
+    def _restates_results(self, rec: dict[str, Any]) -> bool:
+        """A user message made only of responses to calls already recorded.
+
+        Gemini CLI 0.61 restates each answered call as ``<gemini record id>_response``
+        in the history a resumed process writes; the result is in the records already.
+        """
+        content = rec.get("content")
+        if rec.get("type") != "user" or not isinstance(content, list) or not content:
+            return False
+        responses = [p.get("functionResponse") for p in content if isinstance(p, dict)]
+        if len(responses) != len(content) or not all(isinstance(r, dict) for r in responses):
+            return False
+        ids = call_ids(rec)
+        return len(ids) == len(content) and ids <= self.calls
 
     def _compact(self, ids: list[str], new: list[dict[str, Any]], fi: int, line: int) -> None:
         new_ids = {r["id"] for r in new}
@@ -125,6 +154,7 @@ class Replay:
         for line, obj in iter_json_lines(path, self.sink):
             if "$rewindTo" in obj:
                 target = obj["$rewindTo"]
+                self.fresh = False
                 if isinstance(target, str):
                     self.rewind(target, line)
                 else:
@@ -138,6 +168,8 @@ class Replay:
                     self.sink.warn(path, line, "$set is not an object; skipped")
             elif _METADATA_KEYS & obj.keys():
                 self.set_meta(obj, file_index, line)
+                # Each process writes a header line before anything else.
+                self.fresh = "startTime" in obj
             else:
                 self.sink.warn(path, line, "unrecognised Gemini record; skipped")
 
@@ -167,11 +199,32 @@ class Replay:
         messages = update.get("messages")
         if isinstance(messages, list):
             self.checkpoint(messages, file_index, line)
+        # Every process writes its own startTime: the session started at the first.
+        first = {"startTime": self.meta["startTime"]} if "startTime" in self.meta else {}
         self.meta.update((k, v) for k, v in update.items() if k != "messages")
+        self.meta.update(first)
+
+
+def call_ids(rec: dict[str, Any]) -> set[str]:
+    """The tool call ids a record holds: its ``toolCalls`` and function parts."""
+    found: set[str] = set()
+    calls = rec.get("toolCalls")
+    content = rec.get("content")
+    for call in calls if isinstance(calls, list) else ():
+        if isinstance(call, dict) and isinstance(call.get("id"), str):
+            found.add(call["id"])
+    for part in content if isinstance(content, list) else ():
+        if not isinstance(part, dict):
+            continue
+        for key in ("functionCall", "functionResponse"):
+            fn = part.get(key)
+            if isinstance(fn, dict) and isinstance(fn.get("id"), str):
+                found.add(fn["id"])
+    return found
 
 
 def parts_text(content: Any) -> str:
-    """Plain text of a string or a list of Gemini parts (function parts left out)."""
+    """Plain text of a string or a list of Gemini parts (function and thought parts left out)."""
     if isinstance(content, str):
         return content
     if isinstance(content, dict):
@@ -183,6 +236,8 @@ def parts_text(content: Any) -> str:
         if isinstance(part, str):
             out.append(part)
         elif isinstance(part, dict):
+            if part.get("thought") is True:
+                continue  # the model's reasoning: a thinking block, not reply text
             if isinstance(part.get("text"), str):
                 out.append(part["text"])
             elif isinstance(part.get("inlineData"), dict):
