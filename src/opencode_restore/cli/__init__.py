@@ -282,6 +282,22 @@ def restore(
     sys.exit(code)
 
 
+@cli.command()
+@click.option("-m", "--model", default=None, help="provider:model, e.g. openai:gpt-5.1.")
+@click.option("--base-url", default=None, help="OpenAI-compatible server URL (Ollama, vLLM, ...).")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=None)
+@friendly_errors
+def check(model: str | None, base_url: str | None, config_path: Path | None) -> None:
+    """Send one tiny request with the parameters a restore would use; say what the server
+    accepted or refused, one line each (exit 1 when the call fails)."""
+    from .check_cmd import run_check
+
+    code, lines = run_check(model, base_url, config_path)
+    for line in lines:
+        click.echo(line)
+    sys.exit(code)
+
+
 from .tree_cmds import export_branch, migrate, report, tree  # noqa: E402  (needs the helpers above)
 
 for _command in (migrate, export_branch, report, tree):

@@ -63,10 +63,13 @@ class SDKProvider:
         )
         #: Parameters the server refused this run: name -> the server's message.
         self.refused: dict[str, str] = {}
+        #: What was done about each refused parameter ("leaving it out", ...).
+        self.corrections: dict[str, str] = {}
         self._dropped: set[str] = set()
         self._limit_param: str | None = None
         self._limit_cap: int | None = None
-        self._notify = notify
+        #: Where the one line per correction goes (stderr; `check` collects them).
+        self.notify = notify
         # max_retries=0: the SDK's own retries would multiply ours (call_with_retry).
         self._client = self.client_class(
             api_key=api_key,
@@ -120,7 +123,8 @@ class SDKProvider:
         if action is None:
             return False
         self.refused[refusal.param] = refusal.message
-        self._notify(
+        self.corrections[refusal.param] = action
+        self.notify(
             f"note: {self.name}:{self.model} refused {refusal.param!r} "
             f"({refusal.message.strip()}); {action} for the rest of this run"
         )
