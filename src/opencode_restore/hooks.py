@@ -267,7 +267,20 @@ def transcript_refusal(path: str, agent: str, env: dict[str, str] | None = None)
         return f"cannot be read ({exc.strerror})"
 
 
+def _excerpt(payload: Any) -> str:
+    """The start of a payload for the log, its decoded strings redacted before encoding."""
+    from .redact import Redactor, redact_value
+
+    redactor = Redactor()
+    return json.dumps(redact_value(payload, redactor.redact), ensure_ascii=False)[:200]
+
+
 def _log(directory: str, message: str) -> None:
+    # A problem line may quote the payload (a prompt, a transcript path): redacted.
+    # Imported here, as problems are rare and the receiver must start fast.
+    from .redact import redact
+
+    message = redact(message)[0]
     try:
         os.makedirs(directory, exist_ok=True)
         with open(os.path.join(directory, LOG_NAME), "a", encoding="utf-8") as fh:
@@ -306,7 +319,7 @@ def run(agent: str | None, payload_text: str | None) -> int:
         payload = json.loads(payload_text)
         event = parse_payload(payload, agent)
         if event is None:
-            _log(directory, f"hook payload names no session: {payload_text[:200]!r}")
+            _log(directory, f"hook payload names no session: {_excerpt(payload)}")
             return 0
         if event.transcript_path is None:
             _log(directory, f"{event.agent} session {event.session_id}: no transcript path found")

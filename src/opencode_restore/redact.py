@@ -25,6 +25,9 @@ import functools
 import re
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
+
+from .model import Message, Session
 
 _KEY_CHAR = "[A-Za-z0-9_-]"
 _E = rf"(?!{_KEY_CHAR})"  # end of a token
@@ -271,7 +274,7 @@ _CONTEXT: dict[str, str] = {
         # A value ends at a blank or at an escaped line break or quote (`\n`, `\"`: the
         # text is a JSON string, as in a raw log line); other backslashes belong to it.
         r"(?P<value>(?:[^\s\"'`$(){}<>\[\],;&#=\\]|\\(?![nrt\"]))"
-        r"(?:[^\s\"'`$(){}<>\[\],;&#\\]|\\(?![nrt\"]))*)(?=[\s,;&)]|\\[nrt\"]|$)"
+        r"(?:[^\s\"'`$(){}<>\[\],;&#\\]|\\(?![nrt\"]))*)(?=[\s,;&)\"']|\\[nrt\"]|$)"
     ),
     # --password=value / --token value
     "flag": (
@@ -306,13 +309,22 @@ _CONTEXT: dict[str, str] = {
         r"(?P<value>(?:[^\s\"'#\\]|\\(?![nrt\"]))(?:[^\s\\]|\\(?![nrt\"]))*)"
         r"(?=[ \t]*(?:$|\\[nr]))"
     ),
+    # The same line inside a JSON string (a tool input rendered as JSON): after an
+    # escaped line break, or first in the string.
+    **{
+        kind: (
+            rf"(?P<keep>{start}[ \t]*-?[ \t]*{_NAME}:[ \t]+)"
+            r"(?P<value>(?:[^\s\"'#\\]|\\(?![nrt\"]))(?:[^\s\\]|\\(?![nrt\"]))*)"
+            r"(?=[ \t]*(?:\\[nr]|\"))"
+        )
+        for kind, start in (("yaml-escaped", r"\\n"), ("yaml-first", r"\""))
+    },
 }
 _CONTEXT_RES = [(kind, re.compile(pattern, re.MULTILINE)) for kind, pattern in _CONTEXT.items()]
 # A pattern that starts at a line start is tried at every position; these run only
 # when the text has a secret word followed by its colon somewhere.
-_HINTS = {
-    "yaml": re.compile(":(?:" + "|".join(f"(?<=(?i:{re.escape(w)}):)" for w in _WORDS) + r")[ \t]")
-}
+_YAML_HINT = re.compile(":(?:" + "|".join(f"(?<=(?i:{re.escape(w)}):)" for w in _WORDS) + r")[ \t]")
+_HINTS = {"yaml": _YAML_HINT, "yaml-escaped": _YAML_HINT, "yaml-first": _YAML_HINT}
 # Patterns that can only match where a secret word starts: in ASCII text (where
 # ``lower()`` keeps every offset) those places are found by ``str.find``, and the
 # pattern is tried there alone; a scan of the whole text stopped at every letter
@@ -375,9 +387,14 @@ class Redactor:
 
     def redact(self, text: str) -> str:
         """`text` with every recognised secret replaced by `[REDACTED:kind]`."""
+        present: dict[str, bool] = {}
         for kind, regex, needle in _TOKEN_RES:
-            if needle is not None and needle not in text:
-                continue
+            if needle is not None:
+                found = present.get(needle)
+                if found is None:
+                    found = present[needle] = needle in text
+                if not found:
+                    continue
             gate = _TOKEN_GATES.get(kind)
             if gate is None or gate.search(text):
                 text = regex.sub(functools.partial(self._replace_token, kind), text)
@@ -472,3 +489,76 @@ def redact(text: str) -> tuple[str, int]:
     """Redact secrets from `text`; returns the new text and how many distinct secrets it held."""
     redactor = Redactor()
     return redactor.redact(text), redactor.count
+
+
+def redact_value(value: Any, redact: Callable[[str], str]) -> Any:
+    """``value`` with every string in it redacted; dicts, lists and tuples are walked."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: redact_value(item, redact) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_value(item, redact) for item in value]
+    return value
+
+
+def redact_message(message: Message, redact: Callable[[str], str]) -> Message:
+    """``message`` with every string it holds redacted, in place; returns it.
+
+    The decoded strings are redacted (a tool input's ``"content"`` with its real line
+    breaks), never their JSON encoding, where ``\\n`` would glue a ``.env`` value to
+    the next line.
+    """
+    message.text = redact(message.text)
+    if message.tool_input:
+        message.tool_input = redact_value(message.tool_input, redact)
+    if message.compaction is not None and message.compaction.summary:
+        message.compaction.summary = redact(message.compaction.summary)
+    if message.meta:
+        message.meta = redact_value(message.meta, redact)
+    return message
+
+
+#: Characters of a message text kept on each side of a cut (see ``redact_session``).
+KEEP_CHARS = 1_000_000
+
+
+def _head_and_tail(text: str) -> str:
+    if len(text) <= 2 * KEEP_CHARS:
+        return text
+    cut = len(text) - 2 * KEEP_CHARS
+    return f"{text[:KEEP_CHARS]}\n[… {cut} characters omitted …]\n{text[-KEEP_CHARS:]}"
+
+
+def redact_session(session: Session, redact: Callable[[str], str], *, cap: bool = False) -> Session:
+    """Every message of every span (branches, sub-agents, model and tool events) and the
+    title redacted, in place, before anything is rendered, saved, sent or served.
+
+    With ``cap`` a message text over 2 MB keeps its first and last ``KEEP_CHARS``
+    (the middle is marked omitted) before it is redacted: a restore reads only the head
+    and the end of such a text (prompts cap tool output far lower), and redacting a
+    30 MB tool output whole cost seconds.
+    """
+    if cap:
+        for span in session.timeline.root.walk():
+            for m in span.messages():
+                m.text = _head_and_tail(m.text)
+    if session.title:
+        session.title = redact(session.title)
+    for span in session.timeline.root.walk():
+        for event in span.events():
+            if event.message is not None:
+                redact_message(event.message, redact)
+            if event.text:
+                event.text = redact(event.text)
+            if event.compaction is not None and event.compaction.summary:
+                event.compaction.summary = redact(event.compaction.summary)
+            if event.model is not None:
+                for m in (*event.model.input, *event.model.output):
+                    redact_message(m, redact)
+            if event.tool is not None:
+                tool = event.tool
+                tool.arguments = redact_value(tool.arguments, redact)
+                tool.result = redact(tool.result)
+                tool.error = redact(tool.error) if tool.error else tool.error
+    return session

@@ -222,8 +222,14 @@ def create_app(
         ] = None,
         include_tools: bool = False,
         include_thinking: bool = False,
+        raw: Annotated[
+            bool, Query(description="Serve secrets unredacted (redacted unless asked)")
+        ] = False,
     ) -> StreamingResponse:
-        """The session's messages stitched across its chain, oldest first (streamed JSON)."""
+        """The session's messages stitched across its chain, oldest first (streamed JSON).
+
+        Secrets in every string are redacted unless ``raw=true`` is asked for.
+        """
         row = session_or_404(session_id)
         since_ts = _time("since", since)
         try:
@@ -234,6 +240,7 @@ def create_app(
                 since=since_ts,
                 include_tools=include_tools,
                 include_thinking=include_thinking,
+                raw=raw,
             )
         except SourceError as exc:
             raise HTTPException(410, detail=exc.reason) from exc

@@ -27,6 +27,7 @@ import orjson
 
 from ..llm.base import ChatMessage, LLMRequest, SystemBlock, ToolCallRequest
 from ..llm.strict_schema import strict_json_schema
+from ..redact import redact_value
 from .prompts import quote_body
 
 CHARS_PER_TOKEN = 3.5
@@ -145,17 +146,6 @@ def build_request(
     base.messages = messages
     base.system = system_blocks
     return base
-
-
-def redact_value(value: Any, redact: Callable[[str], str]) -> Any:
-    """``value`` with every string in it redacted; dicts, lists and tuples are walked."""
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {key: redact_value(item, redact) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [redact_value(item, redact) for item in value]
-    return value
 
 
 class RedactCache:

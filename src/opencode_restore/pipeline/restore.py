@@ -12,6 +12,7 @@ from ..llm.base import Provider
 from ..llm.retry import RetryPolicy
 from ..llm.usage import PriceTable, UsageLedger
 from ..model import Message, Session, Turn
+from ..redact import redact_session
 from .branches import summarize_branches
 from .budget import TokenEstimator, Window
 from .context import StageContext
@@ -313,6 +314,10 @@ async def restore_session(
     """
     options = options or RestoreOptions()
     ctx = make_context(session, config, provider)
+    if config.restore.redact:
+        # Once, on the decoded strings, before any of them is parsed into a turn,
+        # rendered, saved in the timeline or sent: everything below sees no secret.
+        redact_session(session, ctx.redactor.redact, cap=True)
     turns = parse_turns(session)
     limited = options.max_turns is not None and len(turns) > options.max_turns
     if options.max_turns is not None:

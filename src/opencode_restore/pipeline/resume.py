@@ -171,7 +171,9 @@ def prepare(
     ctx.numbering = Numbering.from_dict(
         {"version": 1, "labels": labels}, ctx.numbering.preprocessor
     )
-    ctx.redactor.by_kind = Counter(redactions)
+    # The session itself was redacted before this (its secrets are counted already);
+    # the saved counts add those the prompts of the reused work found.
+    ctx.redactor.by_kind = Counter(ctx.redactor.by_kind | Counter(redactions))
     if kept == 0:
         return RestoreState()
     if not resume.cut and tl.state:

@@ -12,11 +12,11 @@ from ..errors import ProviderError, RestoreError
 from ..llm.offline import OfflineProvider
 from ..llm.structured import complete_structured
 from ..model import Turn
+from ..redact import redact_value
 from ..timeline.numbering import Numbering, citation_spans
 from .budget import Window
 from .context import StageContext
 from .prompts import quote_log, render
-from .render import redact_value
 from .restoration import CitationStats, EvidenceItem
 from .schemas import SessionSummary, TurnSummary
 from .state import RestoreState

@@ -126,7 +126,7 @@ def report_data(
     selected = session.meta.get("selected_leaf")
     leaf = selected if isinstance(selected, str) and selected in tree.nodes else tree.leaf_id
     data: dict[str, Any] = {
-        "title": session.title or session.id,
+        "title": payload.text(session.title or session.id),
         "agent": session.agent,
         "session": session.id,
         "cwd": session.cwd,

@@ -199,9 +199,15 @@ def record_transcript(
 
     A path already in the chain keeps its place; a new one is appended, so an old
     path is never lost, and ``native_log_file`` becomes the newest path in the chain.
-    The first title recorded stays. Returns True when ``path`` was appended.
+    The first title recorded stays, redacted (it is a user's prompt, often). Returns True
+    when ``path`` was appended.
     """
     stamp = now_iso()
+    if title:
+        # Imported here: a hook without a title (most) does not pay for the patterns.
+        from ..redact import redact
+
+        title = redact(title)[0]
 
     def tx(c: sqlite3.Connection) -> bool:
         c.execute(

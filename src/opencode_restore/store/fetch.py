@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..errors import SourceError
 from ..model import Message
+from ..redact import Redactor, redact_message
 from ..sources import filter_messages, iter_messages, readers
 from ..sources.base import WarningSink
 from .checkpoints import TAIL_FORMATS, Checkpoint, tail_start, update_index
@@ -89,10 +90,12 @@ def session_messages(
     since: datetime | None = None,
     include_tools: bool = False,
     include_thinking: bool = False,
+    raw: bool = False,
 ) -> Fetch:
     """Plan and start reading ``row``'s messages (raises ``SourceError`` when none is readable).
 
     Planning (and the checkpoint index update) happens now; messages are read lazily.
+    Every string of every message is redacted on the way out unless ``raw`` is asked for.
     """
     files, positions, missing = existing_files(row)
     if not files:
@@ -114,4 +117,10 @@ def session_messages(
         include_tools=include_tools,
         include_thinking=include_thinking,
     )
-    return Fetch(filtered, mode, missing)
+    return Fetch(filtered if raw else _redacted(filtered), mode, missing)
+
+
+def _redacted(messages: Iterator[Message]) -> Iterator[Message]:
+    redactor = Redactor()
+    for m in messages:
+        yield redact_message(m, redactor.redact)

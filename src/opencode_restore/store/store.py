@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..redact import redact
 from .db import connect, now_iso, record_transcript, write
 
 
@@ -142,7 +143,7 @@ class Store:
         ).fetchone()
         if row is None:
             return None
-        s = SessionRow(*row)
+        s = _session_row(row)
         s.files = self.chain(session_id)
         return s
 
@@ -191,7 +192,7 @@ class Store:
             " ORDER BY s.updated_at DESC, s.id LIMIT ? OFFSET ?",
             [*args, limit, offset],
         ).fetchall()
-        return [SessionRow(*r) for r in rows], total
+        return [_session_row(r) for r in rows], total
 
     def sessions_by_prefix(self, prefix: str, *, agent: str | None = None) -> list[SessionRow]:
         """The sessions whose id starts with ``prefix``, most recently updated first."""
@@ -205,7 +206,7 @@ class Store:
             " ORDER BY s.updated_at DESC, s.id",
             args,
         ).fetchall()
-        return [SessionRow(*r) for r in rows]
+        return [_session_row(r) for r in rows]
 
     # restorations
 
@@ -306,3 +307,12 @@ class Store:
             (run_id,),
         ).fetchone()
         return None if row is None else RunRow(*row)
+
+
+def _session_row(row: tuple[Any, ...]) -> SessionRow:
+    """A row as served: its title redacted again (a store written before titles were
+    redacted on the way in still holds raw ones)."""
+    s = SessionRow(*row)
+    if s.title:
+        s.title = redact(s.title)[0]
+    return s
