@@ -84,6 +84,15 @@ def test_anthropic_output_limit_refusal_carries_the_maximum() -> None:
     )
 
 
+def test_openai_output_limit_refusal_carries_the_maximum() -> None:
+    message = (
+        "max_tokens is too large: 32000. This model supports at most 16384 completion tokens, "
+        "whereas you provided 32000."
+    )
+    refusal = parse_refusal(_error(_openai(message, "max_tokens", None)))
+    assert refusal == Refusal("max_tokens", "limit", message, 16384)
+
+
 @pytest.mark.parametrize(
     ("body", "status"),
     [

@@ -32,7 +32,12 @@ _PATTERNS: tuple[tuple[re.Pattern[str], RefusalKind], ...] = (
     (re.compile(r"^([\w.]+): Extra inputs are not permitted"), "parameter"),
     (re.compile(r"'([\w.]+)' is not supported with this model"), "parameter"),
 )
-_LIMIT = re.compile(r"(max_\w*tokens): (\d+) > (\d+), which is the maximum")
+# Anthropic: "max_tokens: 128001 > 64000, which is the maximum ..."; OpenAI: "max_tokens is
+# too large: 32000. This model supports at most 16384 completion tokens, ...".
+_LIMITS = (
+    re.compile(r"(max_\w*tokens): \d+ > (\d+), which is the maximum"),
+    re.compile(r"(max_\w*tokens) is too large: \d+\. This model supports at most (\d+) "),
+)
 # Refusals of these are about the conversation itself; no parameter can be dropped.
 _NOT_PARAMETERS = frozenset({"messages", "model", "input", "system"})
 
@@ -61,9 +66,10 @@ def parse_refusal(exc: BaseException) -> Refusal | None:
     if error_status(exc) not in _REFUSAL_STATUS:
         return None
     message = error_message(exc)
-    limit = _LIMIT.search(message)
-    if limit is not None:
-        return Refusal(limit.group(1), "limit", message, int(limit.group(3)))
+    for pattern in _LIMITS:
+        limit = pattern.search(message)
+        if limit is not None:
+            return Refusal(limit.group(1), "limit", message, int(limit.group(2)))
     body = _body(exc)
     param, code = body.get("param"), body.get("code")
     if isinstance(param, str) and isinstance(code, str) and code in _CODES:
