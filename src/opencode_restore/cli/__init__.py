@@ -321,3 +321,7 @@ for _batch_command in (batch, nightly):
 from .eval_cmd import eval_command  # noqa: E402  (needs the helpers above)
 
 cli.add_command(eval_command)
+
+from .mcp_cmd import mcp_command  # noqa: E402  (needs the helpers above)
+
+cli.add_command(mcp_command)

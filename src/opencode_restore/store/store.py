@@ -261,6 +261,20 @@ class Store:
             errors=_loads(row[7]),
         )
 
+    def restored_turns(self, session_ids: list[str]) -> dict[str, int]:
+        """The turn count of each session's newest restoration (sessions never restored
+        are left out); read inside SQLite, so no summary is loaded."""
+        if not session_ids:
+            return {}
+        marks = ",".join("?" * len(session_ids))
+        rows = self.conn.execute(
+            "SELECT session_id, json_extract(summary_json, '$.turn_count') FROM restorations"
+            f" WHERE id IN (SELECT MAX(id) FROM restorations WHERE session_id IN ({marks})"
+            " GROUP BY session_id)",
+            session_ids,
+        ).fetchall()
+        return {sid: int(n) for sid, n in rows if isinstance(n, int)}
+
     # runs
 
     def create_run(self, session_id: str | None, kind: str) -> str:

@@ -1,0 +1,53 @@
+"""The ``mcp`` command: the session history as MCP tools over stdio."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import UsageError
+from . import friendly_errors
+
+INSTALL_HINT = (
+    "the MCP server needs the mcp extra: pip install 'opencode-restore[mcp]' "
+    "(or: pipx inject opencode-restore mcp)"
+)
+
+
+@click.command("mcp")
+@click.option(
+    "-m",
+    "--model",
+    default=None,
+    help="provider:model for restores (default: the configured one, offline unless set).",
+)
+@click.option("--base-url", default=None, help="OpenAI-compatible server URL (Ollama, vLLM, ...).")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="A config file instead of ~/.config/opencode-restore/config.toml.",
+)
+@friendly_errors
+def mcp_command(model: str | None, base_url: str | None, config_path: Path | None) -> None:
+    """Serve the session history to an agent over MCP (stdio): list_sessions,
+    restore_session, get_messages, search_log."""
+    try:
+        from ..mcp.server import run
+    except ImportError as exc:
+        if exc.name is not None and exc.name.split(".")[0] == "mcp":
+            raise UsageError(INSTALL_HINT) from None
+        raise
+    from ..config import load_config
+
+    config = load_config(config_path, overrides={"llm": {"model": model, "base_url": base_url}})
+    if sys.stdin.isatty():
+        click.echo(
+            "opencode-restore mcp speaks MCP on stdin/stdout; an agent starts it "
+            "(see `opencode-restore install AGENT --mcp`)",
+            err=True,
+        )
+    run(config)

@@ -1,0 +1,1 @@
+"""``opencode-restore mcp``: the session history as Model Context Protocol tools."""

@@ -1,0 +1,411 @@
+"""The session history as four tools, without the protocol around them.
+
+`HistoryTools` answers what ``opencode-restore mcp`` serves: the sessions of a project, a
+cited restoration, the messages around a label, a search of the log. Every answer is
+bounded (a ``limit`` or ``max_tokens``, with a note when something was cut) and redacted.
+A problem the caller can fix (an unknown session, an ambiguous prefix, a bad regex) is a
+`ToolFailure` with a one-line reason; the server turns it into an MCP tool error.
+
+Labels: ``[M#]`` are issued by a restore as it renders the turns, so ``get_messages`` and
+``search_log`` take them from the session's saved restore timeline, the same map the
+restoration cited. A session never restored is restored first (offline by default; with a
+saved timeline an unchanged session costs no model call).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ..cli.restore_cmd import provider_settings, render, session_lock
+from ..config import Config
+from ..errors import RestoreError
+from ..llm.registry import close_provider, get_provider
+from ..model import Message, Session
+from ..pipeline.evidence_log import Limits, LogSearch
+from ..pipeline.render import CHARS_PER_TOKEN
+from ..pipeline.restoration import Restoration
+from ..pipeline.restore import RestoreOptions, restore_session
+from ..pipeline.sandbox import Matcher, Refused
+from ..pipeline.timeline_store import SourceFile, TimelineStore, file_change
+from ..pipeline.turn_parser import parse_turns
+from ..redact import redact
+from ..report.messages import message_record
+from ..report.summary import summary_markdown
+from ..sources import filter_messages, open_session
+from ..sources.base import WarningSink, parse_timestamp
+from ..store import open_store
+from ..store.lookup import CONTAINER_AGENTS, cwd_variants, find_session, latest_session
+from ..store.store import Store
+from ..timeline.numbering import Numbering
+
+Format = Literal["prompt", "markdown", "json"]
+
+#: Defaults and ceilings of the tools' size arguments.
+DEFAULT_SESSIONS, MAX_SESSIONS = 20, 200
+DEFAULT_MESSAGES, MAX_MESSAGES = 20, 200
+DEFAULT_HITS, MAX_HITS = 20, 50
+DEFAULT_TOKENS, MAX_TOKENS = 4000, 32000
+#: One message's text is cut here; the whole answer is bounded by ``max_tokens`` too.
+MESSAGE_CHARS = 2000
+
+
+class SessionInfo(BaseModel):
+    """One session of `list_sessions`."""
+
+    id: str
+    agent: str
+    title: str | None = Field(description="The first user request, cut.")
+    cwd: str | None
+    last_activity: str = Field(description="ISO 8601 time of the session's last activity.")
+    turns: int | None = Field(description="Turns at its last restore; null if never restored.")
+
+
+class SessionList(BaseModel):
+    """The answer of `list_sessions`."""
+
+    sessions: list[SessionInfo]
+    total: int = Field(description="Sessions matching, before the limit.")
+    note: str
+
+
+class Restored(BaseModel):
+    """The answer of `restore_session`."""
+
+    session: str
+    agent: str
+    format: Format
+    turns: int
+    model_calls: int = Field(description="Model calls this restore made (0: all reused).")
+    text: str = Field(description="The restoration; [M#] cite the session's messages.")
+    truncated: bool
+    note: str
+
+
+class Messages(BaseModel):
+    """The answer of `get_messages`."""
+
+    session: str
+    messages: list[dict[str, Any]] = Field(
+        description="role, type, text, timestamp, entry_index, file_index, id, tool fields, "
+        "and label: the [M#] its restoration cites (null for a message it never showed)."
+    )
+    total: int = Field(description="Messages passing the filters.")
+    note: str
+
+
+class SearchResult(BaseModel):
+    """The answer of `search_log`."""
+
+    session: str
+    result: str = Field(description="Hits as file:line [M#]: text, context lines between.")
+    labels: list[str] = Field(description="The [M#] of the messages hit.")
+    note: str
+
+
+class ToolFailure(RestoreError):
+    """A call the caller can correct; its message is the one-line reason."""
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _clamp(value: int | None, default: int, ceiling: int, name: str) -> int:
+    if value is None:
+        return default
+    if value < 1:
+        raise ToolFailure(f"{name} must be at least 1 (got {value})")
+    return min(value, ceiling)
+
+
+def cut_to_tokens(text: str, max_tokens: int) -> tuple[str, bool]:
+    """``text`` within ``max_tokens`` (estimated as characters / 3.5), cut at a line."""
+    limit = math.floor(max_tokens * CHARS_PER_TOKEN)
+    if len(text) <= limit:
+        return text, False
+    head = text[:limit]
+    at = head.rfind("\n")
+    return (head[:at] if at > limit // 2 else head), True
+
+
+@dataclass(slots=True)
+class _Opened:
+    session: Session
+    agent: str
+
+
+class HistoryTools:
+    """The tools over one data directory, restoring with ``config``'s provider."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.timelines = TimelineStore(config.data_dir / "timelines")
+
+    def _store(self) -> Store:
+        return open_store(self.config.data_dir)
+
+    # -- list_sessions ------------------------------------------------------------------
+
+    def list_sessions(
+        self, cwd: str | None = None, agent: str | None = None, limit: int | None = None
+    ) -> SessionList:
+        """Sessions, most recently active first: id, agent, title, cwd, last activity, turns."""
+        from ..store.discovery import scan
+
+        count = _clamp(limit, DEFAULT_SESSIONS, MAX_SESSIONS, "limit")
+        store = self._store()
+        try:
+            scan(store, agent=agent, sink=WarningSink())
+            cwds = cwd_variants(cwd) if cwd else None
+            rows, total = store.sessions(agent=agent, cwds=cwds, limit=count)
+            turns = store.restored_turns([r.id for r in rows])
+        finally:
+            store.close()
+        sessions = [
+            SessionInfo(
+                id=r.id,
+                agent=r.agent,
+                title=redact(r.title)[0] if r.title else None,
+                cwd=r.cwd,
+                last_activity=r.updated_at,
+                turns=turns.get(r.id),
+            )
+            for r in rows
+        ]
+        note = f"{len(rows)} of {total} sessions" + (
+            "; raise limit for more" if total > len(rows) else ""
+        )
+        return SessionList(sessions=sessions, total=total, note=note)
+
+    # -- restore_session ----------------------------------------------------------------
+
+    def _open(self, ref: str) -> _Opened:
+        """The session named by an id, a unique prefix, ``latest`` or a log path."""
+        store = self._store()
+        try:
+            if ref == "latest":
+                target = latest_session(store, here=os.getcwd(), sink=WarningSink())
+            elif os.path.isfile(ref):
+                session = open_session([Path(ref)], WarningSink())
+                return _Opened(session, session.agent)
+            else:
+                target = find_session(store, ref, sink=WarningSink())
+        except RestoreError as exc:
+            raise ToolFailure(_one_line(exc)) from exc
+        finally:
+            store.close()
+        inner = target.id if target.container or target.agent in CONTAINER_AGENTS else None
+        try:
+            session = open_session(target.paths, WarningSink(), target.agent, inner)
+        except RestoreError as exc:
+            raise ToolFailure(f"{target.id}: {_one_line(exc)}") from exc
+        return _Opened(session, target.agent)
+
+    async def _restore(self, session: Session) -> Restoration:
+        """Restore through the saved timeline, under the session's lock, and store it."""
+        provider = get_provider(self.config.llm.model, provider_settings(self.config))
+        try:
+            async with session_lock(self.timelines, session.id, None):
+                restoration = await restore_session(
+                    session, self.config, provider, options=RestoreOptions(), store=self.timelines
+                )
+        finally:
+            await close_provider(provider)
+        store = self._store()
+        try:
+            if store.session(session.id) is not None:
+                store.add_restoration(
+                    session.id,
+                    provider=restoration.provider,
+                    summary_markdown=summary_markdown(restoration),
+                    summary=restoration.model_dump(mode="json"),
+                    usage=restoration.usage.model_dump(mode="json"),
+                    errors={"failed_turns": [f.model_dump() for f in restoration.failed_turns]},
+                )
+        finally:
+            store.close()
+        return restoration
+
+    async def restore_session(
+        self, session: str, format: Format = "prompt", max_tokens: int | None = None
+    ) -> Restored:
+        """The cited restoration of ``session`` in ``format``, within ``max_tokens``."""
+        if format not in ("prompt", "markdown", "json"):
+            raise ToolFailure(f"format must be prompt, markdown or json (got {format!r})")
+        budget = _clamp(max_tokens, DEFAULT_TOKENS, MAX_TOKENS, "max_tokens")
+        opened = self._open(session)
+        restoration = await self._restore(opened.session)
+        text, cut = cut_to_tokens(render(restoration, format, dump_turns=False), budget)
+        return Restored(
+            session=opened.session.id,
+            agent=opened.agent,
+            format=format,
+            turns=restoration.turn_count,
+            model_calls=restoration.usage.calls,
+            text=text,
+            truncated=cut,
+            note=f"cut to about {budget} tokens; raise max_tokens for all" if cut else "",
+        )
+
+    # -- labels ---------------------------------------------------------------------------
+
+    async def _numbering(self, session: Session) -> Numbering:
+        """The ``[M#]`` map of the session's restoration (restoring it first if need be)."""
+        saved = self._saved_numbering(session)
+        if saved is None:
+            await self._restore(session)
+            saved = self._saved_numbering(session)
+        if saved is None:  # `[restore] resume = false`: nothing is saved, number afresh
+            raise ToolFailure(
+                f"{session.id}: no saved restore timeline to take labels from "
+                "(is [restore] resume turned off?)"
+            )
+        return saved
+
+    def _saved_numbering(self, session: Session) -> Numbering | None:
+        """The saved map, if it was saved from the session's files as they are now."""
+        data = self.timelines.load(session.id)
+        if data is None or not isinstance(data.get("numbering"), dict):
+            return None
+        try:
+            saved = [SourceFile.from_dict(f) for f in data.get("source_files") or []]
+            numbering = Numbering.from_dict(data["numbering"])
+        except (KeyError, TypeError, ValueError):
+            return None
+        # A log that changed since is labelled only up to that restore: restore it again.
+        if [f.path for f in saved] != [p for p in session.files if os.path.isfile(p)]:
+            return None
+        if any(file_change(f) != "same" for f in saved):
+            return None
+        return numbering
+
+    # -- get_messages -------------------------------------------------------------------
+
+    async def get_messages(
+        self,
+        session: str,
+        around: str | None = None,
+        since: str | None = None,
+        limit: int | None = None,
+        include_tools: bool = False,
+        include_thinking: bool = False,
+        max_tokens: int | None = None,
+    ) -> Messages:
+        """Messages in the ``messages`` command's shape, each with its ``[M#]`` label."""
+        count = _clamp(limit, DEFAULT_MESSAGES, MAX_MESSAGES, "limit")
+        budget = _clamp(max_tokens, DEFAULT_TOKENS, MAX_TOKENS, "max_tokens")
+        since_ts = _since(since)
+        opened = self._open(session)
+        numbering = await self._numbering(opened.session)
+        chosen = list(
+            filter_messages(
+                opened.session.messages(),
+                since=since_ts,
+                include_tools=include_tools,
+                include_thinking=include_thinking,
+            )
+        )
+        start = 0
+        if around is not None:
+            start = _window_start(chosen, numbering, around, count)
+        window = chosen[start : start + count]
+        records: list[dict[str, Any]] = []
+        used, cut_text = 0, False
+        for m in window:
+            record = _record(m, numbering)
+            if len(record["text"] or "") > MESSAGE_CHARS:
+                record["text"] = record["text"][:MESSAGE_CHARS] + " [… cut]"
+                cut_text = True
+            size = len(str(record))
+            if records and used + size > budget * CHARS_PER_TOKEN:
+                break
+            records.append(record)
+            used += size
+        notes = []
+        shown_to = start + len(records)
+        if start or shown_to < len(chosen):
+            notes.append(f"messages {start + 1}-{shown_to} of {len(chosen)}")
+        if len(records) < len(window):
+            notes.append(f"cut to about {budget} tokens; raise max_tokens or lower limit")
+        if cut_text:
+            notes.append(f"long texts cut at {MESSAGE_CHARS} characters")
+        return Messages(
+            session=opened.session.id, messages=records, total=len(chosen), note="; ".join(notes)
+        )
+
+    # -- search_log ---------------------------------------------------------------------
+
+    async def search_log(
+        self, session: str, pattern: str, literal: bool = False, limit: int | None = None
+    ) -> SearchResult:
+        """SEARCH_LOG over the session's raw log: hits as ``file:line [M#]: text``."""
+        hits = _clamp(limit, DEFAULT_HITS, MAX_HITS, "limit")
+        limits = Limits(max_hits=hits)
+        try:
+            matcher = Matcher(pattern, literal=literal, seconds=limits.search_seconds)
+        except Refused as exc:
+            raise ToolFailure(f"pattern refused: {_one_line(exc)}") from exc
+        if matcher.note:  # an invalid regex: say so instead of searching for it as text
+            raise ToolFailure(f"bad regex: {matcher.note.split(';')[0]}")
+        opened = self._open(session)
+        numbering = await self._numbering(opened.session)
+        search = LogSearch(
+            opened.session,
+            parse_turns(opened.session),
+            numbering,
+            lambda text: redact(text)[0],
+            limits,
+        )
+        # The deadline runs from here, not from before the session was read.
+        matcher = Matcher(pattern, literal=literal, seconds=limits.search_seconds)
+        text, labels = search.search(matcher, context=2)
+        text, cut = cut_to_tokens(text, DEFAULT_TOKENS)
+        return SearchResult(
+            session=opened.session.id,
+            result=text,
+            labels=labels,
+            note="result cut; narrow the pattern or lower limit" if cut else "",
+        )
+
+
+def _since(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    ts = parse_timestamp(value)
+    if ts is None:
+        raise ToolFailure(f"since: {value!r} is not an ISO 8601 time (e.g. 2026-02-11T10:30:00Z)")
+    return ts
+
+
+def _window_start(chosen: list[Message], numbering: Numbering, around: str, count: int) -> int:
+    label = around.strip().strip("[]").upper()
+    ref = numbering.reference(label)
+    if ref is None:
+        raise ToolFailure(f"around: {around!r} is not a label of this session's restoration")
+    for at, m in enumerate(chosen):
+        if m.id == ref.id:
+            return max(0, at - count // 2)
+    raise ToolFailure(
+        f"around: {label} is a message these filters leave out "
+        "(try include_tools or include_thinking)"
+    )
+
+
+def _record(m: Message, numbering: Numbering) -> dict[str, Any]:
+    record = message_record(m)
+    record["label"] = numbering.label_for(m.id)
+    for key in ("text", "tool_input"):
+        value = record.get(key)
+        if isinstance(value, str):
+            record[key] = redact(value)[0]
+    if isinstance(record.get("tool_input"), dict):
+        record["tool_input"] = redact(str(record["tool_input"]))[0]
+    return record
