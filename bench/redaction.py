@@ -9,11 +9,12 @@ Prints, per sink, the kinds redacted and the kinds the sink held with redaction 
 sink that shows a kind only when unredacted is where redaction did its work), then the
 redaction speed on a 2 MB mixed text.
 
-    python bench/redaction.py
+    python bench/redaction.py [--smoke]
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import tempfile
@@ -23,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.security.corpus import LOOK_ALIKES, secret_cases  # noqa: E402
+from tests.security.corpus import LOOK_ALIKES, Case, secret_cases  # noqa: E402
 from tests.security.sinks import SINKS, collect, leaks, plant_log  # noqa: E402
 
 from opencode_restore.redact import redact  # noqa: E402
@@ -36,16 +37,18 @@ class _Env:
         os.environ[key] = value
 
 
-def _run(redacted: bool) -> dict[str, list[str]]:
-    cases = secret_cases()
+def _run(cases: list[Case], redacted: bool) -> dict[str, list[str]]:
     with tempfile.TemporaryDirectory() as tmp:
         log = plant_log(Path(tmp) / "session.jsonl", cases)
         return leaks(collect(Path(tmp), log, cases, _Env(), redact=redacted), cases)
 
 
 def main() -> None:
-    cases = secret_cases()
-    on, off = _run(True), _run(False)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--smoke", action="store_true", help="12 kinds only (CI: it still runs)")
+    args = parser.parse_args()
+    cases = secret_cases()[: 12 if args.smoke else None]
+    on, off = _run(cases, True), _run(cases, False)
     n = len(cases)
     print(f"{n} secret kinds planted; {len(LOOK_ALIKES)} look-alikes")
     print(f"{'sink':10} {'redacted':>9} {'held (redaction off)':>21}  leaked kinds")
