@@ -29,6 +29,20 @@ SCAN_TAIL_CHARS = 100_000
 _MAX_HITS = 200
 
 
+#: Longest user request put in a prompt's facts or quoted in the summary: a 50 MB message
+#: must not be sent whole (the turn's transcript has its own cap, ``max_turn_chars``).
+MAX_REQUEST_CHARS = 8000
+
+
+def cap_middle(text: str, limit: int, what: str = "this turn") -> str:
+    """Keep the start and end of an oversized text; the cut is marked so the model knows."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    cut = len(text) - 2 * half
+    return f"{text[:half]}\n[… {cut} characters of {what} omitted …]\n{text[-half:]}"
+
+
 def _clip(text: str, limit: int = _MAX_FACT_CHARS) -> str:
     # Only a bounded head is flattened: a fact never needs more of a huge text.
     head = text[: limit * 4]
@@ -122,7 +136,7 @@ def turn_facts(turn: Turn, label_of: Mapping[str, str]) -> dict[str, Any]:
         # Only when there are some: the facts travel in every turn's prompt.
         **({"failed_artifacts": failed} if failed else {}),
         "turn_number": turn.number,
-        "user_request": turn.user_text,
+        "user_request": cap_middle(turn.user_text, MAX_REQUEST_CHARS, "the request"),
         "user_labels": [lab(m.id) for m in human if lab(m.id)],
         "artifacts": [
             {"path": a.file_path, "action": a.action, "label": lab(a.message_id)}

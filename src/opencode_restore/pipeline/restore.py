@@ -17,6 +17,7 @@ from .branches import summarize_branches
 from .budget import TokenEstimator, Window
 from .context import StageContext
 from .evidence_gatherer import EvidenceOptions, gather_evidence
+from .facts import MAX_REQUEST_CHARS, cap_middle
 from .restoration import (
     FALLBACK_WARNING,
     INTERRUPTED_WARNING,
@@ -66,9 +67,8 @@ def _last_request(turns: list[Turn], ctx: StageContext) -> Quote | None:
     for turn in reversed(turns):
         for m in reversed(turn.messages):
             if m.is_human and m.text.strip():
-                return Quote(
-                    text=ctx.redact(m.text.strip()), citation=ctx.numbering.label_for(m.id)
-                )
+                text = cap_middle(m.text.strip(), MAX_REQUEST_CHARS, "the request")
+                return Quote(text=ctx.redact(text), citation=ctx.numbering.label_for(m.id))
     return None
 
 

@@ -16,6 +16,7 @@ from ..redact import redact_value
 from ..timeline.numbering import Numbering, citation_spans
 from .budget import Window
 from .context import StageContext
+from .facts import MAX_REQUEST_CHARS, cap_middle
 from .prompts import quote_log, render
 from .restoration import CitationStats, EvidenceItem
 from .schemas import SessionSummary, TurnSummary
@@ -82,7 +83,12 @@ async def synthesize(
     first = next((m for t in turns for m in t.messages if m.is_human), None)
     facts = {
         "first_request": (
-            {"text": first.text, "label": ctx.numbering.label_for(first.id)} if first else None
+            {
+                "text": cap_middle(first.text, MAX_REQUEST_CHARS, "the request"),
+                "label": ctx.numbering.label_for(first.id),
+            }
+            if first
+            else None
         ),
         "turn_summaries": [s.model_dump() for s in state.summaries],
         "constraints": state.constraints,

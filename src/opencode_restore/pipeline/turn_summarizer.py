@@ -16,7 +16,7 @@ from ..llm.structured import complete_structured
 from ..model import Turn
 from .budget import Window
 from .context import StageContext
-from .facts import turn_facts
+from .facts import cap_middle, turn_facts
 from .prompts import RenderedPrompt, quote_log, render
 from .schemas import TurnSummary
 from .state import RestoreState
@@ -34,15 +34,6 @@ class TurnOutcome:
     error: str | None
     labels: tuple[str, str] | None
     labels_end: int
-
-
-def _cap_middle(text: str, limit: int) -> str:
-    """Keep the start and end of an oversized turn; the cut is marked so the model knows."""
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    cut = len(text) - 2 * half
-    return f"{text[:half]}\n[… {cut} characters of this turn omitted …]\n{text[-half:]}"
 
 
 #: Facts the transcript already shows verbatim; the offline provider still gets them.
@@ -79,7 +70,7 @@ async def summarize_turn(
             state_json=state_json,
             facts_json=facts_json,
             turn_number=turn.number,
-            transcript=quote_log(_cap_middle(transcript, limit)),
+            transcript=quote_log(cap_middle(transcript, limit)),
         )
 
     limit = ctx.config.restore.max_turn_chars

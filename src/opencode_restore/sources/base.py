@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import IO, Any, Protocol, runtime_checkable
 
 import orjson
 
@@ -180,6 +181,41 @@ def choose_session(
 LINE_BUFFER = 1 << 20
 
 
+#: Longest log line read, in bytes (``OPENCODE_RESTORE_MAX_LINE_BYTES``): a longer one is
+#: reported and skipped without being held whole (a 4 GB line took 8 GB to read).
+MAX_LINE_BYTES = 64 << 20
+
+
+def max_line_bytes() -> int:
+    """The line cap: ``OPENCODE_RESTORE_MAX_LINE_BYTES`` when set to a positive integer."""
+    value = os.environ.get("OPENCODE_RESTORE_MAX_LINE_BYTES", "")
+    return int(value) if value.isdigit() and int(value) > 0 else MAX_LINE_BYTES
+
+
+def iter_lines(
+    fh: IO[bytes], path: str | Path, sink: WarningSink, limit: int | None = None
+) -> Iterator[tuple[int, bytes, int]]:
+    """``(line number, raw line, its size in bytes)`` of ``fh``.
+
+    A line over ``limit`` bytes is reported and comes as ``b""`` with its real size (it is
+    counted in chunks, never read whole), so sizes still add up to byte offsets.
+    """
+    cap = max_line_bytes() if limit is None else limit
+    readline = fh.readline
+    lineno = 0
+    while raw := readline(cap + 1):
+        lineno += 1
+        if len(raw) <= cap or raw.endswith(b"\n"):
+            yield lineno, raw, len(raw)
+            continue
+        size = len(raw)
+        while (rest := readline(1 << 20)) and not rest.endswith(b"\n"):
+            size += len(rest)
+        size += len(rest)
+        sink.warn(path, lineno, f"line of {size} bytes, over the {cap}-byte limit; skipped")
+        yield lineno, b"", size
+
+
 def iter_json_lines(path: Path, sink: WarningSink) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for each JSON-object line of a JSONL file.
 
@@ -189,7 +225,7 @@ def iter_json_lines(path: Path, sink: WarningSink) -> Iterator[tuple[int, dict[s
     """
     loads = orjson.loads
     with path.open("rb", buffering=LINE_BUFFER) as fh:
-        for lineno, raw in enumerate(fh, 1):
+        for lineno, raw, _ in iter_lines(fh, path, sink):
             if not raw.strip():
                 continue
             try:

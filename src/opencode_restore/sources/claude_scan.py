@@ -18,7 +18,7 @@ from typing import IO, Any
 import msgspec
 import orjson
 
-from .base import LINE_BUFFER, WarningSink
+from .base import LINE_BUFFER, WarningSink, iter_lines
 from .claude_line import DECODER, NOISE, SYSTEM, TOOL_RESULT, Line, classify, coerce
 
 #: Root marker in ``Scan.parent``.
@@ -144,9 +144,11 @@ class _Scanner:
         header_missing = True
         base = fi << _LINE_BITS
         end = 0
-        for lineno, raw in enumerate(fh, 1):
+        for lineno, raw, size in iter_lines(fh, path, sink):
             start = end
-            end += len(raw)
+            end += size
+            if not raw:
+                continue
             try:
                 line = decode(raw)
                 if not raw.isascii():

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from ..model import EventKind, Message, Session, Timeline, TimelineEvent, TimelineSpan
-from .base import LINE_BUFFER, WarningSink, parse_timestamp
+from .base import LINE_BUFFER, WarningSink, max_line_bytes, parse_timestamp
 from .claude_agents import attach_agents
 from .claude_convert import Converter, attach_summaries
 from .claude_scan import NO_PARENT, Scan, pack, scan, unpack
@@ -31,6 +31,7 @@ def read_entries(
     for nid in sorted(entries, key=s.pos.__getitem__):
         by_file.setdefault(unpack(s.pos[nid])[0], []).append(nid)
     loads = orjson.loads
+    cap = max_line_bytes()
     for fi, wanted in by_file.items():
         path = files[fi]
         try:
@@ -42,7 +43,7 @@ def read_entries(
         with fh:
             for nid in wanted:
                 fh.seek(s.offset[nid])
-                raw = fh.readline()
+                raw = fh.readline(cap + 1)
                 try:
                     obj = loads(raw)
                 except orjson.JSONDecodeError:

@@ -57,6 +57,13 @@ _ZIP_MAGIC = b"PK\x03\x04"
 _EVAL_KEY = re.compile(rb'"eval"\s*:\s*\{')
 _LOG_KEYS = re.compile(rb'"(samples|version|status)"\s*:')
 _HEADERS = ("header.json", "_journal/start.json")
+#: Deepest nesting of a log's JSON values (real logs stay under 30).
+MAX_DEPTH = 256
+#: Largest ``.eval`` member read, and the largest expansion of a big one over its
+#: compressed size (a 1 MB archive unpacking to 1 GB is a zip bomb, not a log).
+MAX_MEMBER_BYTES = 128 << 20
+MAX_MEMBER_RATIO = 200
+_RATIO_FLOOR = 16 << 20
 
 #: (eval spec, sample, where the sample came from for warnings)
 _Sample = tuple[dict[str, Any], dict[str, Any], str]
@@ -89,18 +96,69 @@ def _line_at(path: Path, offset: int) -> int:
     return line
 
 
+class _TooDeep(ValueError):
+    """A JSON value nested deeper than `MAX_DEPTH`."""
+
+
 def _stream_items(path: Path, prefix: str, sink: WarningSink) -> Iterator[Any]:
-    """ijson items at ``prefix``; a parse error is reported (near its line) and ends them."""
+    """ijson items at ``prefix``; a parse error is reported (near its line) and ends them.
+
+    Built from ``basic_parse`` events rather than ``ijson.items``: items' event prefixes
+    grow with the nesting depth, so a value nested 100,000 deep took gigabytes; here the
+    depth is counted and a value deeper than `MAX_DEPTH` ends the stream with a warning.
+    """
     assert ijson is not None
+    keys = prefix.split(".")
     with path.open("rb") as fh:
         try:
-            yield from ijson.items(fh, prefix, use_float=True)
+            yield from _items(ijson.basic_parse(fh, use_float=True), keys)
         except (ijson.JSONError, ValueError) as exc:
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             truncated = "premature eof" in reason.lower() or "incomplete" in reason.lower()
             what = "truncated log" if truncated else "invalid JSON"
+            if isinstance(exc, _TooDeep):
+                what = "hostile JSON"
             line = _line_at(path, fh.tell())
             sink.warn(path, line, f"{what} ({reason}); later samples skipped")
+
+
+def _items(events: Iterator[tuple[str, Any]], keys: list[str]) -> Iterator[Any]:
+    """The values at ``keys`` (map keys, ``item`` for array elements) of an event stream."""
+    path: list[str] = []  # the keys of the open containers down to the current value
+    builder: Any = None
+    depth = 0  # open containers in the value being built
+    for event, value in events:
+        if builder is not None:
+            builder.event(event, value)
+            if event in ("start_map", "start_array"):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise _TooDeep(f"nested more than {MAX_DEPTH} deep")
+            elif event in ("end_map", "end_array"):
+                depth -= 1
+            if depth == 0:
+                yield builder.value
+                builder = None
+            continue
+        if event == "map_key":
+            path[-1] = value
+            continue
+        if event in ("end_map", "end_array"):
+            path.pop()
+            continue
+        if path == keys:
+            builder = ijson.common.ObjectBuilder()
+            builder.event(event, value)
+            if event in ("start_map", "start_array"):
+                depth = 1
+                continue
+            yield builder.value
+            builder = None
+            continue
+        if event == "start_map":
+            path.append("")
+        elif event == "start_array":
+            path.append("item")
 
 
 def _json_samples(path: Path, sink: WarningSink) -> Iterator[_Sample]:
@@ -119,9 +177,39 @@ def _json_samples(path: Path, sink: WarningSink) -> Iterator[_Sample]:
         yield spec, sample, f"{path}#sample{n}"
 
 
+def _too_deep(value: Any) -> bool:
+    """True when ``value`` nests containers deeper than `MAX_DEPTH` (checked without
+    recursion: the readers' recursive walks would overflow the stack)."""
+    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, (dict, list)) else []
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False
+
+
+def _member_refusal(info: zipfile.ZipInfo) -> str | None:
+    """Why an archive member is not unpacked (too big, or a zip bomb), or None."""
+    if info.file_size > MAX_MEMBER_BYTES:
+        return f"{info.file_size} bytes unpacked, over the {MAX_MEMBER_BYTES}-byte limit"
+    ratio = info.file_size / max(info.compress_size, 1)
+    if info.file_size > _RATIO_FLOOR and ratio > MAX_MEMBER_RATIO:
+        return f"expands {ratio:.0f}x (a zip bomb?), over the {MAX_MEMBER_RATIO}x limit"
+    return None
+
+
 def _zip_json(zf: zipfile.ZipFile, name: str, where: str, sink: WarningSink) -> Any:
+    if (why := _member_refusal(zf.getinfo(name))) is not None:
+        sink.warn(where, 1, f"archive member {why}; skipped")
+        return None
     try:
-        return orjson.loads(zf.read(name))
+        value = orjson.loads(zf.read(name))
+        if _too_deep(value):
+            sink.warn(where, 1, f"JSON nested more than {MAX_DEPTH} deep; skipped")
+            return None
+        return value
     except (orjson.JSONDecodeError, zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
         sink.warn(where, 1, f"unreadable archive member ({exc}); skipped")
         return None

@@ -41,6 +41,10 @@ _SESSION_COLUMNS = {
 }
 
 
+#: The ``session`` columns read.
+_SESSION_READ = frozenset({*_SESSION_COLUMNS, "data", "time_created", "time_updated", "model"})
+
+
 def _connect(path: Path, query: str) -> sqlite3.Connection:
     return sqlite3.connect(f"{path.resolve().as_uri()}?{query}", uri=True, timeout=BUSY_TIMEOUT)
 
@@ -156,21 +160,34 @@ class DbStore:
     def sessions(self) -> list[dict[str, Any]]:
         """Every session's info, in the shape of ``opencode export``'s ``info``."""
         try:
-            rows = self.conn.execute("SELECT * FROM session").fetchall()
+            columns = ", ".join(f'"{c}"' for c in self._stored_columns("session", _SESSION_READ))
+            rows = self.conn.execute(f"SELECT {columns} FROM session").fetchall()
         except sqlite3.Error as exc:
             raise self._fail(exc) from exc
         return [_session_info(r) for r in rows]
+
+    def _stored_columns(self, table: str, wanted: frozenset[str]) -> list[str]:
+        """The ``wanted`` columns ``table`` stores (never ``SELECT *``: a generated column
+        of a hostile database computes a gigabyte per row)."""
+        rows = self.conn.execute(f"PRAGMA table_xinfo({table})").fetchall()
+        # hidden: 0 stored, 1 hidden (virtual tables), 2 and 3 generated.
+        found = [str(r["name"]) for r in rows if r["hidden"] == 0 and r["name"] in wanted]
+        return found or ["id"]
 
     def messages(self, session_id: str) -> Iterator[RawMessage]:
         """Stream ``(message info, numbered parts)`` of one session, oldest first.
 
         Warnings name the database and, as the line, the ordinal of the last part read.
         """
+        # One row per message id (the first stored): with duplicated ids, joining on the
+        # id paired every copy with every part, quadratic in a hostile database.
         query = (
             "SELECT m.id, m.data, p.id, p.data FROM message AS m"
             " LEFT JOIN part AS p ON p.message_id = m.id"
-            " WHERE m.session_id = ? ORDER BY m.time_created, m.id, p.id"
+            " WHERE m.rowid IN (SELECT min(rowid) FROM message WHERE session_id = ? GROUP BY id)"
+            " ORDER BY m.time_created, m.id, p.id"
         )
+        self._check_tables(session_id)
         ordinal = 0
         current: tuple[dict[str, Any], list[dict[str, Any]]] | None = None
         try:
@@ -189,6 +206,22 @@ class DbStore:
             raise self._fail(exc) from exc
         if current is not None:
             yield RawMessage(current[0], self._number(current[1], ordinal), ordinal)
+
+    def _check_tables(self, session_id: str) -> None:
+        """Refuse computed ``data`` columns; report messages whose id repeats."""
+        try:
+            for table in ("message", "part"):
+                if "data" not in self._stored_columns(table, frozenset({"data"})):
+                    why = f"{table}.data is not a stored column; not read"
+                    raise SourceError(str(self.path), why)
+            (extra,) = self.conn.execute(
+                "SELECT count(*) - count(DISTINCT id) FROM message WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
+        except sqlite3.Error as exc:
+            raise self._fail(exc) from exc
+        if extra:
+            self.sink.warn(self.path, 0, f"{extra} messages repeat an earlier id; skipped")
 
     @staticmethod
     def _number(parts: list[dict[str, Any]], ordinal: int) -> list[NumberedPart]:

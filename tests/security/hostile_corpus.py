@@ -1,0 +1,185 @@
+"""Small hostile inputs, generated on demand (nothing big is stored in the repository).
+
+Each case is a function writing its file(s) under a directory and returning the CLI
+arguments that read them. Shared by the tests (``test_hostile_inputs``) and the peak-RSS
+measure (``bench/hostile.py``); ``scale`` grows the cases that have a size to the full
+sizes of issue 14 for the measure.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+T0 = 1_795_000_000_000
+OPENCODE_SCHEMA = """
+CREATE TABLE session (id text PRIMARY KEY, project_id text NOT NULL, parent_id text,
+  slug text NOT NULL, directory text NOT NULL, title text NOT NULL, version text NOT NULL,
+  model text, time_created integer NOT NULL, time_updated integer NOT NULL{extra});
+CREATE TABLE message (id text, session_id text NOT NULL,
+  time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
+CREATE TABLE part (id text, message_id text NOT NULL, session_id text NOT NULL,
+  time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
+"""
+
+
+def _claude_line(uuid: str, parent: str | None, role: str, text: str, t: int) -> str:
+    content = text if role == "user" else [{"type": "text", "text": text}]
+    return json.dumps(
+        {
+            "type": role,
+            "message": {"role": role, "content": content},
+            "uuid": uuid,
+            "parentUuid": parent,
+            "sessionId": "s1",
+            "timestamp": f"2025-01-01T00:00:{t:02d}Z",
+            "cwd": "/nonexistent/project",
+        }
+    )
+
+
+def inspect_deep(root: Path, scale: float = 1.0) -> list[str]:
+    """An Inspect JSON log whose one sample nests 100,000 arrays deep (210 KB)."""
+    depth = 100_000
+    path = root / "deep.json"
+    sample = '{"id": 1, "epoch": 1, "messages": [], "events": [], "metadata": '
+    path.write_text(
+        '{"version": 2, "status": "success", "eval": {"eval_id": "e1", "task": "t"}, '
+        f'"samples": [{sample}{"[" * depth}{"]" * depth}}}]}}'
+    )
+    return ["messages", str(path), "--agent", "inspect"]
+
+
+def eval_zip_bomb(root: Path, scale: float = 1.0) -> list[str]:
+    """An ``.eval`` archive with a sample member unpacking to 300 MB (1 GB at scale 3.4)."""
+    path = root / "bomb.eval"
+    size = int(300_000_000 * scale)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        zf.writestr("header.json", json.dumps({"eval": {"eval_id": "e1", "task": "t"}}))
+        with zf.open("samples/1_epoch_1.json", "w", force_zip64=True) as fh:
+            fh.write(b'{"id": 1, "epoch": 1, "messages": [], "x": "')
+            chunk = b" " * (1 << 20)
+            for _ in range(size >> 20):
+                fh.write(chunk)
+            fh.write(b'"}')
+    return ["messages", str(path), "--agent", "inspect"]
+
+
+def _opencode_db(path: Path, extra: str = "") -> sqlite3.Connection:
+    conn = sqlite3.connect(path)
+    conn.executescript(OPENCODE_SCHEMA.format(extra=extra))
+    return conn
+
+
+def _session(conn: sqlite3.Connection, sid: str) -> None:
+    conn.execute(
+        "INSERT INTO session (id, project_id, parent_id, slug, directory, title, version,"
+        " model, time_created, time_updated) VALUES (?, 'p', NULL, 's', '/r', 't', '1', NULL,"
+        " ?, ?)",
+        (sid, T0, T0),
+    )
+
+
+def opencode_generated_column(root: Path, scale: float = 1.0) -> list[str]:
+    """An opencode.db whose ``session`` rows each compute a 200 MB generated column."""
+    path = root / "opencode.db"
+    big = int(200_000_000 * scale)
+    conn = _opencode_db(
+        path, f", big text GENERATED ALWAYS AS (printf('%.*c', {big}, 'x')) VIRTUAL"
+    )
+    for n in range(20):
+        _session(conn, f"ses_{n:03d}")
+    user = json.dumps({"role": "user", "time": {"created": T0}})
+    conn.execute("INSERT INTO message VALUES ('msg_1', 'ses_000', ?, ?, ?)", (T0, T0, user))
+    part = json.dumps({"type": "text", "text": "hello"})
+    conn.execute("INSERT INTO part VALUES ('prt_1', 'msg_1', 'ses_000', ?, ?, ?)", (T0, T0, part))
+    conn.commit()
+    conn.close()
+    return ["messages", str(path), "--agent", "opencode", "--session", "ses_000"]
+
+
+def opencode_duplicate_ids(root: Path, scale: float = 1.0) -> list[str]:
+    """An opencode.db with 3,000 messages sharing one id, and 3,000 parts of that id."""
+    path = root / "opencode.db"
+    conn = _opencode_db(path)
+    _session(conn, "ses_1")
+    copies = int(3000 * scale)
+    user = json.dumps({"role": "user", "time": {"created": T0}})
+    part = json.dumps({"type": "text", "text": "x" * 100})
+    conn.executemany(
+        "INSERT INTO message VALUES ('msg_1', 'ses_1', ?, ?, ?)",
+        [(T0 + n, T0, user) for n in range(copies)],
+    )
+    conn.executemany(
+        "INSERT INTO part VALUES (?, 'msg_1', 'ses_1', ?, ?, ?)",
+        [(f"prt_{n:06d}", T0, T0, part) for n in range(copies)],
+    )
+    conn.commit()
+    conn.close()
+    return ["messages", str(path), "--agent", "opencode", "--session", "ses_1"]
+
+
+def long_line(root: Path, scale: float = 1.0) -> list[str]:
+    """A Claude Code log with one 200 MB line (900 MB at scale 4.5) between good ones."""
+    path = root / "long.jsonl"
+    size = int(200_000_000 * scale)
+    with path.open("w") as fh:
+        fh.write(_claude_line("u1", None, "user", "first request", 1) + "\n")
+        head = _claude_line("a1", "u1", "assistant", "@@", 2)
+        before, after = head.split("@@")
+        fh.write(before)
+        chunk = "y" * (1 << 20)
+        for _ in range(size >> 20):
+            fh.write(chunk)
+        fh.write(after + "\n")
+        fh.write(_claude_line("u2", "u1", "user", "after the long line", 3) + "\n")
+    return ["messages", str(path), "--agent", "claude-code"]
+
+
+def huge_user_message(root: Path, scale: float = 1.0) -> list[str]:
+    """A Claude Code log whose request is 20 MB (50 MB at scale 2.5), restored offline."""
+    path = root / "big-request.jsonl"
+    text = "please fix the failing test " * int(20_000_000 * scale / 28)
+    path.write_text(
+        _claude_line("u1", None, "user", text, 1)
+        + "\n"
+        + _claude_line("a1", "u1", "assistant", "fixed", 2)
+        + "\n"
+    )
+    return ["restore", str(path), "--agent", "claude-code", "--fresh", "-q"]
+
+
+def bad_lines(root: Path, scale: float = 1.0) -> list[str]:
+    """A Claude Code log of one good line and a million bad ones."""
+    path = root / "bad.jsonl"
+    count = int(1_000_000 * scale)
+    path.write_text(_claude_line("u1", None, "user", "hi", 1) + "\n" + "{bad\n" * count)
+    return ["messages", str(path), "--agent", "claude-code"]
+
+
+def dev_zero(root: Path, scale: float = 1.0) -> list[str]:
+    """``/dev/zero`` read as a Claude Code log."""
+    return ["messages", "/dev/zero", "--agent", "claude-code"]
+
+
+CASES: dict[str, Callable[[Path, float], list[str]]] = {
+    "inspect-deep-100k": inspect_deep,
+    "eval-zip-bomb": eval_zip_bomb,
+    "opencode-generated-column": opencode_generated_column,
+    "opencode-duplicate-ids": opencode_duplicate_ids,
+    "long-line": long_line,
+    "huge-user-message": huge_user_message,
+    "million-bad-lines": bad_lines,
+    "dev-zero": dev_zero,
+}
+#: Scale that grows each sized case to the size issue 14 reported.
+FULL_SCALE = {
+    "eval-zip-bomb": 3.4,
+    "opencode-generated-column": 5.0,
+    "opencode-duplicate-ids": 1.0,
+    "long-line": 4.5,
+    "huge-user-message": 2.5,
+}
