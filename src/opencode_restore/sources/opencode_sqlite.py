@@ -212,7 +212,7 @@ class DbStore:
         try:
             for table in ("message", "part"):
                 if "data" not in self._stored_columns(table, frozenset({"data"})):
-                    why = f"{table}.data is not a stored column; not read"
+                    why = f"database read failed ({table}.data is missing or not a stored column)"
                     raise SourceError(str(self.path), why)
             (extra,) = self.conn.execute(
                 "SELECT count(*) - count(DISTINCT id) FROM message WHERE session_id = ?",
