@@ -8,7 +8,14 @@ import click
 
 from . import friendly_errors
 
-agent_argument = click.argument("agent", type=click.Choice(["claude", "gemini", "opencode"]))
+agent_argument = click.argument(
+    "agent", type=click.Choice(["claude", "codex", "gemini", "opencode"])
+)
+mcp_option = click.option(
+    "--mcp",
+    is_flag=True,
+    help="The MCP server (`opencode-restore mcp`) in the agent's MCP config, not the hooks.",
+)
 scope_option = click.option(
     "--project/--user",
     "project",
@@ -20,13 +27,22 @@ dry_run_option = click.option(
 )
 
 
-def _run(agent: str, project: bool, dry_run: bool, remove: bool) -> None:
+def _run(agent: str, project: bool, dry_run: bool, remove: bool, mcp: bool) -> None:
     from ..config import load_config
+    from ..errors import UsageError
     from ..integrations.install import default_project, install, target_path, uninstall
+    from ..integrations.mcp_config import mcp_target
 
-    path = target_path(agent, "project" if project else "user", Path.home(), default_project())
+    if agent == "codex" and not mcp:
+        raise UsageError(
+            "codex has no session-start hook: give --mcp for the MCP server, or run "
+            "`opencode-restore restore --latest --format prompt` when you start"
+        )
+    scope = "project" if project else "user"
+    where = mcp_target if mcp else target_path
+    path = where(agent, scope, Path.home(), default_project())
     action = uninstall if remove else install
-    change = action(agent, path, load_config().data_dir, dry_run=dry_run)
+    change = action(agent, path, load_config().data_dir, dry_run=dry_run, mcp=mcp)
     if dry_run:
         click.echo(change.diff() or f"{path}: no change", nl=False)
         if not change.diff():
@@ -41,22 +57,25 @@ def _run(agent: str, project: bool, dry_run: bool, remove: bool) -> None:
 @agent_argument
 @scope_option
 @dry_run_option
+@mcp_option
 @friendly_errors
-def install_cmd(agent: str, project: bool, dry_run: bool) -> None:
+def install_cmd(agent: str, project: bool, dry_run: bool, mcp: bool) -> None:
     """Make AGENT hand its sessions to opencode-restore.
 
     claude / gemini: hook entries merged into settings.json (other entries untouched, a
     backup kept; SessionStart answers compact / clear / resume with the restoration).
-    opencode: the plugin copied into the plugins folder. Installing twice changes nothing.
+    opencode: the plugin copied into the plugins folder. With --mcp (codex too): the MCP
+    server added to the agent's MCP config. Installing twice changes nothing.
     """
-    _run(agent, project, dry_run, remove=False)
+    _run(agent, project, dry_run, remove=False, mcp=mcp)
 
 
 @click.command("uninstall")
 @agent_argument
 @scope_option
 @dry_run_option
+@mcp_option
 @friendly_errors
-def uninstall_cmd(agent: str, project: bool, dry_run: bool) -> None:
+def uninstall_cmd(agent: str, project: bool, dry_run: bool, mcp: bool) -> None:
     """Take out exactly what `install AGENT` added (the file's earlier bytes when unchanged)."""
-    _run(agent, project, dry_run, remove=True)
+    _run(agent, project, dry_run, remove=True, mcp=mcp)

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..atomic import atomic_write, backup_path
 from ..errors import UsageError
+from .mcp_config import add_server, remove_server
 from .settings_json import dump_settings, merge_hooks, parse_settings, remove_hooks
 
 AGENTS = ("claude", "gemini", "opencode")
@@ -137,13 +138,25 @@ def _manifest(data_dir: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def _key(path: Path, mcp: bool) -> str:
+    """The manifest's key of an install: one file (Gemini's settings.json) may hold both the
+    hooks and the MCP server, each with its own history."""
+    return f"{path}#mcp" if mcp else str(path)
+
+
 def _save_manifest(data_dir: Path, manifest: dict[str, Any]) -> None:
     atomic_write(data_dir / MANIFEST, (json.dumps(manifest, indent=2) + "\n").encode())
 
 
-def plan_install(agent: str, path: Path, command: str) -> Change:
-    """What ``install`` would write to ``path``."""
+def plan_install(agent: str, path: Path, command: str, *, mcp: bool = False) -> Change:
+    """What ``install`` would write to ``path`` (``mcp``: the MCP server, not the hooks)."""
     before = _read(path)
+    if mcp:
+        text = (before or b"").decode("utf-8", "replace")
+        after = add_server(agent, text, json.loads(command), str(path)).encode()
+        if after == before:
+            return Change(path, before, before, ["already installed"])
+        return Change(path, before, after)
     if agent == "opencode":
         plugin = plugin_text(json.loads(command))
         if before == plugin:
@@ -156,7 +169,9 @@ def plan_install(agent: str, path: Path, command: str) -> Change:
     return Change(path, before, dump_settings(merged).encode())
 
 
-def plan_uninstall(agent: str, path: Path, command: str, record: dict[str, Any] | None) -> Change:
+def plan_uninstall(
+    agent: str, path: Path, command: str, record: dict[str, Any] | None, *, mcp: bool = False
+) -> Change:
     """What ``uninstall`` would leave at ``path`` (``after`` None: the file goes)."""
     before = _read(path)
     if before is None:
@@ -168,6 +183,11 @@ def plan_uninstall(agent: str, path: Path, command: str, record: dict[str, Any] 
             return Change(path, before, None)
         if backup and (original := _read(Path(backup))) is not None:
             return Change(path, before, original)
+    if mcp:
+        cleaned_text = remove_server(agent, before.decode("utf-8", "replace"), str(path))
+        if cleaned_text is None:
+            return Change(path, before, before, ["nothing installed"])
+        return Change(path, before, cleaned_text.encode(), ["our server removed"])
     if agent == "opencode":
         if before == plugin_text(json.loads(command)):
             return Change(path, before, None)
@@ -179,10 +199,12 @@ def plan_uninstall(agent: str, path: Path, command: str, record: dict[str, Any] 
     return Change(path, before, dump_settings(cleaned).encode(), ["our entries removed"])
 
 
-def install(agent: str, path: Path, data_dir: Path, *, dry_run: bool = False) -> Change:
-    """Install the hooks or plugin of ``agent`` into ``path``; returns the change."""
-    command = _command(agent)
-    change = plan_install(agent, path, command)
+def install(
+    agent: str, path: Path, data_dir: Path, *, dry_run: bool = False, mcp: bool = False
+) -> Change:
+    """Install the hooks or plugin of ``agent`` (``mcp``: the MCP server) into ``path``."""
+    command = json.dumps(cli_argv()) if mcp else _command(agent)
+    change = plan_install(agent, path, command, mcp=mcp)
     if dry_run or not change.changed:
         return change
     manifest = _manifest(data_dir)
@@ -193,9 +215,10 @@ def install(agent: str, path: Path, data_dir: Path, *, dry_run: bool = False) ->
         change.notes.append(f"backup {backup}")
     assert change.after is not None
     atomic_write(path, change.after, mode=_mode(path))
-    previous = manifest.get(str(path))
-    manifest[str(path)] = {
+    previous = manifest.get(_key(path, mcp))
+    manifest[_key(path, mcp)] = {
         "agent": agent,
+        "mcp": mcp,
         "command": command,
         # A second install over our own first keeps the first's original.
         "created": previous["created"] if previous else change.before is None,
@@ -206,12 +229,14 @@ def install(agent: str, path: Path, data_dir: Path, *, dry_run: bool = False) ->
     return change
 
 
-def uninstall(agent: str, path: Path, data_dir: Path, *, dry_run: bool = False) -> Change:
+def uninstall(
+    agent: str, path: Path, data_dir: Path, *, dry_run: bool = False, mcp: bool = False
+) -> Change:
     """Take out what ``install`` put into ``path``; returns the change."""
     manifest = _manifest(data_dir)
-    record = manifest.get(str(path))
-    command = record["command"] if record else _command(agent)
-    change = plan_uninstall(agent, path, command, record)
+    record = manifest.get(_key(path, mcp))
+    command = record["command"] if record else (json.dumps(cli_argv()) if mcp else _command(agent))
+    change = plan_uninstall(agent, path, command, record, mcp=mcp)
     if dry_run or not change.changed:
         return change
     if change.after is None:
@@ -219,7 +244,7 @@ def uninstall(agent: str, path: Path, data_dir: Path, *, dry_run: bool = False) 
         change.notes.append("it did not exist before" if record else "the file held nothing else")
     else:
         atomic_write(path, change.after, mode=_mode(path))
-    manifest.pop(str(path), None)
+    manifest.pop(_key(path, mcp), None)
     _save_manifest(data_dir, manifest)
     return change
 
