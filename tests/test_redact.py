@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 import uuid
 
 import pytest
@@ -181,18 +180,15 @@ def test_redactor_accumulates_counts_of_distinct_secrets_by_kind() -> None:
     assert redactor.by_kind["openai-key"] == 2
 
 
-def test_large_text_is_fast() -> None:
-    # Tool output in agent logs can be megabytes; redaction must not dominate a run.
+def test_large_text_redacts_every_copy_and_counts_one_secret() -> None:
+    # Tool output in agent logs can be megabytes (its speed: bench/redaction.py).
     chunk = "\n".join(SURVIVORS) + f"\nexport OPENAI_API_KEY={OPENAI}\n"
     text = chunk * (2_000_000 // len(chunk))
-    started = time.perf_counter()
     redacted, count = redact(text)
-    elapsed = time.perf_counter() - started
     assert text.count(OPENAI) > 1000
     assert count == 1  # one distinct secret, however often it appears
     assert redacted.count("[REDACTED:openai-key]") == text.count(OPENAI)
     assert OPENAI not in redacted
-    assert elapsed < 2, f"{len(text) / 1e6:.1f} MB took {elapsed:.2f} s"
 
 
 NPM = "npm_" + rep(ALNUM, 36)

