@@ -2,7 +2,8 @@
 
 Every text that comes from the log or from a model is written so that it stays text
 where a markdown viewer renders it: one line (no heading or list of its own), HTML
-opening brackets as ``&lt;``, no inline link or image, no block syntax at its start.
+opening brackets as ``&lt;`` (outside code spans, where nothing is interpreted), no inline
+link or image, no block syntax at its start.
 Paths, ids and commands go into code spans, where nothing is interpreted.
 """
 
@@ -25,9 +26,28 @@ def _text(text: str) -> str:
     return _inline(flatten(text))
 
 
+#: A complete inline code span (CommonMark: a backtick run closed by one of equal length).
+#: A run after a backslash may be an escaped backtick, not a span: it is escaped as text.
+_CODE_SPAN = re.compile(r"(?<![\\`])(`+)(?!`).*?(?<!`)\1(?!`)")
+
+
 def _inline(line: str) -> str:
-    line = line.replace("<", "&lt;").replace("](", "]\\(")
-    return "\\" + line if _BLOCK_START.match(line) else line
+    lead = ""
+    if _BLOCK_START.match(line):
+        # A backslash keeps the line from opening a block; before a backtick it also
+        # keeps that backtick from opening a code span, so spans are found after it.
+        lead, line = ("\\`", line[1:]) if line.startswith("`") else ("\\", line)
+    # Inside a code span nothing is interpreted (and an entity would show as `&lt;`), so
+    # only the text between spans is escaped.
+    parts, at = [lead], 0
+    for span in _CODE_SPAN.finditer(line):
+        parts += [_escape(line[at : span.start()]), span.group(0)]
+        at = span.end()
+    return "".join([*parts, _escape(line[at:])])
+
+
+def _escape(text: str) -> str:
+    return text.replace("<", "&lt;").replace("](", "]\\(")
 
 
 def _bullets(items: list[str]) -> list[str]:
