@@ -104,3 +104,40 @@ def test_a_turn_saves_only_its_own_labels_and_never_the_whole_map(
     assert [len(c["append"]["numbering.labels"]) for c in journal] == [4, 4, 4]
     starts = [c["append"]["numbering.labels"][0]["id"] for c in journal]
     assert len(set(starts)) == 3
+
+
+def test_the_saved_state_is_not_held_after_it_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gc
+    import weakref
+
+    from opencode_restore.pipeline import restore as pipeline
+    from opencode_restore.pipeline.state import RestoreState
+
+    class Payload(dict):  # type: ignore[type-arg]
+        """A dict a weak reference can watch."""
+
+    saved: list[weakref.ref[Payload]] = []
+    whole = RestoreState.to_dict
+
+    def watched(self: RestoreState) -> Payload:
+        payload = Payload(whole(self))
+        saved.append(weakref.ref(payload))
+        return payload
+
+    alive: list[bool] = []
+    synthesize = pipeline.synthesize
+
+    async def checking(*args: object, **kwargs: object) -> object:
+        gc.collect()
+        # The evidence stage's save wrote the state: a second copy of every turn summary
+        # must not stay in memory through the rest of the run.
+        alive.extend(ref() is not None for ref in saved)
+        return await synthesize(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(RestoreState, "to_dict", watched)
+    monkeypatch.setattr(pipeline, "synthesize", checking)
+    restore(session_of(3), OfflineProvider(), tmp_path)
+    assert alive
+    assert not any(alive)

@@ -201,6 +201,9 @@ class _Run:
         tl.state = {} if after_turn else self.state.to_dict()
         tl.usage = _usage_dict(self.prior_usage, self.ctx.ledger)
         await tl.persist(self.store, snapshot=not after_turn)
+        # Written: a second copy of every turn summary need not stay in memory (a stage
+        # save is always a snapshot, which builds the state afresh).
+        tl.state = {}
 
     async def on_turn(self, outcome: TurnOutcome) -> None:
         turn = outcome.turn
