@@ -25,7 +25,7 @@ async function run(args: string[]): Promise<string> {
 
 export const OpencodeRestore = async ({ directory }: { directory: string }): Promise<Hooks> => ({
   "experimental.session.compacting": async (input: { sessionID: string }, output: { context: string[] }) => {
-    const text = await run(["restore", input.sessionID, "--format", "prompt", "-q"])
+    const text = await run(["restore", input.sessionID, "--agent", "opencode", "--format", "prompt", "-q"])
     if (text) output.context.push(text)
   },
   event: async ({ event }: { event: { type: string; properties?: Record<string, any> } }) => {
