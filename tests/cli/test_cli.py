@@ -71,7 +71,7 @@ def test_restore_offline_markdown_and_json(fixtures: Path, tmp_path: Path) -> No
     code, out, _ = invoke("restore", str(fixtures / EXPORT))
     assert code == 0
     assert out.startswith("# SESSION SUMMARY")
-    assert "> Show me the git diff summary and we're done." in out
+    assert "None pending: the last request was answered [M" in out
     target = tmp_path / "r.json"
     code, out, _ = invoke(
         "restore", str(fixtures / EXPORT), "--format", "json", "-o", str(target), "-q"
@@ -199,6 +199,6 @@ def test_a_forced_format_that_finds_nothing_says_what_the_file_is(fixtures: Path
 def test_failed_edits_are_reported_as_failed_attempts(fixtures: Path) -> None:
     code, out, _ = invoke("restore", str(fixtures / "pipeline/qa/failedit.jsonl"), "-q")
     assert code == 0
-    assert "Tried to edit `app.py`; it failed [M2]" in out
-    assert "Tried to create `new.py`; it failed [M4]" in out
+    assert "tried to edit `app.py`; it failed [M2]" in out
+    assert "tried to create `new.py`; it failed [M4]" in out
     assert "Edited app.py" not in out

@@ -110,8 +110,9 @@ def test_restore_html_along_a_chosen_leaf(fixtures: Path, tmp_path: Path) -> Non
 def test_restore_markdown_by_label_and_unknown_branches(fixtures: Path) -> None:
     code, out, _ = invoke("restore", str(fixtures / TREE_V3), "-q", "--label", "approach-a")
     assert code == 0
-    assert "The user's last request" in out
-    assert "> try approach A" in out
+    assert "- Turn 2: try approach A [M7]" in out
+    assert "None pending: the last request was answered [M8]." in out
+    assert "Which approach" not in out  # the agent's question was answered by turn 2
     assert "## Abandoned branches" in out
     code, _, err = invoke("restore", str(fixtures / TREE_V3), "-q", "--label", "nope")
     assert code == 2

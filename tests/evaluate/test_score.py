@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -154,3 +155,37 @@ def test_probes_ask_the_judge_one_question_per_fact() -> None:
     # The summary travels as quoted data, and the expected fact with it.
     assert "PRIV-88" in judge.requests[0].messages[0].content
     assert judge.requests[0].stage == "probe"
+
+
+def test_a_minimal_model_answer_keeps_every_fact_the_rules_find(fixtures: Path) -> None:
+    """The deterministic merge: whatever the model leaves out, the log's facts stay."""
+    import anyio
+
+    from opencode_restore.config import load_config
+    from opencode_restore.llm.offline import OfflineProvider
+    from opencode_restore.llm.scripted import ScriptedProvider
+    from opencode_restore.pipeline.restore import RestoreOptions, restore_session
+    from opencode_restore.pipeline.turn_parser import parse_turns
+    from opencode_restore.sources import open_session
+    from opencode_restore.sources.base import WarningSink
+
+    class Minimal(ScriptedProvider):
+        reads_facts = False  # a network model: it gets no parsed facts object
+
+    facts = load_facts(fixtures / "devset/facts.json")
+    log = facts.log_path("pi")
+    session = open_session([log], WarningSink())
+    options = RestoreOptions(skip_evidence_search=True)
+
+    def restored(provider: Any) -> Restoration:
+        config = load_config(env={})
+        return anyio.run(lambda: restore_session(session, config, provider, options=options))
+
+    minimal = restored(Minimal(auto=True))
+    assert minimal.provider.startswith("scripted")
+    offline = restored(OfflineProvider())
+    turns = parse_turns(session)
+    got = score_restoration(minimal, facts, "pi", turns, log)
+    want = score_restoration(offline, facts, "pi", turns, log)
+    assert [f.id for f in got.facts if f.kept] == [f.id for f in want.facts if f.kept]
+    assert got.contradictions == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,6 @@ CODEX_EXEC = (
     "codex/recorded/exec-resume/"
     "rollout-2026-11-21T11-41-29-01a1fde9-539c-77f2-9e0a-d405fab49546.jsonl"
 )
-UNITTEST = "Ran `python3 -m unittest discover -s tests -t . -v` (exit 0)"
 
 
 def ask(stage: str, facts: dict[str, Any], schema: Any) -> Any:
@@ -112,21 +112,50 @@ def synthesis(outcomes_per_turn: list[int]) -> SessionSummary:
     return ask("synthesis", {"turn_summaries": turns}, SessionSummary)  # type: ignore[no-any-return]
 
 
-def test_done_keeps_every_outcome_of_every_turn() -> None:
-    done = synthesis([6, 5, 1]).progress.done
-    assert done == [f"outcome 1.{i}" for i in range(6)] + [
-        *(f"outcome 2.{i}" for i in range(5)),
-        "outcome 3.0",
+def parsed(n: int, **kw: Any) -> dict[str, Any]:
+    return {"turn_number": n, "user_request": f"do {n}", "user_labels": [f"M{10 * n}"]} | kw
+
+
+def test_done_is_one_line_per_answered_turn_with_what_changed() -> None:
+    turns = [
+        parsed(1, artifacts=[{"path": "a.py", "action": "read", "label": "M11"}]),
+        parsed(
+            2,
+            artifacts=[
+                {"path": "old.py", "action": "deleted", "label": "M21"},
+                {"path": "new.py", "action": "created", "label": "M21"},
+                {"path": "a.py", "action": "edited", "label": "M22"},
+            ],
+        ),
+        parsed(
+            3, interrupted=True, artifacts=[{"path": "b.py", "action": "edited", "label": "M31"}]
+        ),
     ]
+    s = ask("synthesis", {"parsed_turns": turns}, SessionSummary)
+    assert s.progress.done == [
+        "Turn 1: do 1 [M10]",  # a read is not a change
+        "Turn 2: do 2 [M20] → edited `a.py` [M22]; renamed `old.py` → `new.py` [M21]",
+    ]
+    assert s.progress.in_progress == [
+        "Turn 3, cut off before its answer; so far: edited `b.py` [M31]"
+    ]
+    assert s.next_step == "Finish the user's last request (turn 3): do 3 [M30]"
+
+
+def test_an_answered_last_request_is_done_not_next() -> None:
+    turns = [parsed(1, last_assistant={"text": "All done.", "label": "M12"})]
+    s = ask("synthesis", {"parsed_turns": turns}, SessionSummary)
+    assert s.progress.in_progress == []
+    assert s.next_step == "None pending: the last request was answered [M12]."
 
 
 def test_done_of_a_long_session_counts_what_it_leaves_out() -> None:
-    done = synthesis([20, 20, 20]).progress.done
+    done = ask(
+        "synthesis", {"parsed_turns": [parsed(n) for n in range(1, 61)]}, SessionSummary
+    ).progress.done
     assert len(done) == DONE_ITEMS
-    left_out = 60 - (DONE_ITEMS - 1)
-    assert done[0] == f"({left_out} earlier outcomes not listed here)"
-    assert done[1] == f"outcome {1 + left_out // 20}.{left_out % 20}"
-    assert done[-1] == "outcome 3.19"
+    assert done[0] == f"({60 - DONE_ITEMS + 1} earlier turns not listed here)"
+    assert done[-1] == "Turn 60: do 60 [M600]"
 
 
 def restore(*parts: str) -> Restoration:
@@ -142,14 +171,14 @@ def restore(*parts: str) -> Restoration:
      "opencode/recorded/run-noninteractive/export.json"],
     ids=["codex-tui", "codex-exec", "opencode-tui", "opencode-run"],
 )  # fmt: skip
-def test_recorded_sessions_done_lists_the_turn_one_test_run(path: str) -> None:
+def test_recorded_sessions_done_lists_the_changes_once_and_no_reads(path: str) -> None:
     r = restore(path)
-    done = r.summary.progress.done
-    assert sum(d.startswith(UNITTEST) for d in done) == 1
-    changes = [d.split(" [")[0] for d in done if not d.startswith("Ran ")]
-    assert changes == ["Edited `greet.py`", "Created `tests/test_greet.py`", "Edited `README.md`"]
+    done = " ".join(r.summary.progress.done)
+    assert "Ran " not in done  # commands are not progress; their failures are errors
+    for change in ("edited `greet.py` [M", "created `tests/test_greet.py` [M", "`README.md` [M"):
+        assert done.count(change) == 1
     # One citation per change: the opencode snapshot parts add none of their own.
-    assert all(d.count("[M") == 1 and "," not in d.split("[")[-1] for d in done)
+    assert not re.search(r"`greet\.py` \[M\d+,", done)
     assert [(f.path, f.actions) for f in r.files] == [
         ("greet.py", ["read", "edited"]),
         ("tests/test_greet.py", ["created"]),
@@ -168,19 +197,38 @@ def test_errors_are_capped_with_a_count_too() -> None:
     errors = [{"label": f"M{i}", "text": f"boom {i}"} for i in range(TURN_ERRORS + 2)]
     summary = ask("turn_summary", turn_facts(errors=errors), TurnSummary)
     assert summary.errors_and_fixes[-1] == "(and 3 more errors of this turn not listed here)"
-    turns = [
-        {
-            "turn_number": n,
-            "user_request_summary": "r [M1]",
-            "agent_response_summary": "ok",
-            "errors_and_fixes": [f"error {n}.{i}" for i in range(10)],
-        }
-        for n in (1, 2, 3)
+    fails = [
+        {"command": f"make t{n}", "label": f"M{n}", "exit_code": 2, "error": "boom"}
+        for n in range(ERROR_ITEMS + 5)
     ]
-    listed = ask("synthesis", {"turn_summaries": turns}, SessionSummary).errors_fixes_ruled_out
+    turns = [parsed(1, failed_commands=fails)]
+    listed = ask("synthesis", {"parsed_turns": turns}, SessionSummary).errors_fixes_ruled_out
     assert len(listed) == ERROR_ITEMS
-    assert listed[0] == f"({30 - ERROR_ITEMS + 1} earlier errors not listed here)"
-    assert listed[-1] == "error 3.9"
+    assert listed[0] == "(6 earlier errors not listed here)"
+    assert (
+        listed[-1]
+        == f"Turn 1: `make t{ERROR_ITEMS + 4}` failed (exit 2): boom [M{ERROR_ITEMS + 4}]"
+    )
+
+
+def test_a_failing_command_is_listed_once_with_its_fix() -> None:
+    run = "pytest -q"
+    turns = [
+        parsed(
+            1, failed_commands=[{"command": run, "label": "M11", "exit_code": 1, "error": "E1"}]
+        ),
+        parsed(
+            2,
+            failed_commands=[{"command": "pytest", "label": "M21", "exit_code": 1, "error": "E1"}],
+            artifacts=[{"path": "app.py", "action": "edited", "label": "M22"}],
+            passed_commands=[{"command": "pytest -v", "label": "M23"}],
+        ),
+    ]
+    listed = ask("synthesis", {"parsed_turns": turns}, SessionSummary).errors_fixes_ruled_out
+    assert listed == [
+        "Turn 1: `pytest` failed (exit 1): E1 [M11]; again in turn 2 [M21]; "
+        "fixed: passes in turn 2 [M23] after edits to `app.py` [M22]"
+    ]
 
 
 def test_a_failed_command_without_exit_code_says_so() -> None:

@@ -168,6 +168,8 @@ def test_restore_of_a_giant_tool_output_finds_its_last_error(
     [at] = [i for i, line in enumerate(lines) if '"text":"print(\'hi\')"' in line]
     entry = json.loads(lines[at])
     entry["message"]["content"][0]["text"] = "x" * 30_000_000 + "\nValueError: at the end"
+    # A failed read: what a successful read returns is file content, never an error.
+    entry["message"]["isError"] = True
     lines[at] = json.dumps(entry)
     log = tmp_path / "giant.jsonl"
     log.write_text("\n".join(lines) + "\n")

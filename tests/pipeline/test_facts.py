@@ -95,3 +95,55 @@ def test_turn_facts() -> None:
     assert len(text["text"]) == 600
     assert text["text"].endswith("…")
     assert got["last_assistant"] == text
+
+
+def _turn(*messages: Message) -> Turn:
+    from opencode_restore.pipeline.turn_parser import build_turn, parse_turns
+
+    del build_turn
+    (turn,) = parse_turns(list(messages))
+    return turn
+
+
+def test_source_read_from_a_file_is_not_an_error_and_a_failing_run_is() -> None:
+    source = "def parse(s):\n    try:\n        return int(s)\n    except ValueError:\n        raise"
+    turn = _turn(
+        Message("u", "user", "text", "fix parse"),
+        Message("c1", "assistant", "tool_use", "", tool_name="Read", tool_call_id="t1",
+                tool_input={"file_path": "p.py"}),
+        Message("r1", "tool", "tool_result", source, tool_call_id="t1"),
+        Message("c2", "assistant", "tool_use", "", tool_name="Bash", tool_call_id="t2",
+                tool_input={"command": "sed -n 1,40p p.py"}),
+        Message("r2", "tool", "tool_result", "    except ValueError:", tool_call_id="t2"),
+        Message("c3", "assistant", "tool_use", "", tool_name="Bash", tool_call_id="t3",
+                tool_input={"command": "python -m unittest -q"}),
+        Message("r3", "tool", "tool_result", f"E\n{TRACEBACK}\nFAILED (errors=1)",
+                tool_call_id="t3", is_error=True),
+        Message("a", "assistant", "text", "The test fails."),
+    )  # fmt: skip
+    f = turn_facts(turn, {"c3": "M7"})
+    assert f["errors"] == []  # nothing from the read nor from `sed -n`
+    assert f["failed_commands"] == [
+        {"command": "python -m unittest -q", "label": "M7", "exit_code": None,
+         "error": "KeyError: 'name'"}
+    ]  # fmt: skip
+    assert f["passed_commands"] == []  # `sed -n` only looked
+
+
+def test_read_only_commands() -> None:
+    assert facts.read_only("sed -n 1,20p a.py")
+    assert facts.read_only("grep -rn 'x' src | head -5")
+    assert facts.read_only("git diff --stat && git status --short")
+    assert not facts.read_only("sed -i s/a/b/ a.py")
+    assert not facts.read_only("cat > a.py <<'EOF'")
+    assert not facts.read_only("python3 -m unittest")
+
+
+def test_what_a_compaction_kept_is_shown_without_the_agents_preamble() -> None:
+    summary = (
+        "This session is being continued from a previous conversation that ran out of context. "
+        "The summary below covers the earlier portion of the conversation.\n\nSummary:\n## Goal\n"
+        "Maintain shrinkray.\n\nIf you need specific details from before compaction, read the "
+        "transcript. Continue the conversation from where it left off."
+    )
+    assert facts.compaction_text(summary) == "Goal Maintain shrinkray."

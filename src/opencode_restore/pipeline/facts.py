@@ -11,6 +11,7 @@ from typing import Any
 
 import regex
 
+from ..llm import text_rules as rules
 from ..model import Message, Turn
 
 # No leading `^.*`: that form backtracks over the whole of a huge line at every match
@@ -101,6 +102,184 @@ def error_lines(m: Message) -> list[str]:
     return list(_error_lines(m.type, bool(m.is_error), scanned_text(m.text)))
 
 
+_READ_TOOLS = frozenset(
+    {
+        "read",
+        "read_file",
+        "readfile",
+        "view",
+        "glob",
+        "grep",
+        "ls",
+        "list",
+        "list_directory",
+        "search",
+        "search_file_content",
+        "find",
+        "webfetch",
+        "web_fetch",
+        "websearch",
+        "todoread",
+    }
+)
+_READ_PROGRAMS = frozenset(
+    {
+        "cat",
+        "head",
+        "tail",
+        "grep",
+        "rg",
+        "ls",
+        "find",
+        "wc",
+        "nl",
+        "less",
+        "more",
+        "tree",
+        "file",
+        "stat",
+        "pwd",
+        "echo",
+        "which",
+        "type",
+        "du",
+        "df",
+        "diff",
+        "cmp",
+    }
+)
+_GIT_READS = frozenset({"status", "diff", "log", "show", "grep", "blame", "branch", "ls-files"})
+_EXCEPTION = regex.compile(r"^\s*(?:[\w.]+\.)?\w*(?:Error|Exception|Exit|Interrupt|Warning)\b.*")
+_FAILED_OUTPUT = regex.compile(
+    r"Traceback \(most recent|\bFAILED\b|\bexit (?:code|status):? [1-9]", regex.I
+)
+
+
+def read_only(command: str) -> bool:
+    """True for a shell command that only looks (``cat``, ``sed -n``, ``grep``, ``git diff``):
+    no program of it writes, and its output is file or repository content, not a result."""
+    if ">" in command.replace("2>&1", "").replace(">/dev/null", ""):
+        return False
+    for part in regex.split(r"&&|\|\||;|\|", command):
+        words = part.split()
+        if not words:
+            continue
+        prog = words[0].rsplit("/", 1)[-1]
+        if prog == "sed" and "-i" not in words and not any(w.startswith("-i") for w in words):
+            continue
+        if prog == "git" and len(words) > 1 and words[1] in _GIT_READS:
+            continue
+        if prog not in _READ_PROGRAMS:
+            return False
+    return True
+
+
+def _read_results(turn: Turn) -> set[str]:
+    """Ids of the tool results that hold what a read returned (a read tool, a read-only
+    command) or a command's output (its failure is taken from ``_shell_outcomes``)."""
+    calls = {m.tool_call_id: m for m in turn.messages if m.type == "tool_use" and m.tool_call_id}
+    out = set()
+    for m in turn.messages:
+        call = calls.get(m.tool_call_id) if m.type == "tool_result" and m.tool_call_id else None
+        if call is None or (m.is_error and (call.tool_name or "").lower() in _READ_TOOLS):
+            continue  # a read that failed says why in its result: that is an error
+        name = (call.tool_name or "").lower()
+        command = (call.tool_input or {}).get("command") or (call.tool_input or {}).get("cmd")
+        if name in _READ_TOOLS or isinstance(command, (str, list)):
+            out.add(m.id)
+    return out
+
+
+def _exception_line(text: str) -> str | None:
+    """The exception line of a traceback or test run (the last one), if the output has one."""
+    found = None
+    for line in scanned_text(text).splitlines():
+        if _EXCEPTION.match(line) and ":" in line:
+            found = line.strip()
+    return _clip(found, 200) if found else None
+
+
+def _shell_outcomes(turn: Turn, lab: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The turn's failing commands (with their error line) and its passing ones; read-only
+    commands that succeed are neither (their output is content, not an outcome)."""
+    results = {
+        m.tool_call_id: m for m in turn.messages if m.type == "tool_result" and m.tool_call_id
+    }
+    calls = {m.id: m for m in turn.messages if m.type == "tool_use"}
+    failures: list[dict[str, Any]] = []
+    passes: list[dict[str, Any]] = []
+    for c in turn.commands:
+        call = calls.get(c.message_id)
+        res = results.get(call.tool_call_id) if call is not None and call.tool_call_id else None
+        text = res.text if res is not None else ""
+        failed = bool(c.exit_code) or c.is_error
+        if c.exit_code is None and not c.is_error and text:
+            failed = _FAILED_OUTPUT.search(scanned_text(text)) is not None
+        item = {"command": _clip(c.command, 160), "label": lab(c.message_id)}
+        if failed:
+            error = _exception_line(text) or next(iter(error_lines(res)), None) if res else None
+            failures.append(item | {"exit_code": c.exit_code, "error": error or ""})
+        elif not read_only(c.command):
+            passes.append(item)
+    return failures, passes
+
+
+def _text_rules(turn: Turn, lab: Any) -> dict[str, Any]:
+    """What the text rules (``rules``) find in the turn's words, each with its label."""
+    out: dict[str, list[Any]] = {
+        k: []
+        for k in (
+            "constraints",
+            "reversals",
+            "identifiers",
+            "decisions",
+            "ruled_out",
+            "findings",
+            "questions",
+        )
+    }
+    texts = [m for m in turn.messages if m.role == "assistant" and m.type == "text" and m.text]
+    for m in turn.messages:
+        if not m.is_human:
+            continue
+        label = lab(m.id)
+        out["constraints"] += [{"text": t, "label": label} for t in rules.constraints(m.text)]
+        out["reversals"] += [{"text": t, "label": label} for t in rules.reversals(m.text)]
+        out["identifiers"] += [{"text": t, "label": label} for t in rules.identifiers(m.text)]
+    for m in texts:
+        label = lab(m.id)
+        out["decisions"] += [
+            {"text": d, "reason": r, "label": label} for d, r in rules.decisions(m.text)
+        ]
+        out["ruled_out"] += [{"text": t, "label": label} for t in rules.ruled_out(m.text)]
+        out["findings"] += [{"text": t, "label": label} for t in rules.findings(m.text)]
+    if texts and not turn.interrupted:
+        final = texts[-1]
+        out["questions"] = [
+            {"text": t, "label": lab(final.id)} for t in rules.questions(final.text)
+        ]
+    return {k: v for k, v in out.items() if v}
+
+
+# The fixed words agents wrap a compaction summary in (Claude Code's continuation notice
+# and closing instructions, Codex's hand-over note): not what the compaction kept.
+_PREAMBLES = regex.compile(
+    r"This session is being continued from a previous conversation[^.]*\.\s*"
+    r"(?:The (?:conversation|summary)[^.:]*[.:]\s*)?(?:Summary:\s*)?"
+    r"|If you need specific details from before compaction.*"
+    r"|Continue the conversation from where it left off.*"
+    r"|Another language model started to solve this problem.*?summary[^:]*:\s*"
+    r"|^\s*#+\s*",
+    regex.IGNORECASE | regex.DOTALL | regex.MULTILINE,
+)
+
+
+def compaction_text(summary: str, limit: int = 600) -> str:
+    """What a compaction kept: its summary without the agent's fixed preamble and closing
+    instructions, headings as plain words, on one line."""
+    return _clip(_PREAMBLES.sub("", summary[: limit * 8]), limit)
+
+
 def turn_facts(turn: Turn, label_of: Mapping[str, str]) -> dict[str, Any]:
     """Facts of one turn, each tied to the ``M#`` label of the message that shows it.
 
@@ -117,14 +296,18 @@ def turn_facts(turn: Turn, label_of: Mapping[str, str]) -> dict[str, Any]:
         for m in turn.messages
         if m.role == "assistant" and m.type == "text" and m.text.strip()
     ]
+    failures, passes = _shell_outcomes(turn, lab)
+    # Errors come from failing commands and failing tool calls, never from what a read
+    # returned (source code that handles an error is not one).
+    looked = _read_results(turn)
     errors = []
     for m in turn.messages:
-        if m.role == "user":
+        if m.role == "user" or m.id in looked or m.type == "text":
             continue
         for line in error_lines(m):
             errors.append({"label": lab(m.id), "text": line})
     compactions = [
-        {"label": lab(m.id), "summary": _clip(m.compaction.summary or "", 600)}
+        {"label": lab(m.id), "summary": compaction_text(m.compaction.summary or "")}
         for m in turn.messages
         if m.type == "compaction" and m.compaction is not None
     ]
@@ -152,6 +335,10 @@ def turn_facts(turn: Turn, label_of: Mapping[str, str]) -> dict[str, Any]:
             for c in turn.commands
         ],
         "errors": errors[:10],
+        "failed_commands": failures,
+        "passed_commands": passes,
+        "interrupted": turn.interrupted,
+        **_text_rules(turn, lab),
         "assistant_texts": assistant_texts,
         "last_assistant": assistant_texts[-1] if assistant_texts else None,
         "compactions": compactions,

@@ -17,7 +17,7 @@ from .branches import summarize_branches
 from .budget import TokenEstimator, Window
 from .context import StageContext
 from .evidence_gatherer import EvidenceOptions, gather_evidence
-from .facts import MAX_REQUEST_CHARS, cap_middle
+from .facts import MAX_REQUEST_CHARS, cap_middle, compaction_text
 from .restoration import (
     FALLBACK_WARNING,
     INTERRUPTED_WARNING,
@@ -72,12 +72,16 @@ def _last_request(turns: list[Turn], ctx: StageContext) -> Quote | None:
     return None
 
 
+#: Characters of what a compaction kept shown beside it.
+COMPACTION_EXCERPT = 200
+
+
 def _compactions(turns: list[Turn], ctx: StageContext) -> list[CompactionPoint]:
     out = []
     for turn in turns:
         for m in turn.messages:
             if m.type == "compaction" and m.compaction is not None:
-                excerpt = " ".join((m.compaction.summary or "").split())[:300]
+                excerpt = compaction_text(m.compaction.summary or "", COMPACTION_EXCERPT)
                 out.append(
                     CompactionPoint(
                         citation=ctx.numbering.label_for(m.id),

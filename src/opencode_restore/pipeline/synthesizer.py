@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -9,14 +10,15 @@ import orjson
 from pydantic import BaseModel
 
 from ..errors import ProviderError, RestoreError
-from ..llm.offline import OfflineProvider
+from ..llm.offline import OfflineProvider, synthesis_from_facts
 from ..llm.structured import complete_structured
+from ..llm.text_rules import content_words
 from ..model import Turn
 from ..redact import redact_value
-from ..timeline.numbering import Numbering, citation_spans
+from ..timeline.numbering import Numbering, citation_spans, cited_labels, uncite
 from .budget import Window
 from .context import StageContext
-from .facts import MAX_REQUEST_CHARS, cap_middle
+from .facts import MAX_REQUEST_CHARS, cap_middle, turn_facts
 from .prompts import quote_log, render
 from .restoration import CitationStats, EvidenceItem
 from .schemas import SessionSummary, TurnSummary
@@ -81,7 +83,12 @@ async def synthesize(
     deterministic fallback was used, the reason. ``clean_outputs`` checks the citations.
     """
     first = next((m for t in turns for m in t.messages if m.is_human), None)
+    parsed = [
+        turn_facts(t, {m.id: lb for m in t.messages if (lb := ctx.numbering.label_for(m.id))})
+        for t in turns
+    ]
     facts = {
+        "parsed_turns": parsed,
         "first_request": (
             {
                 "text": cap_middle(first.text, MAX_REQUEST_CHARS, "the request"),
@@ -121,7 +128,63 @@ async def synthesize(
         result = await OfflineProvider().complete(offline)
     summary = result.parsed
     assert isinstance(summary, SessionSummary)
+    if not isinstance(ctx.provider, OfflineProvider) and fallback_reason is None:
+        found = synthesis_from_facts(redact_value(facts, ctx.redact))
+        summary = merge_deterministic(summary, SessionSummary.model_validate(found))
     return summary, fallback_reason
+
+
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def _covered(item: str, text: str) -> bool:
+    """True when ``text`` already states ``item``: every code name of it, or (with none)
+    most of its meaningful words."""
+    names = set(_CODE.findall(item))
+    if names:
+        return all(n.lower() in text for n in names)
+    words = content_words(uncite(item))
+    return not words or len(words & content_words(text)) >= 0.6 * len(words)
+
+
+def _merge_list(model: list[str], found: list[str]) -> list[str]:
+    text = " ".join(model).lower()
+    return model + [f for f in found if not _covered(f, text)]
+
+
+def merge_deterministic(model: SessionSummary, found: SessionSummary) -> SessionSummary:
+    """The model's summary with every fact the rules found that it left out added back.
+
+    The rules read the log itself (rules, choices, failing runs and their fixes, findings,
+    open questions, an unfinished last request); a model answer may drop any of them.
+    """
+    out = model.model_copy(deep=True)
+    out.constraints_preferences = _merge_list(
+        model.constraints_preferences, found.constraints_preferences
+    )
+    out.errors_fixes_ruled_out = _merge_list(
+        model.errors_fixes_ruled_out, found.errors_fixes_ruled_out
+    )
+    out.findings = _merge_list(model.findings, found.findings)
+    out.open_questions = _merge_list(model.open_questions, found.open_questions)
+    out.progress.done = _merge_list(model.progress.done, found.progress.done)
+    decided = " ".join(f"{d.decision} {d.reason}" for d in model.key_decisions).lower()
+    out.key_decisions += [d for d in found.key_decisions if not _covered(d.decision, decided)]
+    if found.progress.in_progress:
+        # The log shows the last request unfinished: that is the next step, whatever the
+        # model wrote.
+        out.progress.in_progress = _merge_list(
+            model.progress.in_progress, found.progress.in_progress
+        )
+        if not set(cited_labels(found.next_step)) & set(cited_labels(model.next_step)):
+            out.next_step = f"{found.next_step} {model.next_step}".strip()
+    else:
+        # The last request was answered: it is not in progress, and not the next step.
+        answered = set(cited_labels(found.progress.done[-1])) if found.progress.done else set()
+        out.progress.in_progress = [
+            i for i in model.progress.in_progress if not set(cited_labels(i)) & answered
+        ]
+    return out
 
 
 def clean_outputs(

@@ -133,8 +133,9 @@ def _files_table(r: Restoration) -> list[str]:
 
 
 def _appendix(r: Restoration) -> list[str]:
-    """``--references``: every command run and where each cited message is in the log."""
-    out: list[str] = []
+    """``--references``: the files table, every command run, and where each cited message is
+    in the log."""
+    out = _section("Files", _files_table(r))
     if r.commands:
         out += ["## Commands", ""]
         for c in r.commands:
@@ -202,7 +203,6 @@ def summary_markdown(r: Restoration, references: bool = False) -> str:
     out += _section("Key decisions", _bullets(decisions))
     out += _section("Errors, fixes and ruled-out approaches", _bullets(s.errors_fixes_ruled_out))
     out += _section("Findings", _bullets(s.findings))
-    out += _section("Files changed", _files_table(r))
     out += _section("Current work", [_text(s.current_work)] if s.current_work else [])
     next_step: list[str] = []
     if s.next_step:

@@ -1,0 +1,197 @@
+"""Text rules over the words of a log: what a user asked to hold, what the agent decided,
+ruled out, found or asked. Each rule reads one message's text and returns the sentences
+that state the thing, verbatim; nothing is invented. The offline provider builds its
+summary from them and every LLM turn prompt carries them as parsed facts.
+
+The rules are general phrasings of English work talk (imperatives such as "never",
+"must", "keep"; "instead of", "rather than", "because" near a choice; "ruled out",
+"doesn't work"; "found", "noticed"), never the strings of one session.
+"""
+
+from __future__ import annotations
+
+import regex
+
+#: Longest sentence a rule returns; a longer one is cut at a word.
+SENTENCE_CHARS = 240
+DECISION_CHARS = 200
+REASON_CHARS = 140
+#: Meaningful words a user's message shares with a question when it answers it.
+ANSWER_WORDS = 3
+#: A reply this short that names the question's subject answers it ("try approach A").
+SHORT_REPLY_WORDS = 12
+#: A sentence longer than this is a task description, not a standing rule.
+RULE_CHARS = 300
+
+# A sentence ends at . ! ? (not inside a dotted name such as store.py or 0.2) followed by
+# space, or at a line break; list markers and numbered items open a new one.
+_SPLIT = regex.compile(r"(?<=[.!?])\s+(?=[^a-z\s])|\s*\n+\s*(?:[-*•]\s+)?|\s+(?=\(\d\)\s)")
+_WORDS = regex.compile(r"[A-Za-z][A-Za-z0-9_-]{3,}")
+
+_CONSTRAINT = regex.compile(
+    r"\b(?:never|always|must|mustn't|don't|do not|no longer|keep(?! \w+ing\b)|stays?"
+    r"|should(?:n't| not)?|make sure|ensure|avoid|rules?|prefer|required?)\b",
+    regex.IGNORECASE,
+)
+# Words that scope an instruction to the current request: not a standing rule.
+_FOR_NOW = regex.compile(r"\b(?:yet|for now|for the moment|this time|today)\b", regex.IGNORECASE)
+_REVERSAL = regex.compile(
+    r"\b(?:scratch|forget|drop|ignore|no longer|change of plan|instead of|cancel|revoke"
+    r"|replace[sd]?|reverse)\b",
+    regex.IGNORECASE,
+)
+_DECISION = regex.compile(
+    r"\b(?:decision|decided|decide to|go with|going with|opt(?:ed)? for|chose|chosen"
+    r"|I'll use|I will use|we'll use)\b",
+    regex.IGNORECASE,
+)
+# "instead of" and "rather than" make a choice only next to an action of the agent's
+# ("derive X instead of Y"), not in a comparison ("62^6 codes instead of 36^6").
+_ALTERNATIVE = regex.compile(r"\b(?:instead of|rather than)\b", regex.IGNORECASE)
+_ACTION = regex.compile(
+    r"\b(?:I'll|I will|I'm|I am|we'll|we will|let's|use|using|make|making|switch|switching"
+    r"|derive|deriving|go|store|storing|return|move|replace|track|tracking|write|keep)\b",
+    regex.IGNORECASE,
+)
+_REASON = regex.compile(r"\b(?:because|reason|since|so that|otherwise|without it)\b", regex.I)
+_RULED_OUT = regex.compile(
+    r"\b(?:rul(?:ed|ing|e) (?:it |that |this )?out|doesn't work|does not work|didn't work"
+    r"|did not work|won't work|will not work|not viable|abandon(?:ed|ing)?|give up on"
+    r"|gave up on|revert(?:ed|ing)?|dead end)\b",
+    regex.IGNORECASE,
+)
+_FINDING = regex.compile(
+    r"\b(?:finding(?! (?:its|the|a|an|all|out|where|which|who)\b)|found that|found out|noticed"
+    r"|turns out|it appears that|worth (?:noting|keeping in mind)|note that|caveat|silently)\b",
+    regex.IGNORECASE,
+)
+_IDENTIFIER = regex.compile(
+    r"\b(?:[A-Z][A-Z0-9]{1,9}-\d{1,6}|[A-Z][A-Z0-9]*_[A-Z0-9_]{2,})\b"  # PRIV-88, MAX_RETRIES
+)
+_STOP = frozenset(
+    (  # noqa: SIM905  (a word list reads best as words)
+        "that this with from have will would should could there their them they then than "
+        "when what which into only also just more some such very each every your about "
+        "after before over under been being make made keep need needs rule rules earlier "
+        "later now never always "
+    ).split()
+)
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of ``text``, whitespace flattened, empty ones dropped."""
+    out = []
+    for piece in _SPLIT.split(text):
+        flat = " ".join(piece.split())
+        if flat:
+            out.append(flat)
+    return out
+
+
+def clip(text: str, limit: int = SENTENCE_CHARS) -> str:
+    """``text`` cut at a word to at most ``limit`` characters (an ellipsis marks a cut)."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut) + "…"
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased words of four letters or more that carry meaning (for overlap tests)."""
+    words = {p for w in _WORDS.findall(text) for p in [w, *w.split("-")] if len(p) >= 4}
+    return {w.lower().rstrip("s") for w in words if w.lower() not in _STOP}
+
+
+def _item(sentence: str) -> str:
+    """A sentence as a list item: no enumerator of its own ("(1)", "2.") nor a trailing ";"."""
+    plain: str = regex.sub(r"^\(?\d{1,2}[.)]\s+", "", sentence)
+    return plain.rstrip(";,")
+
+
+def constraints(user_text: str) -> list[str]:
+    """Standing rules and preferences in a user's message: imperative sentences with a
+    constraint word, not questions, not scoped to this request ("yet", "for now")."""
+    return [
+        clip(_item(s))
+        for s in sentences(user_text)
+        if _CONSTRAINT.search(s)
+        and not s.endswith(("?", ":"))  # a question, or the lead-in of a list
+        and not _FOR_NOW.search(s)
+        and not _REVERSAL.search(s)  # withdrawing a rule is not one
+        and len(s) <= RULE_CHARS  # a long sentence describes a task, not a rule
+    ]
+
+
+def reversals(user_text: str) -> list[str]:
+    """Sentences of a user's message that withdraw or replace an earlier rule."""
+    return [clip(s) for s in sentences(user_text) if _REVERSAL.search(s)]
+
+
+def reverses(reversal: str, earlier: str) -> bool:
+    """True when what ``reversal`` withdraws (the words after its last reversal verb) names
+    the subject of the ``earlier`` rule."""
+    ends = [m.end() for m in _REVERSAL.finditer(reversal)]
+    tail = reversal[ends[-1] :] if ends else reversal
+    return bool(content_words(tail) & content_words(earlier))
+
+
+def decisions(text: str) -> list[tuple[str, str]]:
+    """(decision, reason) pairs in an agent's text: a sentence naming a choice, and the
+    reason when it gives one (the same sentence, or the next one that says why)."""
+    found: list[tuple[str, str]] = []
+    parts = sentences(text)
+    for i, s in enumerate(parts):
+        choice = _DECISION.search(s) or (_ALTERNATIVE.search(s) and _ACTION.search(s))
+        if not choice or s.endswith("?"):
+            continue
+        reason = ""
+        nxt = parts[i + 1] if i + 1 < len(parts) else ""
+        if not _REASON.search(s) and _REASON.search(nxt):
+            reason = regex.sub(r"^(?:reason|because)\s*:?\s*", "", nxt, flags=regex.I)
+            reason = clip(reason, REASON_CHARS)
+        found.append((clip(s, DECISION_CHARS), reason))
+    return found
+
+
+def ruled_out(text: str) -> list[str]:
+    """Approaches an agent's text rules out; a short marker sentence ("Ruling that out.")
+    comes with the sentence before it, which says what and why."""
+    parts = sentences(text)
+    out = []
+    for i, s in enumerate(parts):
+        if _RULED_OUT.search(s):
+            if len(s) < 40 and i > 0:
+                s = f"{parts[i - 1]} {s}"
+            out.append(clip(s, 300))
+    return out
+
+
+def findings(text: str) -> list[str]:
+    """What an agent's text says it found out (a fact about the code, data or a run)."""
+    return [clip(s, 300) for s in sentences(text) if _FINDING.search(s)]
+
+
+def questions(text: str) -> list[str]:
+    """Questions an agent's text puts to the user."""
+    return [clip(s, 300) for s in sentences(text) if s.endswith("?")]
+
+
+def answers(user_text: str, question: str) -> bool:
+    """True when a user's message answers ``question``: it opens with a yes or a no, it is a
+    short reply naming the question's subject, or it shares several meaningful words."""
+    opener = user_text.lstrip().lower()
+    if regex.match(r"(?:yes|no|yep|nope|sure|go with|option)\b", opener):
+        return True
+    shared = len(content_words(user_text) & content_words(question))
+    short = len(user_text.split()) <= SHORT_REPLY_WORDS
+    return shared >= ANSWER_WORDS or (short and shared >= 1)
+
+
+def identifiers(user_text: str) -> list[str]:
+    """Distinctive names a user introduced (error and ticket codes, constant-style keys)."""
+    seen: list[str] = []
+    for m in _IDENTIFIER.finditer(user_text):
+        if m.group(0) not in seen:
+            seen.append(m.group(0))
+    return seen
