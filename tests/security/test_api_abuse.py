@@ -93,6 +93,8 @@ def test_dns_rebinding_host_is_refused(seeded: Store, host: str) -> None:
             assert SID not in r.text
 
     _run(_loopback_app(seeded), body)
+    operations = _loopback_app(seeded).openapi()["paths"].values()
+    assert all("400" in op["responses"] for methods in operations for op in methods.values())
 
 
 def test_loopback_and_allowed_hosts_are_served(seeded: Store) -> None:

@@ -131,6 +131,8 @@ def create_app(
         version=__version__,
         description="Sessions, stitched transcript messages and restorations of coding agents.",
         lifespan=lifespan,
+        # The Host guard answers before any route, so every operation can say 400.
+        responses={400: {"description": "The Host header names no allowed host"}},
         # Served below, behind the token when reads need it.
         openapi_url=None,
         docs_url=None,
@@ -290,7 +292,7 @@ def create_app(
             **unauthorized,
             200: {"model": JobOut, "description": "The session's job already queued or running"},
             202: {"model": JobOut, "description": "A new job, queued"},
-            400: {"description": "The body is not valid JSON"},
+            400: {"description": "The body is not valid JSON, or the Host is not allowed"},
             415: {"description": "The request does not say it carries JSON"},
             429: {"description": "Too many jobs queued; try again later"},
         },
