@@ -167,16 +167,34 @@ def test_a_429_storm_makes_every_worker_back_off(tmp_path: Path) -> None:
             concurrency=4,
             options=RestoreOptions(skip_evidence_search=True),
         )
+        assert isinstance(job.provider, RateLimitedProvider)
+        limiter = job.provider.limiter
+        # On the limiter's own clock: when each pause began and ended, and when each
+        # request was let through (the server's arrival times depend on thread scheduling).
+        pauses: list[tuple[float, float]] = []
+        permits: list[float] = []
+        pause, acquire = limiter.pause, limiter.acquire
+
+        def recording_pause(seconds: float | None) -> None:
+            start = limiter.clock()
+            pause(seconds)
+            pauses.append((start, limiter.pause_until))
+
+        async def recording_acquire(tokens: int = 0) -> None:
+            await acquire(tokens)
+            permits.append(limiter.clock())
+
+        limiter.pause = recording_pause  # type: ignore[method-assign]
+        limiter.acquire = recording_acquire  # type: ignore[method-assign]
         report = _run(job)
         answers = list(server.answers)
         arrivals = list(server.arrivals)
     assert [o.status for o in report.outcomes] == ["done"] * 6
     assert sum(o.usage.failed_calls for o in report.outcomes) == 0
-    assert isinstance(job.provider, RateLimitedProvider)
-    assert job.provider.limiter.pauses >= 1
-    first_429 = min(t for t, status in answers if status == 429)
-    # While the pause runs, no worker sends anything: the next request comes 0.6 s later.
-    after = sorted(t for t in arrivals if t > first_429)
-    assert after[0] - first_429 >= 0.55
+    assert limiter.pauses >= 1
+    # While a pause runs, no worker is let through: every request waits for its end.
+    for start, until in pauses:
+        assert until - start >= 0.6 - 1e-6
+        assert not [t for t in permits if start <= t < until]
     assert sum(1 for _, status in answers if status == 429) == 4
     assert len(arrivals) == 6 * 4 + 4
