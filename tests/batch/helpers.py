@@ -71,13 +71,19 @@ def calls_per_session(bodies: list[Any], count: int) -> Counter[int]:
 class CountingServer(FakeLLMServer):
     """The fake server, also recording arrival times and the most calls in flight at once."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, hold_until_in_flight: int = 0, **kwargs: Any) -> None:
+        """``hold_until_in_flight``: hold every reply until that many calls were in flight
+        at once (or 30 s passed), so a test of overlap does not depend on timing."""
         super().__init__(*args, **kwargs)
         self.in_flight = 0
         self.max_in_flight = 0
         self.arrivals: list[float] = []
         self.answers: list[tuple[float, int]] = []  # (time, status)
         self._count_lock = threading.Lock()
+        self._hold_target = hold_until_in_flight
+        self._reached = threading.Event()
+        if not hold_until_in_flight:
+            self._reached.set()
 
     def handle(
         self, path: str, headers: dict[str, str], body: Any, received: float | None = None
@@ -86,6 +92,9 @@ class CountingServer(FakeLLMServer):
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             self.arrivals.append(time.monotonic())
+            if self.in_flight >= self._hold_target:
+                self._reached.set()
+        self._reached.wait(30)
         try:
             reply = super().handle(path, headers, body, received)
         finally:

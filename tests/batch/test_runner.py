@@ -136,7 +136,9 @@ def test_incomplete_restorations_are_not_done(tmp_path: Path) -> None:
 @pytest.mark.parametrize("concurrency", [1, 4])
 def test_calls_overlap_up_to_the_concurrency(tmp_path: Path, concurrency: int) -> None:
     items = discover([str(p) for p in make_sessions(tmp_path / "in", 8)], WarningSink())
-    with CountingServer(latency=0.15) as server:
+    # Replies wait until `concurrency` calls are in flight at once: a limit that let fewer
+    # (or more) through shows in max_in_flight whatever the machine's speed.
+    with CountingServer(latency=0.05, hold_until_in_flight=concurrency) as server:
         config = _config(tmp_path, model="openai:fake", base_url=server.openai_base_url)
         job = _job(
             tmp_path,
