@@ -49,6 +49,7 @@ _PATCH_LINE = regex.compile(
 #: or edits, a ``snapshot`` (opencode patch part) edits only what no other action explains.
 _Op = ArtifactKind | ShellOp | Literal["snapshot"]
 _PATCH_ACTION: dict[str, ArtifactKind] = {"Add": "created", "Update": "edited", "Delete": "deleted"}
+_CHANGE_KIND: dict[Any, ArtifactKind] = {"add": "created", "update": "edited", "delete": "deleted"}
 #: How the agents' file tools report a failure when the result carries no error flag.
 _FAILURE_PREFIXES = (
     "<tool_use_error>",
@@ -164,6 +165,10 @@ def _actions_for(m: Message) -> tuple[list[tuple[str, _Op]], str | None]:
         files = inp.get("files")
         if isinstance(files, list):
             found.extend((str(f), "edited") for f in files)
+        changes = inp.get("changes")  # `codex exec --json` file_change: [{path, kind}]
+        for change in changes if isinstance(changes, list) else ():
+            if isinstance(change, dict) and isinstance(change.get("path"), str):
+                found.append((change["path"], _CHANGE_KIND.get(change.get("kind"), "edited")))
         text = inp.get("input") or inp.get("patch") or m.text
         if isinstance(text, str):
             found.extend(_patch_actions(text))

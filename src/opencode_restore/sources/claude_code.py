@@ -1,4 +1,5 @@
-"""Claude Code JSONL transcripts (``~/.claude/projects/<encoded-cwd>/<sessionId>.jsonl``).
+"""Claude Code JSONL transcripts (``~/.claude/projects/<encoded-cwd>/<sessionId>.jsonl``),
+and the headless ``stream-json`` output (``claude_stream``).
 
 Reading takes two passes. The first (``claude_scan``) keeps only ids, links and line
 numbers; ``claude_tree`` turns them into the live path, the abandoned rewind
@@ -20,6 +21,7 @@ from .claude_convert import Converter, attach_summaries
 from .claude_scan import scan, unpack
 from .claude_session import read_entries, read_session
 from .claude_split import split_transcripts
+from .claude_stream import is_stream_file, is_stream_line, iter_stream, read_stream
 from .claude_tree import build_tree
 
 __all__ = ["READER", "ClaudeCodeReader", "read_session", "split_transcripts"]
@@ -44,7 +46,10 @@ class ClaudeCodeReader:
     """Reader for Claude Code session transcripts."""
 
     name = "claude-code"
-    description = "Claude Code JSONL transcripts (~/.claude/projects/*/*.jsonl), with sub-agents"
+    description = (
+        "Claude Code JSONL transcripts (~/.claude/projects/*/*.jsonl), with sub-agents;"
+        " `claude -p --output-format stream-json` output"
+    )
 
     def sniff(self, path: Path, head: bytes) -> float:
         """Sure for JSONL lines with Claude Code's envelope; unsure for bookkeeping-only heads."""
@@ -59,6 +64,8 @@ class ClaudeCodeReader:
                 obj = orjson.loads(raw)
             except orjson.JSONDecodeError:
                 continue
+            if is_stream_line(obj):
+                return 0.9  # `claude -p --output-format stream-json`
             if not isinstance(obj, dict) or obj.get("type") not in _LINE_TYPES:
                 continue
             typ = obj["type"]
@@ -78,6 +85,8 @@ class ClaudeCodeReader:
 
     def iter_messages(self, files: Sequence[Path], sink: WarningSink) -> Iterator[Message]:
         """Stream the live conversation; memory holds ids, never the log's text."""
+        if files and is_stream_file(files[0]):
+            return iter_stream(files, sink)
         s = scan(files, sink)
         tree = build_tree(s, files, sink, with_side_runs=False)
         conv = Converter()
@@ -91,6 +100,8 @@ class ClaudeCodeReader:
 
     def read(self, files: Sequence[Path], sink: WarningSink) -> Session:
         """Read the whole session: live path, rewind branches and sub-agents."""
+        if files and is_stream_file(files[0]):
+            return read_stream(files, sink)
         return read_session(files, sink, with_agents=True)
 
 

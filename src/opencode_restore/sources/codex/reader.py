@@ -1,6 +1,7 @@
 """The Codex reader: format sniffing, message streaming and the session timeline.
 
-Two line formats are read. The envelope format (Codex 0.3x and later) wraps every line
+Three line formats are read: ``codex exec --json`` output (``exec_json``), and two
+rollout formats. The envelope format (Codex 0.3x and later) wraps every line
 as ``{"timestamp", "type", "payload"}`` with ``type`` one of ``session_meta``,
 ``response_item``, ``event_msg``, ``turn_context`` or ``compacted``. The legacy
 pre-envelope format starts with a bare ``{"id", "timestamp", ...}`` meta object,
@@ -17,8 +18,9 @@ import orjson
 import regex
 
 from ...model import Message, Session, Timeline, TimelineSpan
-from ..base import WarningSink
+from ..base import SNIFF_BYTES, WarningSink
 from .events import Header
+from .exec_json import is_exec_event, iter_exec
 from .stream import iter_thread
 from .threads import attach_children, events_of
 
@@ -91,6 +93,16 @@ def _kind(obj: dict[str, Any]) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
+def _is_exec_output(path: Path) -> bool:
+    """True when ``path`` starts with a ``codex exec --json`` event."""
+    try:
+        with path.open("rb") as fh:
+            objs, _ = _objects(fh.read(SNIFF_BYTES))
+    except OSError:
+        return False  # the rollout reader reports the file
+    return is_exec_event(objs[0] if objs else None)
+
+
 class CodexReader:
     """Reads OpenAI Codex CLI rollout JSONL (envelope and legacy formats)."""
 
@@ -101,6 +113,8 @@ class CodexReader:
         """Confidence that ``head`` starts a Codex rollout file."""
         objs, first = _objects(head)
         lead = objs[0] if objs else None
+        if is_exec_event(lead):
+            return 0.9  # `codex exec --json`
         if lead is None:
             return 0.9 if _ENVELOPE_PREFIX.match(first) else 0.0
         if isinstance(lead, dict) and _kind(lead) in _ENVELOPE_TYPES:
@@ -116,18 +130,26 @@ class CodexReader:
 
     def iter_messages(self, files: Sequence[Path], sink: WarningSink) -> Iterator[Message]:
         """Stream the thread's messages across its chain of files, oldest first."""
+        if files and _is_exec_output(files[0]):
+            return iter_exec(files, sink, Header())
         return iter_thread(files, sink, Header())
 
     def read(self, files: Sequence[Path], sink: WarningSink) -> Session:
         """Read the thread into a session; sub-agent threads become ``agent`` spans."""
         first_warning = len(sink.warnings)
         header = Header()
-        messages = list(iter_thread(files, sink, header))
+        exec_output = bool(files) and _is_exec_output(files[0])
+        stream = iter_exec if exec_output else iter_thread
+        messages = list(stream(files, sink, header))
         session_id = header.id or (files[0].stem if files else "codex")
         root = TimelineSpan(id=session_id, name="codex", span_type="agent")
         root.content = events_of(messages)
-        child_files = attach_children(root, session_id, files, sink) if files else []
+        child_files = (
+            attach_children(root, session_id, files, sink) if files and not exec_output else []
+        )
         meta = dict(header.meta)
+        if exec_output:
+            meta["source"] = "exec-json"
         if child_files:
             meta["child_files"] = child_files
         if header.parent_thread_id:
