@@ -4,12 +4,17 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from opencode_restore.model import TimelineSpan
 from opencode_restore.pipeline.turn_parser import parse_turns
 from opencode_restore.sources import detect, iter_messages, open_session
 from opencode_restore.sources.base import WarningSink
+from opencode_restore.sources.codex.exec_json import EVENT_TYPES
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures"
 CLAUDE_STREAM = FIX / "claude-code" / "headless" / "print-continue-turn3.jsonl"
@@ -205,3 +210,61 @@ def test_codex_exec_json_item_kinds_and_a_chain(tmp_path: Path) -> None:
         (run, 1),
         ("sleep 100", None),
     ]
+
+
+_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_items = st.fixed_dictionaries(
+    {"id": st.sampled_from(["item_0", "item_1"]) | _values},
+    optional={
+        "type": st.sampled_from(
+            ["agent_message", "reasoning", "command_execution", "file_change", "mcp_tool_call",
+             "web_search", "todo_list", "error"]
+        ) | _values,
+        "text": _values, "command": _values, "aggregated_output": _values, "exit_code": _values,
+        "status": _values, "changes": _values, "arguments": _values, "result": _values,
+        "error": _values, "server": _values, "tool": _values, "query": _values,
+    },
+)  # fmt: skip
+_exec_events = st.fixed_dictionaries(
+    {"type": st.sampled_from(sorted(EVENT_TYPES)) | _values},
+    optional={"item": _items | _values, "thread_id": _values, "usage": _values, "error": _values},
+)
+_stream_lines = st.fixed_dictionaries(
+    {"type": st.sampled_from(["system", "assistant", "user", "result", "stream_event"]) | _values,
+     "session_id": st.just("s") | _values},
+    optional={
+        "subtype": _values, "uuid": _values, "parent_tool_use_id": _values,
+        "message": st.fixed_dictionaries({}, optional={"id": _values, "content": _values,
+                                                       "usage": _values}) | _values,
+    },
+)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_exec_events, max_size=12))
+def test_any_exec_events_read_without_raising(events: list[dict[str, object]]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _write(Path(tmp) / "x.jsonl", {"type": "thread.started", "thread_id": "t"}, *events)
+        session = open_session([path], WarningSink(), agent="codex")
+        calls = [m for m in session.messages() if m.type == "tool_use"]
+        results = [m for m in session.messages() if m.type == "tool_result"]
+        assert len(results) <= len(calls)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_stream_lines, max_size=12))
+def test_any_stream_lines_read_without_raising(lines: list[dict[str, object]]) -> None:
+    init = {"type": "system", "subtype": "init", "session_id": "s", "cwd": "/w"}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _write(Path(tmp) / "x.jsonl", init, *lines)
+        session = open_session([path], WarningSink(), agent="claude-code")
+        assert session.id == "s"
+        assert len(list(iter_messages([path], WarningSink(), agent="claude-code"))) <= len(
+            [m for s in session.timeline.root.walk() for m in s.messages()]
+        )

@@ -66,7 +66,9 @@ class ClaudeCodeReader:
                 continue
             if is_stream_line(obj):
                 return 0.9  # `claude -p --output-format stream-json`
-            if not isinstance(obj, dict) or obj.get("type") not in _LINE_TYPES:
+            if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+                continue
+            if obj["type"] not in _LINE_TYPES:
                 continue
             typ = obj["type"]
             if typ in _CHAIN_TYPES and "parentUuid" in obj and "sessionId" in obj:

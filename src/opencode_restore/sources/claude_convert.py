@@ -240,7 +240,7 @@ def _system(
         m.meta["synthetic"] = True
         return [m]
     content = obj.get("content")
-    if subtype in SYSTEM_NOISE or not isinstance(content, str):
+    if not isinstance(content, str) or (isinstance(subtype, str) and subtype in SYSTEM_NOISE):
         return []
     m = Message(uid, "system", "text", content, ts, fi, line)
     m.meta["synthetic"] = True

@@ -33,7 +33,9 @@ _MESSAGE_TYPES = frozenset({"assistant", "user", "system"})
 
 def is_stream_line(obj: Any) -> bool:
     """True for a line only the headless stream writes (``session_id``, never ``sessionId``)."""
-    if not isinstance(obj, dict) or obj.get("type") not in _TYPES:
+    if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+        return False
+    if obj["type"] not in _TYPES:
         return False
     if "sessionId" in obj or "parentUuid" in obj or not isinstance(obj.get("session_id"), str):
         return False
@@ -107,6 +109,7 @@ def _lines(
         for line, obj in iter_json_lines(path, sink):
             run.note(obj, path, line, sink)
             typ = obj.get("type")
+            typ = typ if isinstance(typ, str) else repr(typ)
             if typ not in _MESSAGE_TYPES:
                 if typ not in _TYPES:
                     sink.warn(path, line, f"unknown stream line type {typ!r}; skipped")

@@ -43,7 +43,9 @@ _SHELL = "exec_command"
 
 def is_exec_event(obj: Any) -> bool:
     """True for a line of ``codex exec --json`` output."""
-    if not isinstance(obj, dict) or obj.get("type") not in EVENT_TYPES or "payload" in obj:
+    if not isinstance(obj, dict) or "payload" in obj:
+        return False
+    if not isinstance(obj.get("type"), str) or obj["type"] not in EVENT_TYPES:
         return False
     kind = obj["type"]
     if kind == "thread.started":
@@ -52,6 +54,11 @@ def is_exec_event(obj: Any) -> bool:
         item = obj.get("item")
         return isinstance(item, dict) and isinstance(item.get("id"), str)
     return True
+
+
+def _item(obj: dict[str, Any]) -> bool:
+    item = obj.get("item")
+    return isinstance(item, dict) and isinstance(item.get("id"), str)
 
 
 def _str(value: Any) -> str:
@@ -163,16 +170,16 @@ def iter_exec(files: Sequence[Path], sink: WarningSink, header: Header) -> Itera
     for fi, path in enumerate(files):
         for line, obj in iter_json_lines(path, sink):
             kind = obj.get("type")
-            if kind == "thread.started":
+            kind = kind if isinstance(kind, str) else repr(kind)
+            thread = obj.get("thread_id")
+            if kind == "thread.started" and isinstance(thread, str):
                 if header.id is None:
-                    header.id = obj["thread_id"]
-                elif obj["thread_id"] != header.id:
-                    sink.warn(
-                        path, line, f"thread_id {obj['thread_id']!r} differs from {header.id!r}"
-                    )
-            elif kind == "item.started" and isinstance(obj.get("item"), dict):
+                    header.id = thread
+                elif thread != header.id:
+                    sink.warn(path, line, f"thread_id {thread!r} differs from {header.id!r}")
+            elif kind == "item.started" and _item(obj):
                 items.started(obj["item"], fi, line)
-            elif kind == "item.completed" and isinstance(obj.get("item"), dict):
+            elif kind == "item.completed" and _item(obj):
                 for m in items.completed(obj["item"], fi, line):
                     last = m if m.role == "assistant" else last
                     yield m
