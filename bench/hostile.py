@@ -10,7 +10,8 @@ Target: every case under 1.5 GB peak RSS and 60 s, ending in output or a one-lin
     python bench/hostile.py [--full] [--smoke] [--case NAME]
 
 ``--full`` grows the sized cases to the sizes the issue reported (1 GB zip member,
-900 MB line, 50 MB request, 1 GB generated column); by default they are a third or so.
+900 MB line, 50 MB request); by default they are a third or so. The generated column
+stays at 200 MB a row: building a bigger one costs the generator itself gigabytes.
 """
 
 from __future__ import annotations

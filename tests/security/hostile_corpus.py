@@ -152,6 +152,17 @@ def huge_user_message(root: Path, scale: float = 1.0) -> list[str]:
     return ["restore", str(path), "--agent", "claude-code", "--fresh", "-q"]
 
 
+def claude_deep_json(root: Path, scale: float = 1.0) -> list[str]:
+    """A Claude Code log whose tool input nests 900 objects deep (a traceback before)."""
+    path = root / "deep.jsonl"
+    line = _claude_line("a1", "u1", "assistant", "@@", 2)
+    deep = '{"a": ' * 900 + "1" + "}" * 900
+    tool = f'{{"type": "tool_use", "id": "t1", "name": "Bash", "input": {deep}}}'
+    line = line.replace('{"type": "text", "text": "@@"}', tool)
+    path.write_text(_claude_line("u1", None, "user", "go", 1) + "\n" + line + "\n")
+    return ["restore", str(path), "--agent", "claude-code", "--fresh"]
+
+
 def bad_lines(root: Path, scale: float = 1.0) -> list[str]:
     """A Claude Code log of one good line and a million bad ones."""
     path = root / "bad.jsonl"
@@ -172,13 +183,14 @@ CASES: dict[str, Callable[[Path, float], list[str]]] = {
     "opencode-duplicate-ids": opencode_duplicate_ids,
     "long-line": long_line,
     "huge-user-message": huge_user_message,
+    "claude-deep-json": claude_deep_json,
     "million-bad-lines": bad_lines,
     "dev-zero": dev_zero,
 }
 #: Scale that grows each sized case to the size issue 14 reported.
 FULL_SCALE = {
     "eval-zip-bomb": 3.4,
-    "opencode-generated-column": 5.0,
+    "opencode-generated-column": 1.0,
     "opencode-duplicate-ids": 1.0,
     "long-line": 4.5,
     "huge-user-message": 2.5,

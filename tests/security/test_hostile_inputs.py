@@ -66,7 +66,8 @@ def run_bounded(args: list[str], cwd: Path) -> tuple[int, str, float]:
 
 
 EXPECTED = {
-    "inspect-deep-100k": "nested more than 256 deep",
+    "inspect-deep-100k": "nested more than 128 deep",
+    "claude-deep-json": "deep.jsonl:2: JSON nested more than 128 deep; skipped",
     "eval-zip-bomb": "archive member",
     "opencode-generated-column": "",
     "opencode-duplicate-ids": "2999 messages repeat an earlier id; skipped",

@@ -216,6 +216,29 @@ def iter_lines(
         yield lineno, b"", size
 
 
+#: Deepest nesting of a log's JSON values: real logs stay under 30, and deeper values
+#: overflow the recursive walks downstream (redaction; orjson dumps 254 levels at most).
+MAX_JSON_DEPTH = 128
+
+
+def too_deep(raw: bytes, value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True when ``value`` (parsed from ``raw``) nests containers deeper than ``limit``.
+
+    The walk, without recursion, runs only when ``raw`` has enough brackets to be that
+    deep, so ordinary lines cost two byte counts.
+    """
+    if raw.count(b"{") + raw.count(b"[") <= limit:
+        return False
+    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, (dict, list)) else []
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False
+
+
 def iter_json_lines(path: Path, sink: WarningSink) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for each JSON-object line of a JSONL file.
 
@@ -238,6 +261,9 @@ def iter_json_lines(path: Path, sink: WarningSink) -> Iterator[tuple[int, dict[s
             if not isinstance(obj, dict):
                 sink.warn(path, lineno, f"JSON {type(obj).__name__} is not an object; skipped")
                 continue
+            if too_deep(raw, obj):
+                sink.warn(path, lineno, f"JSON nested more than {MAX_JSON_DEPTH} deep; skipped")
+                continue
             yield lineno, obj
 
 
@@ -254,11 +280,15 @@ def load_json(path: Path, sink: WarningSink) -> Any:
     if start > 0:
         sink.warn(path, 1, f"skipped {start} bytes before the first '{{'")
     try:
-        return orjson.loads(data[start:])
+        value = orjson.loads(data[start:])
     except orjson.JSONDecodeError as exc:
         line = data.count(b"\n", 0, start + exc.pos) + 1
         sink.warn(path, line, f"invalid JSON ({exc.msg})")
         return None
+    if too_deep(data, value):
+        sink.warn(path, 1, f"JSON nested more than {MAX_JSON_DEPTH} deep; not read")
+        return None
+    return value
 
 
 _EPOCH_MS_CUTOFF = 10_000_000_000

@@ -10,7 +10,14 @@ from typing import Any
 import orjson
 
 from ..model import EventKind, Message, Session, Timeline, TimelineEvent, TimelineSpan
-from .base import LINE_BUFFER, WarningSink, max_line_bytes, parse_timestamp
+from .base import (
+    LINE_BUFFER,
+    MAX_JSON_DEPTH,
+    WarningSink,
+    max_line_bytes,
+    parse_timestamp,
+    too_deep,
+)
 from .claude_agents import attach_agents
 from .claude_convert import Converter, attach_summaries
 from .claude_scan import NO_PARENT, Scan, pack, scan, unpack
@@ -49,7 +56,10 @@ def read_entries(
                 except orjson.JSONDecodeError:
                     obj = None
                 # An entry without a uuid got a made-up one: only its JSON can be checked.
-                if type(obj) is dict and obj.get("uuid", s.uuids[nid]) == s.uuids[nid]:
+                if type(obj) is dict and too_deep(raw, obj):
+                    lineno = unpack(s.pos[nid])[1]
+                    sink.warn(path, lineno, f"JSON nested more than {MAX_JSON_DEPTH} deep; skipped")
+                elif type(obj) is dict and obj.get("uuid", s.uuids[nid]) == s.uuids[nid]:
                     yield nid, obj
                 else:
                     lineno = unpack(s.pos[nid])[1]

@@ -39,12 +39,14 @@ from ..model import Message, Session, Timeline, TimelineEvent, TimelineSpan
 from ..timeline.builder import build_timeline
 from ..timeline.builder_events import chat_messages_to_messages, output_message
 from .base import (
+    MAX_JSON_DEPTH,
     SessionChoice,
     WarningSink,
     choose_session,
     load_json,
     parse_timestamp,
     text_of,
+    too_deep,
 )
 
 try:  # optional: without it a .json log is loaded whole
@@ -57,8 +59,7 @@ _ZIP_MAGIC = b"PK\x03\x04"
 _EVAL_KEY = re.compile(rb'"eval"\s*:\s*\{')
 _LOG_KEYS = re.compile(rb'"(samples|version|status)"\s*:')
 _HEADERS = ("header.json", "_journal/start.json")
-#: Deepest nesting of a log's JSON values (real logs stay under 30).
-MAX_DEPTH = 256
+MAX_DEPTH = MAX_JSON_DEPTH
 #: Largest ``.eval`` member read, and the largest expansion of a big one over its
 #: compressed size (a 1 MB archive unpacking to 1 GB is a zip bomb, not a log).
 MAX_MEMBER_BYTES = 128 << 20
@@ -177,19 +178,6 @@ def _json_samples(path: Path, sink: WarningSink) -> Iterator[_Sample]:
         yield spec, sample, f"{path}#sample{n}"
 
 
-def _too_deep(value: Any) -> bool:
-    """True when ``value`` nests containers deeper than `MAX_DEPTH` (checked without
-    recursion: the readers' recursive walks would overflow the stack)."""
-    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, (dict, list)) else []
-    while stack:
-        item, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            return True
-        children = item.values() if isinstance(item, dict) else item
-        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
-    return False
-
-
 def _member_refusal(info: zipfile.ZipInfo) -> str | None:
     """Why an archive member is not unpacked (too big, or a zip bomb), or None."""
     if info.file_size > MAX_MEMBER_BYTES:
@@ -205,8 +193,9 @@ def _zip_json(zf: zipfile.ZipFile, name: str, where: str, sink: WarningSink) -> 
         sink.warn(where, 1, f"archive member {why}; skipped")
         return None
     try:
-        value = orjson.loads(zf.read(name))
-        if _too_deep(value):
+        data = zf.read(name)
+        value = orjson.loads(data)
+        if too_deep(data, value, MAX_DEPTH):
             sink.warn(where, 1, f"JSON nested more than {MAX_DEPTH} deep; skipped")
             return None
         return value
