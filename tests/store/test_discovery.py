@@ -10,7 +10,7 @@ from opencode_restore.errors import SourceError
 from opencode_restore.sources.base import WarningSink
 from opencode_restore.store.discovery import AGENTS, default_roots, scan
 from opencode_restore.store.store import Store
-from tests.store.builders import fake_home
+from tests.store.builders import GEMINI_CONTINUED, copy_to, fake_home
 
 
 @pytest.fixture
@@ -150,3 +150,18 @@ def test_unreadable_candidates_are_skipped(tmp_path: Path) -> None:
     assert discovery._gemini(missing) is None
     assert discovery._mtime(missing) is None
     assert not discovery._belongs(missing, "gemini")
+
+
+def test_gemini_cwd_comes_from_the_project_root_file(tmp_path: Path) -> None:
+    # Gemini CLI keeps tmp/<project>/.project_root beside chats/; a chat's head has no cwd.
+    from opencode_restore.store import discovery
+
+    chats = tmp_path / ".gemini/tmp/shrinkray/chats"
+    chat = copy_to(GEMINI_CONTINUED, chats)
+    before = discovery._gemini(chat)
+    assert before is not None
+    assert before.cwd is None
+    (chats.parent / ".project_root").write_text("/home/dev/src/shrinkray\n")
+    found = discovery._gemini(chat)
+    assert found is not None
+    assert found.cwd == "/home/dev/src/shrinkray"

@@ -269,7 +269,23 @@ def _gemini(path: Path) -> Found | None:
     stamp = re.search(rb'"startTime"\s*:\s*"([^"]+)"', head)
     if stamp:
         started = parse_timestamp(stamp.group(1).decode("ascii", "replace"))
-    return Found("gemini", sid, path, None, _gemini_title(head), started, _mtime(path))
+    cwd = _gemini_project_root(path)
+    return Found("gemini", sid, path, cwd, _gemini_title(head), started, _mtime(path))
+
+
+def _gemini_project_root(path: Path) -> str | None:
+    """The project directory Gemini CLI wrote to ``tmp/<project>/.project_root`` beside ``chats/``.
+
+    A chat's head holds no cwd (the reader finds it later in the session context), so
+    without this file ``sessions list --cwd`` and ``restore --latest --cwd`` miss the session.
+    """
+    try:
+        with (path.parent.parent / ".project_root").open("rb") as fh:
+            raw = fh.read(4096)
+    except OSError:
+        return None
+    text = raw.decode("utf-8", "replace").strip()
+    return text if text and "\n" not in text else None
 
 
 _GEMINI_USER = re.compile(rb'"type"\s*:\s*"user"\s*,\s*"content"\s*:\s*("(?:[^"\\]|\\.)*"|\[)')
