@@ -235,7 +235,8 @@ def test_ccrider_sample_takes_its_title_from_the_summary_line() -> None:
 def test_ccrider_agent_file_has_no_title() -> None:
     s = _read(CC / "ccrider" / "agent-session.jsonl")
     assert s.title is None
-    assert s.id == "test-session-123"
+    # A sub-agent's own file is the agent's session, linked to its parent.
+    assert (s.id, s.meta["parent_session_id"]) == ("ffdd9610", "test-session-123")
     assert [m.text for m in s.messages()] == ["Warmup", "I'm ready to help!"]
 
 

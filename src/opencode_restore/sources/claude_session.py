@@ -79,8 +79,21 @@ class _Plan:
 
 
 def read_session(files: Sequence[Path], sink: WarningSink, with_agents: bool) -> Session:
-    """Build a ``Session``; sub-agent files are looked up only when ``with_agents``."""
-    return _read(files, sink, with_agents)[0]
+    """Build a ``Session``; sub-agent files are looked up only when ``with_agents``.
+
+    A sub-agent's own file (every entry a side chain of one ``agentId``) read on its
+    own is that agent's session, not its parent's: its id is the ``agentId`` and
+    ``meta["parent_session_id"]`` links the parent, so its saved restore state never
+    replaces the parent's.
+    """
+    session, s = _read(files, sink, with_agents)
+    agents = set(s.side_agents.values())
+    if with_agents and s.main_messages == 0 and len(agents) == 1:
+        parent = session.id
+        session.id = agents.pop()
+        session.timeline.root.id = session.id
+        session.meta.update(parent_session_id=parent, agent_id=session.id)
+    return session
 
 
 def _read_agent(sink: WarningSink) -> Callable[[Path], tuple[Session, dict[str, str]]]:
