@@ -306,19 +306,8 @@ def summary_prompt(r: Restoration) -> str:
         out.append("")
     out += ["## Goal", _text(s.goal) or "_Unknown._", ""]
     out += _prompt_list("Constraints (still in force)", s.constraints_preferences)
-    changed = [
-        f"{_code(f.path)} ({', '.join(a for a in f.actions if a != 'read')})"
-        for f in r.files
-        if any(a != "read" for a in f.actions)
-    ]
     state = list(s.progress.done)
     out += _prompt_list("Done", state, keep_last=True)
-    if changed:
-        out += [
-            "## Files changed",
-            "; ".join(changed[:30]) + (" …" if len(changed) > 30 else ""),
-            "",
-        ]
     out += _prompt_list("In progress", s.progress.in_progress)
     out += _prompt_list("Blocked", s.progress.blocked)
     decisions = [
