@@ -136,9 +136,7 @@ def test_done_is_one_line_per_answered_turn_with_what_changed() -> None:
         "Turn 1: do 1 [M10]",  # a read is not a change
         "Turn 2: do 2 [M20] → edited `a.py` [M22]; renamed `old.py` → `new.py` [M21]",
     ]
-    assert s.progress.in_progress == [
-        "Turn 3, cut off before its answer; so far: edited `b.py` [M31]"
-    ]
+    assert s.progress.in_progress == ["Turn 3 so far: edited `b.py` [M31]"]
     assert s.next_step == "Finish the user's last request (turn 3): do 3 [M30]"
 
 

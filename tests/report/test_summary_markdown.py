@@ -49,7 +49,7 @@ def _restoration() -> Restoration:
         references=[
             ReferenceRow(label="M1", message_id="u1", file="log.jsonl", file_index=0, entry_index=1)
         ],
-        warnings=[f"{INTERRUPTED_WARNING} 2: its last request has no final answer"],
+        warnings=[f"{INTERRUPTED_WARNING} 2, before its answer"],
     )
 
 

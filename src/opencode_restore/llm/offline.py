@@ -15,7 +15,7 @@ from typing import Any
 from ..model import Usage
 from ..timeline.numbering import uncite
 from .base import LLMRequest, LLMResult, ToolCallRequest
-from .text_rules import answers, clip, reverses, sentences
+from .text_rules import answers, clip, constraints, reverses, sentences
 
 # Rough prompt size accounting so the progress bar and ledgers show something honest.
 _CHARS_PER_TOKEN = 3.5
@@ -29,7 +29,7 @@ FINDINGS = 3
 EVIDENCE_FINDINGS = 1
 #: Sizes of the synthesis's own lines: the summary must be read in one go.
 GOAL_CHARS = 160
-REQUEST_CHARS = 70
+REQUEST_CHARS = 45
 NEXT_CHARS = 240
 
 
@@ -181,13 +181,19 @@ def _cites(labels: list[str | None]) -> str:
     return f" [{', '.join(shown[:3])}]" if shown else ""
 
 
+_GREETING = re.compile(r"(?:hi|hello|hey|thanks|thank you)\b\W*", re.I)
+
+
 def _goal(f: dict[str, Any], turns: list[dict[str, Any]]) -> str:
     """The first request without its rules (they are listed as constraints), cited."""
     first = f.get("first_request")
     if not first:
         return "(no user request found in the log)"
-    rules = {c["text"] for t in turns[:1] for c in t.get("constraints", [])}
-    kept = [s for s in sentences(first["text"]) if clip(s) not in rules and not s.endswith(":")]
+    kept = [
+        s
+        for s in sentences(first["text"])
+        if not constraints(s) and not s.endswith(":") and not _GREETING.fullmatch(s)
+    ]
     return _cite(clip(" ".join(kept) or first["text"], GOAL_CHARS), first.get("label"))
 
 
@@ -221,6 +227,8 @@ def _changes(t: dict[str, Any]) -> str:
         if a["action"] != "read":
             by_action.setdefault(a["action"], {}).setdefault(a["path"], a.get("label"))
     created, deleted = by_action.get("created", {}), by_action.get("deleted", {})
+    for path in created:  # a file made in this turn and then edited is just made
+        by_action.get("edited", {}).pop(path, None)
     renames = []
     for old, label in list(deleted.items()):
         new = next((p for p, lb in created.items() if label and lb == label), None)
@@ -357,13 +365,16 @@ def synthesis_from_facts(f: dict[str, Any]) -> dict[str, Any]:
     last = turns[-1] if turns else None
     in_progress: list[str] = []
     next_step = ""
+    # What the agent was doing when cut off is in the turn's changes (in progress); its
+    # last words before a tool call add nothing the next step does not say.
     current = ""
     if last is not None and last.get("interrupted"):
         labels = last.get("user_labels") or [None]
         request = clip(" ".join((last.get("user_request") or "").split()), NEXT_CHARS)
         changes = _changes(last)
-        so_far = f"; so far: {changes}" if changes else "; nothing changed yet"
-        in_progress = [f"Turn {last.get('turn_number')}, cut off before its answer{so_far}"]
+        # The banner says it was cut off; this says how far it got.
+        so_far = changes or "nothing changed yet"
+        in_progress = [f"Turn {last.get('turn_number')} so far: {so_far}"]
         next_step = f"Finish the user's last request (turn {last.get('turn_number')})" + (
             f": {_cite(request, labels[0])}"
         )

@@ -14,8 +14,10 @@ import regex
 
 #: Longest sentence a rule returns; a longer one is cut at a word.
 SENTENCE_CHARS = 240
-DECISION_CHARS = 200
-REASON_CHARS = 140
+DECISION_CHARS = 170
+#: A ruled-out approach, a finding or a question: what and why, in one long sentence.
+LONG_CHARS = 220
+REASON_CHARS = 120
 #: Meaningful words a user's message shares with a question when it answers it.
 ANSWER_WORDS = 3
 #: A reply this short that names the question's subject answers it ("try approach A").
@@ -52,6 +54,10 @@ _ACTION = regex.compile(
     r"\b(?:I'll|I will|I'm|I am|we'll|we will|let's|use|using|make|making|switch|switching"
     r"|derive|deriving|go|store|storing|return|move|replace|track|tracking|write|keep)\b",
     regex.IGNORECASE,
+)
+# A next sentence gives the reason only when it says so at its start ("Reason: ...").
+_REASON_START = regex.compile(
+    r"(?:reason|because|since|otherwise|that way|this is because|without it)\b", regex.I
 )
 _REASON = regex.compile(r"\b(?:because|reason|since|so that|otherwise|without it)\b", regex.I)
 _RULED_OUT = regex.compile(
@@ -147,7 +153,7 @@ def decisions(text: str) -> list[tuple[str, str]]:
             continue
         reason = ""
         nxt = parts[i + 1] if i + 1 < len(parts) else ""
-        if not _REASON.search(s) and _REASON.search(nxt):
+        if not _REASON.search(s) and _REASON_START.match(nxt):
             reason = regex.sub(r"^(?:reason|because)\s*:?\s*", "", nxt, flags=regex.I)
             reason = clip(reason, REASON_CHARS)
         found.append((clip(s, DECISION_CHARS), reason))
@@ -163,18 +169,18 @@ def ruled_out(text: str) -> list[str]:
         if _RULED_OUT.search(s):
             if len(s) < 40 and i > 0:
                 s = f"{parts[i - 1]} {s}"
-            out.append(clip(s, 300))
+            out.append(clip(s, LONG_CHARS))
     return out
 
 
 def findings(text: str) -> list[str]:
     """What an agent's text says it found out (a fact about the code, data or a run)."""
-    return [clip(s, 300) for s in sentences(text) if _FINDING.search(s)]
+    return [clip(s, LONG_CHARS) for s in sentences(text) if _FINDING.search(s)]
 
 
 def questions(text: str) -> list[str]:
     """Questions an agent's text puts to the user."""
-    return [clip(s, 300) for s in sentences(text) if s.endswith("?")]
+    return [clip(s, LONG_CHARS) for s in sentences(text) if s.endswith("?")]
 
 
 def answers(user_text: str, question: str) -> bool:

@@ -73,7 +73,7 @@ def _last_request(turns: list[Turn], ctx: StageContext) -> Quote | None:
 
 
 #: Characters of what a compaction kept shown beside it.
-COMPACTION_EXCERPT = 200
+COMPACTION_EXCERPT = 90
 
 
 def _compactions(turns: list[Turn], ctx: StageContext) -> list[CompactionPoint]:
@@ -98,7 +98,7 @@ def _interrupted(turns: list[Turn]) -> list[str]:
     """The warning that the session was stopped before it answered its last request."""
     if not turns or not turns[-1].interrupted:
         return []
-    return [f"{INTERRUPTED_WARNING} {turns[-1].number}: its last request has no final answer"]
+    return [f"{INTERRUPTED_WARNING} {turns[-1].number}, before its answer"]
 
 
 def _usage(ledger: UsageLedger) -> UsageReport:

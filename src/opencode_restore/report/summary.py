@@ -89,14 +89,17 @@ FILE_CITES = 3
 
 def _header(r: Restoration) -> list[str]:
     info = r.session
-    out = [f"# SESSION SUMMARY — {_title(r)}", ""]
+    # Without a title the id would be said twice: in the heading and beside the agent.
+    title = f" — {_title(r)}" if r.session.title else ""
+    out = [f"# SESSION SUMMARY{title}", ""]
     facts = [f"agent **{_text(info.agent)}**", f"session {_code(one_line(info.id))}"]
     facts.append(f"{r.turn_count} turns")
     if info.cwd:
         facts.append(f"cwd {_code(one_line(info.cwd))}")
     if info.started_at:
         facts.append(f"started {iso(info.started_at)}")
-    out += [" · ".join(facts), f"Summarized by {_code(r.provider)}.", ""]
+    facts.append(f"summarized by {_code(r.provider)}")
+    out += [" · ".join(facts), ""]
     if r.failed_turns:
         failed = ", ".join(str(f.turn) for f in r.failed_turns)
         why = _text(one_line(r.failed_turns[0].error, 200))
@@ -170,7 +173,7 @@ def _compaction(r: Restoration) -> list[str]:
     for cp in r.compactions:
         before = f", {cp.tokens_before} tokens before" if cp.tokens_before else ""
         cite = f" [{cp.citation}]" if cp.citation else ""
-        kept = f"; it kept: {_text(cp.summary_excerpt)}" if cp.summary_excerpt else ""
+        kept = f"; kept: {_text(cp.summary_excerpt)}" if cp.summary_excerpt else ""
         out.append(f"- {cp.kind} compaction in turn {cp.turn}{before}{cite}{kept}")
     return out + _bullets(r.summary.compaction_notes)
 
