@@ -2,12 +2,20 @@
 
 Each call renders the timeline (instructions, session header, range summary, earlier
 turns) and ends with the current turn: accumulated state, parsed facts, transcript.
+
+A turn whose transcript is longer than ``max_turn_chars`` (one request answered by
+hundreds of tool calls) is never cut blind: it is sent in consecutive segments, split
+between messages, one call each. Every call after the first carries the TURN SUMMARY the
+model wrote of the segments before it and is asked to extend it, so the last call's answer
+covers the whole turn. The timeline prefix is the same for every segment (cached once);
+the parsed facts are always those of the whole turn.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 
 import orjson
 
@@ -23,6 +31,32 @@ from .state import RestoreState
 
 Progress = Callable[[int, int], None]
 MIN_TRANSCRIPT_CHARS = 2000
+#: Where a rendered message starts in a transcript (``messages_as_str`` joins them by newline).
+_MESSAGE_START = "\n[M"
+
+
+def segments(transcript: str, limit: int) -> list[str]:
+    """``transcript`` in consecutive parts of at most ``limit`` characters, split between
+    messages; a single message longer than ``limit`` is cut in its middle (marked)."""
+    if len(transcript) <= limit:
+        return [transcript]
+    units: list[str] = []
+    start = 0
+    while start < len(transcript):
+        at = transcript.find(_MESSAGE_START, start + 1)
+        end = len(transcript) if at == -1 else at
+        units.append(cap_middle(transcript[start:end].strip("\n"), limit, "this message"))
+        start = end
+    parts: list[str] = []
+    current = ""
+    for unit in units:
+        if current and len(current) + 1 + len(unit) > limit:
+            parts.append(current)
+            current = unit
+        else:
+            current = f"{current}\n{unit}" if current else unit
+    parts.append(current)
+    return parts
 
 
 @dataclass(slots=True)
@@ -45,6 +79,11 @@ def _json(value: object) -> str:
     return orjson.dumps(value).decode()
 
 
+def _refit(prompt: Callable[[int], RenderedPrompt], size: int, excess: int) -> RenderedPrompt:
+    """``prompt`` with its transcript ``excess`` characters shorter (never below a floor)."""
+    return prompt(max(MIN_TRANSCRIPT_CHARS, size - excess))
+
+
 async def summarize_turn(
     turn: Turn, state: RestoreState, ctx: StageContext, window: Window
 ) -> TurnOutcome:
@@ -62,7 +101,12 @@ async def summarize_turn(
     state_json = quote_log(_json(state.for_prompt()))
     facts_json = quote_log(_json({k: v for k, v in facts.items() if k not in _NOT_PROMPTED}))
 
-    def prompt(limit: int) -> RenderedPrompt:
+    limit = ctx.config.restore.max_turn_chars
+    parts = segments(transcript, limit)
+
+    def prompt(
+        part: str, segment: tuple[int, int] | None, running: str, size: int
+    ) -> RenderedPrompt:
         return render(
             "turn_summary",
             ctx.config.prompts.dir,
@@ -70,27 +114,32 @@ async def summarize_turn(
             state_json=state_json,
             facts_json=facts_json,
             turn_number=turn.number,
-            transcript=quote_log(cap_middle(transcript, limit)),
+            transcript=quote_log(cap_middle(part, size)),
+            segment=segment,
+            running_json=running,
         )
 
-    limit = ctx.config.restore.max_turn_chars
+    summary: TurnSummary | None = None
+    for index, part in enumerate(parts, start=1):
+        # The summary of the segments before this one: the model extends it.
+        running = quote_log(_json(summary.model_dump(mode="json"))) if summary else ""
+        of_part = partial(prompt, part, (index, len(parts)) if len(parts) > 1 else None, running)
 
-    def refit(excess: int) -> RenderedPrompt:
-        return prompt(max(MIN_TRANSCRIPT_CHARS, min(limit, len(transcript)) - excess))
-
-    request = await window.request(
-        prompt(limit), "turn_summary", facts=facts, schema=TurnSummary, refit=refit
-    )
-    try:
-        result = await complete_structured(
-            ctx.provider, request, policy=ctx.policy, ledger=ctx.ledger
+        refit = partial(_refit, of_part, min(limit, len(part)))
+        request = await window.request(
+            of_part(limit), "turn_summary", facts=facts, schema=TurnSummary, refit=refit
         )
-    except (ProviderError, RestoreError) as exc:
-        state.fail_turn(turn.number, str(exc))
-        return TurnOutcome(turn, None, str(exc), labels, last)
-    window.observe(request, result)
-    summary = result.parsed
-    assert isinstance(summary, TurnSummary)
+        try:
+            result = await complete_structured(
+                ctx.provider, request, policy=ctx.policy, ledger=ctx.ledger
+            )
+        except (ProviderError, RestoreError) as exc:
+            state.fail_turn(turn.number, str(exc))
+            return TurnOutcome(turn, None, str(exc), labels, last)
+        window.observe(request, result)
+        assert isinstance(result.parsed, TurnSummary)
+        summary = result.parsed
+    assert summary is not None
     summary.turn_number = turn.number
     state.add_summary(summary)
     return TurnOutcome(turn, summary, None, labels, last)
