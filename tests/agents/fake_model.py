@@ -43,8 +43,10 @@ def _wants_tool(body: dict[str, Any]) -> bool:
     return "Bash" in names and last.get("role") == "user" and not has_result
 
 
-def anthropic_tool_stream(model: str) -> bytes:
-    """The Messages API event stream of one Bash call (``ls``)."""
+def anthropic_tool_stream(
+    model: str, name: str = "Bash", arguments: dict[str, Any] | None = None
+) -> bytes:
+    """The Messages API event stream of one tool call (default: Bash ``ls``)."""
     message = {
         "id": "msg_fake_tool",
         "type": "message",
@@ -55,8 +57,8 @@ def anthropic_tool_stream(model: str) -> bytes:
         "stop_sequence": None,
         "usage": {"input_tokens": 100, "output_tokens": 10},
     }
-    call = {"type": "tool_use", "id": f"toolu_{threading.get_ident()}", "name": "Bash", "input": {}}
-    args = json.dumps({"command": "ls", "description": "List the files"})
+    call = {"type": "tool_use", "id": f"toolu_{threading.get_ident()}", "name": name, "input": {}}
+    args = json.dumps(arguments or {"command": "ls", "description": "List the files"})
     return _sse(
         [
             ("message_start", {"type": "message_start", "message": message}),
