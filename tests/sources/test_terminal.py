@@ -332,8 +332,35 @@ def test_sniff_never_claims_json(tmp_path: Path) -> None:
     assert READER.sniff(jsonl, jsonl.read_bytes()[:65536]) == 0.0
     assert READER.sniff(tmp_path / "x.json", b'  [{"a": 1}]') == 0.0
     assert READER.sniff(tmp_path / "b", b"\x00\x01binary") == 0.0
-    assert READER.sniff(tmp_path / "t.txt", b"just some notes\n") == pytest.approx(0.05)
-    assert READER.sniff(tmp_path / "t.txt", b"\x1b[1mbold\x1b[0m notes\n") == 0.3
+    # No agent's transcript marker: not claimed, escapes or not.
+    assert READER.sniff(tmp_path / "t.txt", b"just some notes\n") == 0.0
+    assert READER.sniff(tmp_path / "t.txt", b"\x1b[1mbold\x1b[0m notes\n") == 0.0
+    assert READER.sniff(tmp_path / "t.txt", b"\x1b[1m\xe2\x9d\xaf \x1b[0m fix it\n") == 0.9
+    assert READER.sniff(tmp_path / "t.txt", "❯ fix it\n".encode()) == 0.3
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "build-host-7\n",  # /etc/hostname
+        "# My project\n\nRun `make` to build.\n",  # a README
+        "\x1b[01;34msrc\x1b[0m  \x1b[01;32mrun.sh\x1b[0m\n",  # ls --color
+    ],
+)
+def test_any_text_file_is_no_terminal_log_unless_forced(tmp_path: Path, text: str) -> None:
+    from click.testing import CliRunner
+
+    from opencode_restore.cli import cli
+
+    path = tmp_path / "notes.txt"
+    path.write_text(text)
+    runner = CliRunner()
+    for command in (["restore", str(path)], ["messages", str(path)]):
+        result = runner.invoke(cli, command)
+        assert result.exit_code == 2, result.output
+        assert "unknown log format" in result.output
+    forced = runner.invoke(cli, ["messages", str(path), "--agent", "terminal"])
+    assert forced.exit_code == 0, forced.output
 
 
 def test_detect_picks_terminal_for_a_capture() -> None:

@@ -54,7 +54,7 @@ class TerminalReader:
         return self._patterns
 
     def sniff(self, path: Path, head: bytes) -> float:
-        """Escapes plus TUI markers score high; plain text with prompt markers, medium."""
+        """Escapes plus TUI markers score high, markers alone medium; no marker, nothing."""
         stripped = head.lstrip()
         if not stripped or stripped[:1] in (b"{", b"["):
             return 0.0
@@ -64,13 +64,15 @@ class TerminalReader:
         markers = sum(1 for m in _STRONG_MARKERS if m in text)
         rail = text.count("┃")
         has_esc = b"\x1b[" in head
-        if has_esc and (markers or rail):
+        if not markers and not rail:
+            # Plain text or colour escapes alone are any program's output (a README, a
+            # hostname, `ls --color`), not an agent's transcript; `--agent terminal` forces it.
+            return 0.0
+        if has_esc:
             return 0.9
         if markers >= 2 or rail >= 2:
             return 0.7
-        if has_esc or markers:
-            return 0.3
-        return 0.05
+        return 0.3
 
     def iter_messages(self, files: Sequence[Path], sink: WarningSink) -> Iterator[Message]:
         """Stream the messages of every file in the chain, oldest first."""
