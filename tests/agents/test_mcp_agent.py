@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.agents.fake_model import FakeModel, anthropic_tool_stream
-from tests.agents.test_real_agents import DEADLINE, _binary, _env, _project
+from tests.agents.test_real_agents import DEADLINE, _binary, _project, claude_env
 from tests.batch.helpers import CLAUDE_3_TURNS
 
 pytestmark = pytest.mark.slow
@@ -55,17 +55,7 @@ def test_claude_code_starts_the_server_and_gets_a_cited_search(tmp_path: Path) -
     shutil.copy(CLAUDE_3_TURNS, sessions / CLAUDE_3_TURNS.name)
     project = _project(tmp_path)
     with SearchingModel() as model:
-        env = _env(
-            home,
-            data_dir,
-            ANTHROPIC_BASE_URL=model.url,
-            ANTHROPIC_API_KEY="sk-ant-fake-00000000000000000000000000",
-            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-            DISABLE_TELEMETRY="1",
-            DISABLE_AUTOUPDATER="1",
-            DISABLE_ERROR_REPORTING="1",
-            IS_SANDBOX="1",  # lets --dangerously-skip-permissions run as root
-        )
+        env = claude_env(home, data_dir, model.url)
         installed = subprocess.run(
             [sys.executable, "-m", "opencode_restore", "install", "claude", "--mcp"],
             env=env,

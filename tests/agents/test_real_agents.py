@@ -54,6 +54,21 @@ def _env(home: Path, data_dir: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def claude_env(home: Path, data_dir: Path, model_url: str) -> dict[str, str]:
+    """Claude Code's environment: the fake model, no traffic of its own, root allowed."""
+    return _env(
+        home,
+        data_dir,
+        ANTHROPIC_BASE_URL=model_url,
+        ANTHROPIC_API_KEY="sk-ant-fake-00000000000000000000000000",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        DISABLE_TELEMETRY="1",
+        DISABLE_AUTOUPDATER="1",
+        DISABLE_ERROR_REPORTING="1",
+        IS_SANDBOX="1",  # lets --dangerously-skip-permissions run as root
+    )
+
+
 def _install(agent: str, env: dict[str, str]) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "opencode_restore", "install", agent, "--user"],
@@ -88,17 +103,7 @@ def test_claude_code_compact_gets_the_restoration(tmp_path: Path) -> None:
     config.parent.mkdir(parents=True)
     config.write_text('[hooks]\nrestore_on = ["compact"]\n')
     with FakeModel() as model:
-        env = _env(
-            home,
-            data_dir,
-            ANTHROPIC_BASE_URL=model.url,
-            ANTHROPIC_API_KEY="sk-ant-fake-00000000000000000000000000",
-            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-            DISABLE_TELEMETRY="1",
-            DISABLE_AUTOUPDATER="1",
-            DISABLE_ERROR_REPORTING="1",
-            IS_SANDBOX="1",  # lets --dangerously-skip-permissions run as root
-        )
+        env = claude_env(home, data_dir, model.url)
         _install("claude", env)
         sent: list[int] = []
         for prompt in (
