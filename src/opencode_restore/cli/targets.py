@@ -27,10 +27,14 @@ def _is_reference(ref: str) -> bool:
 
 
 def resolve_inputs(
-    refs: tuple[str, ...], agent: str | None, latest: bool, cwd: Path | None
+    refs: tuple[str, ...],
+    agent: str | None,
+    latest: bool,
+    cwd: Path | None,
+    data_dir: Path | None = None,
 ) -> tuple[list[Path], str | None, str | None]:
     """The files, format and (inside a container such as opencode.db) session id of the
-    session the command line names."""
+    session the command line names; ``data_dir``'s store (default: the configured one)."""
     if cwd is not None and not latest:
         raise UsageError("--cwd narrows --latest; give --latest too")
     if latest or (len(refs) == 1 and _is_reference(refs[0])):
@@ -41,7 +45,7 @@ def resolve_inputs(
 
         if latest and refs:
             raise UsageError("give either LOG/SESSION-ID arguments or --latest, not both")
-        store = open_store(load_config().data_dir)
+        store = open_store(data_dir if data_dir is not None else load_config().data_dir)
         try:
             if latest:
                 here = None if cwd is not None else os.getcwd()

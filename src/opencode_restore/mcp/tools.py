@@ -18,12 +18,12 @@ import math
 import os
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from ..cli.restore_cmd import provider_settings, render, session_lock
+from ..cli.targets import resolve_inputs
 from ..config import Config
 from ..errors import RestoreError
 from ..llm.registry import close_provider, get_provider
@@ -41,7 +41,7 @@ from ..report.summary import summary_markdown
 from ..sources import filter_messages, open_session
 from ..sources.base import WarningSink, parse_timestamp
 from ..store import open_store
-from ..store.lookup import CONTAINER_AGENTS, cwd_variants, find_session, latest_session
+from ..store.lookup import cwd_variants
 from ..store.store import Store
 from ..timeline.numbering import Numbering
 
@@ -188,26 +188,17 @@ class HistoryTools:
     # -- restore_session ----------------------------------------------------------------
 
     def _open(self, ref: str) -> _Opened:
-        """The session named by an id, a unique prefix, ``latest`` or a log path."""
-        store = self._store()
+        """The session named by an id, a unique prefix, ``latest`` or a log path (resolved
+        as the command line resolves ``LOG...|SESSION-ID`` and ``--latest``)."""
+        latest = ref == "latest"
         try:
-            if ref == "latest":
-                target = latest_session(store, here=os.getcwd(), sink=WarningSink())
-            elif os.path.isfile(ref):
-                session = open_session([Path(ref)], WarningSink())
-                return _Opened(session, session.agent)
-            else:
-                target = find_session(store, ref, sink=WarningSink())
+            paths, agent, inner = resolve_inputs(
+                () if latest else (ref,), None, latest, None, self.config.data_dir
+            )
+            session = open_session(paths, WarningSink(), agent, inner)
         except RestoreError as exc:
             raise ToolFailure(_one_line(exc)) from exc
-        finally:
-            store.close()
-        inner = target.id if target.container or target.agent in CONTAINER_AGENTS else None
-        try:
-            session = open_session(target.paths, WarningSink(), target.agent, inner)
-        except RestoreError as exc:
-            raise ToolFailure(f"{target.id}: {_one_line(exc)}") from exc
-        return _Opened(session, target.agent)
+        return _Opened(session, agent or session.agent)
 
     async def _restore(self, session: Session) -> Restoration:
         """Restore through the saved timeline, under the session's lock, and store it."""
