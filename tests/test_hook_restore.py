@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from opencode_restore.pipeline.timeline_store import TimelineStore
+from opencode_restore.pipeline.journal.store import TimelineStore
 from tests.store.builders import CLAUDE_COMPACT, GEMINI_COMPRESSION, HOOKS
 
 CLAUDE_ID = "e57fea98-e10e-4cce-a470-5de2e7413154"

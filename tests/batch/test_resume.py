@@ -25,13 +25,13 @@ from opencode_restore.batch.app import timeline_store
 from opencode_restore.batch.items import BatchItem, finalize
 from opencode_restore.batch.manifest import Manifest
 from opencode_restore.batch.runner import BatchJob, BatchReport
-from opencode_restore.batch.timeline_lock import lock_path, timeline_lock
-from opencode_restore.batch.timelines import BatchTimelines
 from opencode_restore.cli import cli
 from opencode_restore.cli.restore_cmd import provider_settings
 from opencode_restore.config import load_config
 from opencode_restore.llm.registry import close_provider, get_provider
-from opencode_restore.pipeline.timeline_store import TimelineStore
+from opencode_restore.pipeline.journal.batch_store import BatchTimelines
+from opencode_restore.pipeline.journal.lock import lock_path, timeline_lock
+from opencode_restore.pipeline.journal.store import TimelineStore
 
 from .helpers import CLAUDE_3_TURNS, ROOT, FakeLLMServer, cli_env, read_manifest, server_process
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import anyio
 
-from opencode_restore.batch.timeline_lock import lock_path, timeline_lock
 from opencode_restore.cli.restore_cmd import session_lock
-from opencode_restore.pipeline.timeline_store import TimelineStore
+from opencode_restore.pipeline.journal.lock import lock_path, timeline_lock
+from opencode_restore.pipeline.journal.store import TimelineStore
 from tests.batch.helpers import CLAUDE_3_TURNS, ROOT, cli_env, server_process
 
 FIXTURE = CLAUDE_3_TURNS

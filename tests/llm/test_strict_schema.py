@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from opencode_restore.llm.strict_schema import strict_json_schema, strict_schema_errors
-from opencode_restore.pipeline.evidence_tools import TOOL_SPECS
+from opencode_restore.pipeline.evidence.tools import TOOL_SPECS
 from opencode_restore.pipeline.schemas import OUTPUT_SCHEMAS
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "opencode_restore"

@@ -10,8 +10,8 @@ import pytest
 from opencode_restore.errors import ProviderError
 from opencode_restore.llm.base import LLMRequest, LLMResult
 from opencode_restore.llm.offline import OfflineProvider
+from opencode_restore.pipeline.journal.store import TimelineStore
 from opencode_restore.pipeline.restoration import Restoration
-from opencode_restore.pipeline.timeline_store import TimelineStore
 
 from .timeline_helpers import Counting, Crash, config, restore, session_of
 
@@ -101,10 +101,10 @@ def test_changed_turn_restarts_there(tmp_path: Path) -> None:
 
 
 def test_state_loaded_equals_state_replayed(tmp_path: Path) -> None:
+    from opencode_restore.pipeline.journal.data import RestoreTimeline
     from opencode_restore.pipeline.resume import replay
-    from opencode_restore.pipeline.rtimeline import RestoreTimeline
+    from opencode_restore.pipeline.stages.turn_parser import parse_turns
     from opencode_restore.pipeline.state import RestoreState
-    from opencode_restore.pipeline.turn_parser import parse_turns
     from opencode_restore.timeline.numbering import Numbering
 
     session = session_of(4)

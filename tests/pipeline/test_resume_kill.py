@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from opencode_restore.pipeline.timeline_store import TimelineStore
+from opencode_restore.pipeline.journal.store import TimelineStore
 from tests.fakes.process import fake_server_process
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,10 +11,10 @@ from opencode_restore.config import Config, load_config
 from opencode_restore.llm.base import LLMRequest, LLMResult
 from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.model import Message, Session
-from opencode_restore.pipeline.render import raw_tokens, request_chars
+from opencode_restore.pipeline.journal.store import TimelineStore
+from opencode_restore.pipeline.prompting.render import raw_tokens, request_chars
 from opencode_restore.pipeline.restoration import Restoration
 from opencode_restore.pipeline.restore import RestoreOptions, restore_session
-from opencode_restore.pipeline.timeline_store import TimelineStore
 
 from .helpers import make_session
 

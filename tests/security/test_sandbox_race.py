@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from opencode_restore.pipeline import sandbox
-from opencode_restore.pipeline.sandbox import Refused, Workspace
+from opencode_restore.pipeline.evidence import sandbox
+from opencode_restore.pipeline.evidence.sandbox import Refused, Workspace
 
 SECRET = "SECRET-OUTSIDE-THE-WORKSPACE"
 # Reads attempted while the swapper runs; the test stops earlier on its deadline.

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from opencode_restore.model import Message, Session
-from opencode_restore.pipeline.turn_parser import parse_turns
+from opencode_restore.pipeline.stages.turn_parser import parse_turns
 from opencode_restore.sources import detect, filter_messages, iter_messages, open_session
 from opencode_restore.sources.base import WarningSink
 

@@ -19,8 +19,8 @@ from ..config import Config
 from ..errors import SourceError
 from ..llm.registry import close_provider, get_provider
 from ..model import Session
+from ..pipeline.journal.store import TimelineStore
 from ..pipeline.restore import RestoreOptions, restore_session
-from ..pipeline.timeline_store import TimelineStore
 from ..report.summary import summary_markdown
 from ..sources import open_session
 from ..sources.base import WarningSink

@@ -18,6 +18,7 @@ from ..config import Config, load_config
 from ..errors import UsageError
 from ..llm.ratelimit import rate_limited
 from ..llm.registry import close_provider, get_provider
+from ..pipeline.journal.batch_store import BatchTimelines
 from ..pipeline.restore import RestoreOptions
 from ..store.paths import db_path
 from ..store.store import Store
@@ -27,7 +28,6 @@ from .items import BatchItem
 from .manifest import Manifest
 from .nightly import RUN_KIND, nightly_lock, parse_window, plan, state_manifest, store_hook
 from .runner import BatchJob, BatchReport
-from .timelines import BatchTimelines
 
 MANIFEST_NAME = "manifest.jsonl"
 

@@ -31,14 +31,14 @@ from ..atomic import atomic_write, remove_stale_temporaries
 from ..config import Config
 from ..llm.base import Provider
 from ..model import Session
+from ..pipeline.journal.batch_store import BatchTimelines
+from ..pipeline.journal.lock import timeline_lock
 from ..pipeline.restoration import Restoration, UsageReport
 from ..pipeline.restore import RestoreOptions, restore_session
 from ..report.summary import summary_markdown
 from ..sources.base import WarningSink
 from .items import BatchItem, safe_name
 from .manifest import Manifest
-from .timeline_lock import timeline_lock
-from .timelines import BatchTimelines
 
 #: Called (in a worker thread) with a finished restoration before its manifest line is
 #: written; what it returns is added to the line. An exception fails the session.

@@ -148,7 +148,7 @@ def messages(
 @friendly_errors
 def turns(paths: tuple[Path, ...], agent: str | None, session_id: str | None, fmt: str) -> None:
     """Print the turns of a session with the files they touched and commands they ran."""
-    from ..pipeline.turn_parser import parse_turns
+    from ..pipeline.stages.turn_parser import parse_turns
     from ..report.turns import turns_json, turns_markdown
 
     session = open_session(list(paths), command_sink(), agent, session_id)

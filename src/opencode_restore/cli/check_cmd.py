@@ -23,7 +23,7 @@ from ..llm.base import ChatMessage, LLMRequest, LLMResult, SystemBlock, ToolsUns
 from ..llm.registry import close_provider, get_provider
 from ..llm.retry import RetryPolicy, call_with_retry
 from ..llm.sdk_provider import SDKProvider
-from ..pipeline.evidence_tools import TOOL_SPECS
+from ..pipeline.evidence.tools import TOOL_SPECS
 from ..pipeline.schemas import TurnSummary
 from .restore_cmd import provider_settings
 

@@ -17,15 +17,15 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
 from ..atomic import write_output
-from ..batch.timeline_lock import timeline_lock
 from ..command_sink import command_sink
 from ..config import Config, load_config
 from ..llm.registry import close_provider, get_provider
 from ..llm.settings import ModelPrice, ProviderSettings
 from ..llm.usage import UsageLedger
+from ..pipeline.journal.lock import timeline_lock
+from ..pipeline.journal.store import TimelineStore
 from ..pipeline.restoration import Restoration
 from ..pipeline.restore import RestoreOptions, restore_session
-from ..pipeline.timeline_store import TimelineStore
 from ..report.html import session_html
 from ..report.summary import summary_markdown, summary_prompt, turns_summary_markdown
 from ..sources import open_session

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..llm.base import ChatMessage, LLMRequest, Provider, SystemBlock
 from ..llm.structured import complete_structured
-from ..pipeline.prompts import quote_log
+from ..pipeline.prompting.prompts import quote_log
 from ..pipeline.schemas import ProbeAnswer
 from .facts_file import Fact
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 
 from ..model import Turn
-from ..pipeline.render import raw_tokens
+from ..pipeline.prompting.render import raw_tokens
 from ..pipeline.restoration import ReferenceRow, Restoration
 from ..report.summary import summary_markdown
 from ..timeline.numbering import cited_labels, uncite

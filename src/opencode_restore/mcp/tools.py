@@ -28,13 +28,13 @@ from ..config import Config
 from ..errors import RestoreError
 from ..llm.registry import close_provider, get_provider
 from ..model import Message, Session
-from ..pipeline.evidence_log import Limits, LogSearch
-from ..pipeline.render import CHARS_PER_TOKEN
+from ..pipeline.evidence.log_search import Limits, LogSearch
+from ..pipeline.evidence.sandbox import Matcher, Refused
+from ..pipeline.journal.store import SourceFile, TimelineStore, file_change
+from ..pipeline.prompting.render import CHARS_PER_TOKEN
 from ..pipeline.restoration import Restoration
 from ..pipeline.restore import RestoreOptions, restore_session
-from ..pipeline.sandbox import Matcher, Refused
-from ..pipeline.timeline_store import SourceFile, TimelineStore, file_change
-from ..pipeline.turn_parser import parse_turns
+from ..pipeline.stages.turn_parser import parse_turns
 from ..redact import redact
 from ..report.messages import message_record
 from ..report.summary import summary_markdown

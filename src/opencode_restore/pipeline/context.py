@@ -14,8 +14,8 @@ from ..model import Session
 from ..redact import Redactor
 from ..timeline.numbering import Numbering
 from ..timeline.preprocess import MessagesPreprocessor
-from .prompts import RenderedPrompt, quote_messages
-from .render import RedactCache, redact_request
+from .prompting.prompts import RenderedPrompt, quote_messages
+from .prompting.render import RedactCache, redact_request
 
 
 @dataclass

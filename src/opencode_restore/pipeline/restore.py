@@ -13,11 +13,11 @@ from ..llm.retry import RetryPolicy
 from ..llm.usage import PriceTable, UsageLedger
 from ..model import Message, Session, Turn
 from ..redact import redact_session
-from .branches import summarize_branches
-from .budget import TokenEstimator, Window
 from .context import StageContext
-from .evidence_gatherer import EvidenceOptions, gather_evidence
-from .facts import MAX_REQUEST_CHARS, cap_middle, compaction_text
+from .journal.data import Clock, StageRecord, TurnRecord
+from .journal.store import TimelineStore
+from .prompting.budget import TokenEstimator, Window
+from .prompting.facts import MAX_REQUEST_CHARS, cap_middle, compaction_text
 from .restoration import (
     FALLBACK_WARNING,
     INTERRUPTED_WARNING,
@@ -35,13 +35,13 @@ from .restoration import (
     UsageReport,
 )
 from .resume import Resume, open_timeline, prepare, stage_keys
-from .rtimeline import Clock, StageRecord, TurnRecord
 from .schemas import SessionSummary
+from .stages.branch_summarizer import summarize_branches
+from .stages.evidence_gatherer import EvidenceOptions, gather_evidence
+from .stages.synthesizer import clean_outputs, synthesize
+from .stages.turn_parser import parse_turns
+from .stages.turn_summarizer import TurnOutcome, summarize_turns
 from .state import RestoreState
-from .synthesizer import clean_outputs, synthesize
-from .timeline_store import TimelineStore
-from .turn_parser import parse_turns
-from .turn_summarizer import TurnOutcome, summarize_turns
 
 #: Called after each turn with (turns done, turns total, the ledger so far).
 ProgressFn = Callable[[int, int, UsageLedger], None]

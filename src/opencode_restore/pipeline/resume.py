@@ -21,10 +21,10 @@ from typing import Any
 from ..model import Session, Turn
 from ..timeline.numbering import Numbering
 from .context import StageContext
-from .rtimeline import SCHEMA, Clock, RestoreTimeline, TimelineFormatError
+from .journal.data import SCHEMA, Clock, RestoreTimeline, TimelineFormatError
+from .journal.store import TimelineStore, chain_hash, file_change, source_file, turn_hash
 from .schemas import TurnSummary
 from .state import RestoreState
-from .timeline_store import TimelineStore, chain_hash, file_change, source_file, turn_hash
 
 #: The stages after the turns, in the order they run (each key builds on the one before).
 STAGES = ("evidence", "synthesis", "branches")

@@ -1,0 +1,268 @@
+"""SEARCH_LOG: grep over the session's raw log files, or its messages where lines are not entries.
+
+In JSONL logs (Claude Code, Codex, pi, Gemini ``.jsonl``, opencode event streams) and
+terminal captures a message's ``entry_index`` is its line, so a hit at line N belongs to
+the message with the greatest ``entry_index <= N`` and carries that message's ``[M#]``.
+Elsewhere (an opencode export or database, an Inspect log, a legacy Gemini JSON file) a
+line says nothing about messages, so the messages themselves are searched, each hit
+labelled by its message. Files are streamed a line at a time (very long lines in chunks
+of 1 MB), never read whole. Of a line longer than 4 MB (a giant tool output) only the
+first 2 MB and the last 1-2 MB are searched, and the result says so: a pass over every
+byte of a 50 MB line costs seconds and finds nothing a model could use.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import os
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...model import Message, Session, Turn
+from ...timeline.numbering import Numbering
+from .sandbox import GrepResult, Matcher, Refused, clip_line, grep, open_regular
+
+LINE_AGENTS = frozenset({"claude-code", "codex", "pi", "terminal"})
+MAX_LINE_BYTES = 1 << 20
+# Chunks of one raw line searched from its start; its last two chunks are searched too.
+HEAD_CHUNKS = 2
+# Characters around a match that are redacted together, so a secret is never split.
+_WINDOW = 1000
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps on what one tool call may return."""
+
+    max_hits: int = 50
+    max_result_chars: int = 6000
+    line_width: int = 300
+    # Context lines of a JSONL log are mostly record metadata: shown narrower than hits.
+    context_width: int = 120
+    max_read_lines: int = 200
+    max_context: int = 10
+    search_seconds: float = 2.0
+
+
+def line_addressed(session: Session, path: str) -> bool:
+    """True when the entries of ``path`` are numbered by line (see the module docstring)."""
+    if session.agent in LINE_AGENTS:
+        return True
+    if session.agent == "gemini":
+        return path.endswith(".jsonl")
+    return session.agent == "opencode" and session.meta.get("source") == "events"
+
+
+def describe_stop(found: GrepResult, matcher: Matcher, max_hits: int) -> list[str]:
+    """Notes on why a search stopped early, or how the pattern was taken."""
+    notes = [f"note: {matcher.note}"] if matcher.note else []
+    if found.hit_cap:
+        notes.append(f"stopped after {max_hits} hits; narrow the pattern to see the rest")
+    if found.timed_out:
+        notes.append(
+            f"stopped at the {matcher.seconds:g}-second time limit (line {found.stopped_at}); "
+            "results are partial, simplify the pattern"
+        )
+    return notes
+
+
+def _decoded(chunk: bytes) -> str:
+    return chunk.decode("utf-8", errors="replace").rstrip("\r\n")
+
+
+def _raw_lines(fd: int, cut: list[int]) -> Iterator[tuple[int, str]]:
+    """Numbered chunks of the file's lines; the middle of a very long line is skipped.
+
+    A line's first ``HEAD_CHUNKS`` chunks and its last two are yielded; the numbers of
+    lines whose middle was skipped are appended to ``cut``.
+    """
+    with os.fdopen(fd, "rb") as fh:
+        number = 0
+        part = 0  # chunks of the current line read so far
+        tail: deque[bytes] = deque(maxlen=2)  # the latest chunks past the head
+        skipped = False
+        while chunk := fh.readline(MAX_LINE_BYTES):
+            if part == 0:
+                number += 1
+            if part < HEAD_CHUNKS:
+                yield number, _decoded(chunk)
+            else:
+                skipped = skipped or len(tail) == tail.maxlen
+                tail.append(chunk)
+            if not chunk.endswith(b"\n"):
+                part += 1
+                continue
+            yield from ((number, _decoded(c)) for c in tail)
+            if skipped:
+                cut.append(number)
+            part, skipped = 0, False
+            tail.clear()
+        # A last line without a newline.
+        yield from ((number, _decoded(c)) for c in tail)
+        if skipped:
+            cut.append(number)
+
+
+def searchable_text(m: Message) -> str:
+    """What a message search sees: the text, and a tool call's name and input."""
+    if m.type == "tool_use" and m.tool_input:
+        call = f"{m.tool_name or 'tool'} {json.dumps(m.tool_input, ensure_ascii=False)}"
+        return f"{call}\n{m.text}" if m.text else call
+    return m.text
+
+
+class LogSearch:
+    """SEARCH_LOG over one session, with each hit tied to an ``[M#]`` label."""
+
+    def __init__(
+        self,
+        session: Session,
+        turns: list[Turn],
+        numbering: Numbering,
+        redact: Callable[[str], str],
+        limits: Limits,
+    ) -> None:
+        self.session = session
+        self.numbering = numbering
+        self.redact = redact
+        self.limits = limits
+        self.messages = [m for t in turns for m in t.messages]
+        self._entries: dict[int, tuple[list[int], list[str]]] = {}
+        for ref in numbering:
+            entries, labels = self._entries.setdefault(ref.file_index, ([], []))
+            at = bisect.bisect_left(entries, ref.entry_index)
+            if at < len(entries) and entries[at] == ref.entry_index:
+                continue  # several blocks on one line: the first label stands for it
+            entries.insert(at, ref.entry_index)
+            labels.insert(at, ref.label)
+        names = [os.path.basename(f) for f in session.files]
+        self._names = names if len(set(names)) == len(names) else list(session.files)
+
+    def label_at(self, file_index: int, line: int) -> str | None:
+        """The label of the message at ``line`` of file ``file_index`` (None before any)."""
+        entries, labels = self._entries.get(file_index, ([], []))
+        at = bisect.bisect_right(entries, line) - 1
+        return labels[at] if at >= 0 else None
+
+    def search(self, matcher: Matcher, context: int) -> tuple[str, list[str]]:
+        """The formatted hits and the labels they cite."""
+        out: list[str] = []
+        cited: list[str] = []
+        notes: list[str] = []
+        stop = GrepResult()
+        by_message: set[int] = set()
+        for index, path in enumerate(self.session.files):
+            if not line_addressed(self.session, path):
+                by_message.add(index)
+                continue
+            if stop.timed_out or stop.hits >= self.limits.max_hits:
+                continue
+            try:
+                fd = open_regular(Path(path), None)
+            except Refused as exc:
+                notes.append(f"{self._names[index]}: {exc}; searched its messages instead")
+                by_message.add(index)
+                continue
+            cut: list[int] = []
+            lines = _raw_lines(fd, cut)
+            found = grep(lines, matcher, context, self.limits.max_hits - stop.hits, _window)
+            _merge(stop, found)
+            out.extend(self._format_raw(index, found, cited))
+            if cut:
+                notes.append(_cut_note(self._names[index], cut))
+        if by_message and not stop.timed_out and stop.hits < self.limits.max_hits:
+            out.extend(self._search_messages(by_message, matcher, context, stop, cited))
+        where = "messages" if len(by_message) == len(self.session.files) else "raw log"
+        head = f"{stop.hits} hit(s) in the session's {where}; [M#] is the message at the hit:"
+        tail = describe_stop(stop, matcher, self.limits.max_hits)
+        return "\n".join([head, *out, *notes, *tail]), cited
+
+    def _show(self, text: str, span: tuple[int, int] | None) -> str:
+        """A redacted, clipped view of one line, centred on the match."""
+        text, span = _window(text, span)
+        red = self.redact(text)
+        if red != text and span is not None:
+            scale = len(red) / max(len(text), 1)
+            span = (int(span[0] * scale), int(span[1] * scale))
+        width = self.limits.line_width if span is not None else self.limits.context_width
+        return clip_line(red, span, width)
+
+    def _format_raw(self, index: int, found: GrepResult, cited: list[str]) -> list[str]:
+        name = self._names[index]
+        lines: list[str] = []
+        previous = 0
+        for g in found.lines:
+            if previous and g.number > previous + 1:
+                lines.append("--")
+            previous = g.number
+            if g.is_match:
+                label = self.label_at(index, g.number)
+                tag = f" [{label}]" if label else ""
+                if label and label not in cited:
+                    cited.append(label)
+                lines.append(f"{name}:{g.number}{tag}: {self._show(g.text, g.span)}")
+            else:
+                lines.append(f"{name}-{g.number}-  {self._show(g.text, None)}")
+        return lines
+
+    def _search_messages(
+        self, files: set[int], matcher: Matcher, context: int, stop: GrepResult, cited: list[str]
+    ) -> list[str]:
+        lines: list[str] = []
+        for m in self.messages:
+            if m.file_index not in files and m.file_index < len(self.session.files):
+                continue
+            if stop.timed_out or stop.hits >= self.limits.max_hits:
+                stop.hit_cap = stop.hit_cap or not stop.timed_out
+                break
+            numbered = _capped_lines(searchable_text(m))
+            found = grep(numbered, matcher, context, self.limits.max_hits - stop.hits, _window)
+            _merge(stop, found)
+            label = self.numbering.label_for(m.id)
+            who = f"[{label}]" if label else f"message {m.id}"
+            if found.hits and label and label not in cited:
+                cited.append(label)
+            for g in found.lines:
+                sep = ":" if g.is_match else "-"
+                lines.append(f"{who} line {g.number}{sep} {self._show(g.text, g.span)}")
+        return lines
+
+
+def _window(text: str, span: tuple[int, int] | None) -> tuple[str, tuple[int, int] | None]:
+    """The part of a line a result shows: ``_WINDOW`` characters each side of the match
+    (the start of a context line), and the match's span in it."""
+    if len(text) <= 2 * _WINDOW:
+        return text, span
+    lead = max(0, span[0] - _WINDOW) if span is not None else 0
+    text = text[lead : lead + 2 * _WINDOW]
+    return text, (span[0] - lead, span[1] - lead) if span is not None else None
+
+
+def _capped_lines(text: str) -> Iterator[tuple[int, str]]:
+    """Numbered lines of a message; a very long one is searched by its head and its end."""
+    head = HEAD_CHUNKS * MAX_LINE_BYTES
+    for number, line in enumerate(text.splitlines(), start=1):
+        if len(line) > 2 * head:
+            yield number, line[:head]
+            yield number, line[-head:]
+        else:
+            yield number, line
+
+
+def _cut_note(name: str, cut: list[int]) -> str:
+    lines = ", ".join(str(n) for n in cut[:5]) + (", …" if len(cut) > 5 else "")
+    head = HEAD_CHUNKS * MAX_LINE_BYTES >> 20
+    return (
+        f"note: {name} line(s) {lines} are very long; only their first {head} MB and "
+        "their end were searched"
+    )
+
+
+def _merge(total: GrepResult, found: GrepResult) -> None:
+    total.hits += found.hits
+    total.hit_cap = total.hit_cap or found.hit_cap
+    total.timed_out = total.timed_out or found.timed_out
+    total.stopped_at = found.stopped_at

@@ -1,0 +1,1 @@
+"""The journal: the saved state of one restore (data, store on disk, lock, batch store)."""

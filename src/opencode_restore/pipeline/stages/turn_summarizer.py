@@ -1,0 +1,162 @@
+"""turn_summarizer: one LLM call per turn, over the restore timeline.
+
+Each call renders the timeline (instructions, session header, range summary, earlier
+turns) and ends with the current turn: accumulated state, parsed facts, transcript.
+
+A turn whose transcript is longer than ``max_turn_chars`` (one request answered by
+hundreds of tool calls) is never cut blind: it is sent in consecutive segments, split
+between messages, one call each. Every call after the first carries the TURN SUMMARY the
+model wrote of the segments before it and is asked to extend it, so the last call's answer
+covers the whole turn. The timeline prefix is the same for every segment (cached once);
+the parsed facts are always those of the whole turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
+
+import orjson
+
+from ...errors import ProviderError, RestoreError
+from ...llm.structured import complete_structured
+from ...model import Turn
+from ..context import StageContext
+from ..prompting.budget import Window
+from ..prompting.facts import cap_middle, turn_facts
+from ..prompting.prompts import RenderedPrompt, quote_log, render
+from ..schemas import TurnSummary
+from ..state import RestoreState
+
+Progress = Callable[[int, int], None]
+MIN_TRANSCRIPT_CHARS = 2000
+#: Where a rendered message starts in a transcript (``messages_as_str`` joins them by newline).
+_MESSAGE_START = "\n[M"
+
+
+def segments(transcript: str, limit: int) -> list[str]:
+    """``transcript`` in consecutive parts of at most ``limit`` characters, split between
+    messages; a single message longer than ``limit`` is cut in its middle (marked)."""
+    if len(transcript) <= limit:
+        return [transcript]
+    units: list[str] = []
+    start = 0
+    while start < len(transcript):
+        at = transcript.find(_MESSAGE_START, start + 1)
+        end = len(transcript) if at == -1 else at
+        units.append(cap_middle(transcript[start:end].strip("\n"), limit, "this message"))
+        start = end
+    parts: list[str] = []
+    current = ""
+    for unit in units:
+        if current and len(current) + 1 + len(unit) > limit:
+            parts.append(current)
+            current = unit
+        else:
+            current = f"{current}\n{unit}" if current else unit
+    parts.append(current)
+    return parts
+
+
+@dataclass(slots=True)
+class TurnOutcome:
+    """What one turn produced: the summary (or the error) and the labels it was given."""
+
+    turn: Turn
+    summary: TurnSummary | None
+    error: str | None
+    labels: tuple[str, str] | None
+    labels_end: int
+
+
+#: Facts the transcript already shows verbatim; the offline provider still gets them.
+_NOT_PROMPTED = ("assistant_texts", "last_assistant")
+
+
+def _json(value: object) -> str:
+    # Compact: this sits in the uncached tail of every call, where whitespace costs.
+    return orjson.dumps(value).decode()
+
+
+def _refit(prompt: Callable[[int], RenderedPrompt], size: int, excess: int) -> RenderedPrompt:
+    """``prompt`` with its transcript ``excess`` characters shorter (never below a floor)."""
+    return prompt(max(MIN_TRANSCRIPT_CHARS, size - excess))
+
+
+async def summarize_turn(
+    turn: Turn, state: RestoreState, ctx: StageContext, window: Window
+) -> TurnOutcome:
+    """Summarize one turn and merge it into ``state``; a failure is recorded, not raised."""
+    first = len(ctx.numbering) + 1
+    transcript = await ctx.numbering.messages_as_str(turn.messages)
+    last = len(ctx.numbering)
+    labels = (f"M{first}", f"M{last}") if last >= first else None
+    label_of = {
+        m.id: label for m in turn.messages if (label := ctx.numbering.label_for(m.id)) is not None
+    }
+    state.add_parsed_turn(turn, label_of)
+    facts = turn_facts(turn, label_of)
+    # Log text inside the JSON must not close or open the prompt's data tags either.
+    state_json = quote_log(_json(state.for_prompt()))
+    facts_json = quote_log(_json({k: v for k, v in facts.items() if k not in _NOT_PROMPTED}))
+
+    limit = ctx.config.restore.max_turn_chars
+    parts = segments(transcript, limit)
+
+    def prompt(
+        part: str, segment: tuple[int, int] | None, running: str, size: int
+    ) -> RenderedPrompt:
+        return render(
+            "turn_summary",
+            ctx.config.prompts.dir,
+            session=ctx.session_header,
+            state_json=state_json,
+            facts_json=facts_json,
+            turn_number=turn.number,
+            transcript=quote_log(cap_middle(part, size)),
+            segment=segment,
+            running_json=running,
+        )
+
+    summary: TurnSummary | None = None
+    for index, part in enumerate(parts, start=1):
+        # The summary of the segments before this one: the model extends it.
+        running = quote_log(_json(summary.model_dump(mode="json"))) if summary else ""
+        of_part = partial(prompt, part, (index, len(parts)) if len(parts) > 1 else None, running)
+
+        refit = partial(_refit, of_part, min(limit, len(part)))
+        request = await window.request(
+            of_part(limit), "turn_summary", facts=facts, schema=TurnSummary, refit=refit
+        )
+        try:
+            result = await complete_structured(
+                ctx.provider, request, policy=ctx.policy, ledger=ctx.ledger
+            )
+        except (ProviderError, RestoreError) as exc:
+            state.fail_turn(turn.number, str(exc))
+            return TurnOutcome(turn, None, str(exc), labels, last)
+        window.observe(request, result)
+        assert isinstance(result.parsed, TurnSummary)
+        summary = result.parsed
+    assert summary is not None
+    summary.turn_number = turn.number
+    state.add_summary(summary)
+    return TurnOutcome(turn, summary, None, labels, last)
+
+
+async def summarize_turns(
+    turns: list[Turn],
+    state: RestoreState,
+    ctx: StageContext,
+    window: Window,
+    progress: Progress | None = None,
+    on_turn: Callable[[TurnOutcome], Awaitable[None]] | None = None,
+) -> None:
+    """turn_summarizer's entry point: every turn in order, failures recorded and skipped."""
+    for i, turn in enumerate(turns, start=1):
+        outcome = await summarize_turn(turn, state, ctx, window)
+        if on_turn is not None:
+            await on_turn(outcome)
+        if progress is not None:
+            progress(i, len(turns))

@@ -1,0 +1,61 @@
+"""Turn hashes: what decides whether a saved turn summary can be reused."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from datetime import UTC, datetime, timedelta, timezone
+
+import orjson
+
+from opencode_restore.model import Compaction, Message, Turn
+from opencode_restore.pipeline.journal.store import turn_hash
+
+
+def _hash_as_first_written(turn: Turn) -> str:
+    """turn_hash as session 2 wrote it (timestamps through isoformat): saved timelines
+    carry these hashes, so a new version must compute the same ones."""
+    h = hashlib.sha256()
+    for m in turn.messages:
+        key = {
+            "id": m.id, "role": m.role, "type": m.type, "text": m.text,
+            "ts": m.timestamp.isoformat() if m.timestamp else None,
+            "file": m.file_index, "entry": m.entry_index, "tool": m.tool_name,
+            "call": m.tool_call_id, "input": m.tool_input, "error": m.is_error,
+            "compaction": m.compaction.summary if m.compaction else None,
+        }  # fmt: skip
+        h.update(orjson.dumps(key, option=orjson.OPT_SORT_KEYS, default=str))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def test_turn_hashes_of_saved_timelines_stay_valid() -> None:
+    stamps = [
+        datetime(2026, 2, 11, 10, 30, tzinfo=UTC),
+        datetime(2026, 2, 11, 10, 30, 1, 123456, tzinfo=UTC),
+        datetime(2026, 2, 11, 10, 30, 2, tzinfo=timezone(timedelta(hours=2))),
+        datetime(2026, 2, 11, 10, 30, 3),
+        None,
+    ]
+    messages = [
+        Message(f"m{i}", "user" if i % 2 else "assistant", "text", f"text {i}", timestamp=ts)
+        for i, ts in enumerate(stamps)
+    ]
+    turn = Turn(number=1, user_text="text 1", messages=messages)
+    assert turn_hash(turn) == _hash_as_first_written(turn)
+
+
+def test_hashing_leaves_no_utf8_copy_inside_the_log_text() -> None:
+    # orjson caches a non-ASCII string's UTF-8 bytes inside the string object: hashing
+    # every turn up front would double the memory of a whole log's text.
+    text = "".join(["naïve café ", "x" * 5000])
+    arg = "".join(["chemin/é", "y" * 3000])
+    summary = "".join(["résumé ", "z" * 2000])
+    tool = Message("t", "assistant", "tool_use", "", tool_input={"path": [arg]})
+    plain = Message("u", "user", "text", text)
+    packed = Message("c", "system", "compaction", "", compaction=Compaction("summary", summary))
+    sizes = [sys.getsizeof(s) for s in (text, arg, summary)]
+    turn = Turn(number=1, user_text=text, messages=[plain, tool, packed])
+    digest = turn_hash(turn)
+    assert [sys.getsizeof(s) for s in (text, arg, summary)] == sizes
+    assert digest == _hash_as_first_written(turn)
