@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from opencode_restore.api import app as app_module
 from opencode_restore.api import create_app
+from opencode_restore.api.routes import messages as messages_routes
 from opencode_restore.config import load_config
 from opencode_restore.report.messages import message_record
 from opencode_restore.sources import iter_messages
@@ -217,7 +217,7 @@ def test_unknown_agent_name_falls_back_to_detection(client: TestClient, store: S
 def test_body_is_streamed_in_chunks(
     client: TestClient, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(app_module, "CHUNK_BYTES", 256)
+    monkeypatch.setattr(messages_routes, "CHUNK_BYTES", 256)
     store.register(SID, "claude-code", str(CLAUDE_COMPACT))
     sizes = []
     with client.stream("GET", f"/sessions/{SID}/messages") as r:

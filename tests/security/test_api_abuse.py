@@ -221,13 +221,13 @@ def test_unexpected_errors_are_json(seeded: Store, monkeypatch: pytest.MonkeyPat
 def test_a_file_failing_as_it_is_opened_is_a_json_error(
     seeded: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from opencode_restore.api import app as app_module
+    from opencode_restore.api.routes import messages as messages_routes
 
     def unreadable(*_a: object, **_k: object) -> Any:
         raise PermissionError(13, "Permission denied")
         yield  # a generator, as the readers are: it fails on the first read
 
-    monkeypatch.setattr(app_module, "iter_json", unreadable)
+    monkeypatch.setattr(messages_routes, "iter_json", unreadable)
 
     async def body(c: httpx.AsyncClient) -> None:
         r = await c.get(f"/sessions/{SID}/messages")

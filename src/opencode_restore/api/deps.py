@@ -1,0 +1,105 @@
+"""What the API's routes share: the bearer check, the app's store, config and jobs, lookups.
+
+The store, config, job queue and token live on ``app.state`` (set by ``create_app``), so
+the routers are plain module-level ``APIRouter``s and one process can serve several apps.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import Depends, HTTPException, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from ..config import Config
+from ..sources.base import parse_timestamp
+from ..store.store import SessionRow, Store
+from .jobs import JobQueue
+
+BEARER = HTTPBearer(
+    auto_error=False,
+    description="The API token: serve --token, OPENCODE_RESTORE_TOKEN, or DATA_DIR/api-token.",
+)
+UNAUTHORIZED: dict[int | str, dict[str, Any]] = {
+    401: {"description": "Missing or wrong bearer token"}
+}
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "Unknown session"}}
+#: Time parameters: declared as RFC 3339 date-times (any ISO 8601 time is accepted).
+DATE_TIME: dict[str, Any] = {"json_schema_extra": {"format": "date-time"}}
+_JSON_MEDIA = "application/json"
+
+
+def authorize(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)],
+) -> None:
+    """Answer 401 unless the request carries the app's bearer token."""
+    token: str = request.app.state.token
+    given = credentials.credentials if credentials is not None else ""
+    if not secrets.compare_digest(given.encode(), token.encode()):
+        raise HTTPException(
+            401, detail="missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"}
+        )
+
+
+def json_content(request: Request) -> None:
+    """A POST must say it carries JSON: no cross-site form or "simple" request can."""
+    media = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if media != _JSON_MEDIA and not (media.startswith("application/") and media.endswith("+json")):
+        raise HTTPException(
+            415, detail="send Content-Type: application/json and a JSON object ({} or options)"
+        )
+
+
+async def _store(request: Request) -> Store:
+    store: Store = request.app.state.store
+    return store
+
+
+async def _config(request: Request) -> Config:
+    config: Config = request.app.state.config
+    return config
+
+
+async def _jobs(request: Request) -> JobQueue:
+    jobs: JobQueue = request.app.state.jobs
+    return jobs
+
+
+# Coroutines, so that FastAPI does not send these lookups to a worker thread.
+StoreDep = Annotated[Store, Depends(_store)]
+ConfigDep = Annotated[Config, Depends(_config)]
+JobsDep = Annotated[JobQueue, Depends(_jobs)]
+
+
+def session_or_404(store: Store, session_id: str) -> SessionRow:
+    """The stored session, or 404.
+
+    Called inside the handlers, not as a dependency: a dependency would answer 404
+    before the query and body are validated, and an invalid request must stay a 422.
+    """
+    row = store.session(session_id)
+    if row is None:
+        raise HTTPException(404, detail=f"unknown session {session_id!r}")
+    return row
+
+
+def query_time(name: str, value: str | None) -> datetime | None:
+    """Parse an ISO 8601 query value, or answer 422 naming the parameter and the reason."""
+    if value is None:
+        return None
+    ts = parse_timestamp(value)
+    if ts is None:
+        raise HTTPException(
+            422,
+            detail=[
+                {
+                    "loc": ["query", name],
+                    "msg": f"{value!r} is not an ISO 8601 time (e.g. 2026-02-11T10:30:00Z)",
+                    "type": "value_error",
+                }
+            ],
+        )
+    return ts

@@ -1,0 +1,89 @@
+"""A session's messages, streamed: the JSON body is built message by message, never as a list."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query
+from fastapi.responses import StreamingResponse
+
+from ...errors import SourceError
+from ...report.messages import iter_json
+from ...sources.base import WarningSink
+from ...store.fetch import session_messages
+from ..deps import DATE_TIME, StoreDep, query_time, session_or_404
+from ..schemas import MessagesOut
+
+#: Bytes gathered before a chunk of the messages body is sent.
+CHUNK_BYTES = 64 * 1024
+
+router = APIRouter(tags=["sessions"])
+
+
+def _chunks(parts: Iterator[bytes]) -> Iterator[bytes]:
+    """Gather small pieces into chunks of about ``CHUNK_BYTES`` (fewer thread hops)."""
+    buf: list[bytes] = []
+    size = 0
+    for part in parts:
+        buf.append(part)
+        size += len(part)
+        if size >= CHUNK_BYTES:
+            yield b"".join(buf)
+            buf, size = [], 0
+    if buf:
+        yield b"".join(buf)
+
+
+@router.get(
+    "/sessions/{session_id}/messages",
+    response_class=StreamingResponse,
+    responses={
+        200: {"model": MessagesOut, "content": {"application/json": {}}},
+        404: {"description": "Unknown session"},
+        410: {"description": "No file of the session's chain exists any more"},
+    },
+)
+def get_messages(
+    session_id: str,
+    store: StoreDep,
+    since: Annotated[
+        str | None, Query(description="Only messages after this time", **DATE_TIME)
+    ] = None,
+    include_tools: bool = False,
+    include_thinking: bool = False,
+    raw: Annotated[
+        bool, Query(description="Serve secrets unredacted (redacted unless asked)")
+    ] = False,
+) -> StreamingResponse:
+    """The session's messages stitched across its chain, oldest first (streamed JSON).
+
+    Secrets in every string are redacted unless ``raw=true`` is asked for.
+    """
+    row = session_or_404(store, session_id)
+    since_ts = query_time("since", since)
+    try:
+        fetch = session_messages(
+            store,
+            row,
+            WarningSink(),
+            since=since_ts,
+            include_tools=include_tools,
+            include_thinking=include_thinking,
+            raw=raw,
+        )
+    except SourceError as exc:
+        raise HTTPException(410, detail=exc.reason) from exc
+    body = _chunks(iter_json({"session_id": row.id, "agent": row.agent}, fetch.messages))
+    try:
+        # Read the first chunk before answering: a file that fails as it is opened
+        # gets a JSON error, not a cut stream (past the first chunk, nothing can).
+        first = next(body)
+    except (SourceError, OSError) as exc:
+        reason = exc.reason if isinstance(exc, SourceError) else str(exc)
+        raise HTTPException(410, detail=reason) from exc
+    headers = {"X-Fetch-Mode": fetch.mode, "X-Missing-Files": str(len(fetch.missing))}
+    return StreamingResponse(
+        itertools.chain((first,), body), media_type="application/json", headers=headers
+    )

@@ -1,0 +1,42 @@
+"""The stored sessions: a filtered, paginated list and one session with its chain."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from ...store.db import iso_utc
+from ..deps import DATE_TIME, NOT_FOUND, StoreDep, query_time, session_or_404
+from ..schemas import SessionList, SessionOut
+
+router = APIRouter(tags=["sessions"])
+
+
+@router.get("/sessions")
+def list_sessions(
+    store: StoreDep,
+    agent: Annotated[str | None, Query(description="Only this agent's sessions")] = None,
+    since: Annotated[str | None, Query(description="Updated after", **DATE_TIME)] = None,
+    until: Annotated[str | None, Query(description="Updated at or before", **DATE_TIME)] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
+) -> SessionList:
+    """Sessions, most recently updated first, filtered and paginated."""
+    lo, hi = query_time("since", since), query_time("until", until)
+    rows, total = store.sessions(
+        agent=agent,
+        since=iso_utc(lo) if lo else None,
+        until=iso_utc(hi) if hi else None,
+        limit=limit,
+        offset=offset,
+    )
+    return SessionList(
+        sessions=[SessionOut.of(r) for r in rows], total=total, limit=limit, offset=offset
+    )
+
+
+@router.get("/sessions/{session_id}", responses=NOT_FOUND)
+def get_session(session_id: str, store: StoreDep) -> SessionOut:
+    """One session with its transcript chain, oldest file first."""
+    return SessionOut.of(session_or_404(store, session_id), with_files=True)
