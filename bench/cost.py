@@ -41,7 +41,7 @@ from opencode_restore.llm.registry import close_provider, get_provider  # noqa: 
 from opencode_restore.llm.settings import ProviderSettings  # noqa: E402
 from opencode_restore.llm.usage import PriceTable  # noqa: E402
 from opencode_restore.model import Session, Usage  # noqa: E402
-from opencode_restore.pipeline.restore import RestoreOptions, restore_session  # noqa: E402
+from opencode_restore.pipeline.run import RestoreOptions, restore_session  # noqa: E402
 from tokens import BenchServer, build_session, naive_tokens, offline_summaries  # noqa: E402
 
 MODEL = "claude-sonnet-4-5"

@@ -35,7 +35,7 @@ from opencode_restore.llm.offline import OfflineProvider  # noqa: E402
 from opencode_restore.llm.registry import close_provider, get_provider  # noqa: E402
 from opencode_restore.llm.settings import ProviderSettings  # noqa: E402
 from opencode_restore.model import Message, Session, Timeline, TimelineEvent, TimelineSpan  # noqa: E402
-from opencode_restore.pipeline.restore import RestoreOptions, restore_session  # noqa: E402
+from opencode_restore.pipeline.run import RestoreOptions, restore_session  # noqa: E402
 from opencode_restore.pipeline.stages.turn_parser import parse_turns  # noqa: E402
 from opencode_restore.sources import open_session  # noqa: E402
 from opencode_restore.sources.base import WarningSink  # noqa: E402

@@ -12,7 +12,7 @@ from opencode_restore.errors import ProviderError
 from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.llm.scripted import ScriptedProvider
 from opencode_restore.model import Message
-from opencode_restore.pipeline.restore import RestoreOptions, make_context, restore_session
+from opencode_restore.pipeline.run import RestoreOptions, make_context, restore_session
 from opencode_restore.pipeline.stages.branch_summarizer import digest, summarize_branches
 from opencode_restore.report.summary import summary_markdown
 from opencode_restore.sources import open_session

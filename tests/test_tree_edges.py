@@ -11,7 +11,7 @@ import pytest
 from opencode_restore.config import load_config
 from opencode_restore.llm.scripted import ScriptedProvider
 from opencode_restore.model import Message, TimelineEvent, TimelineSpan
-from opencode_restore.pipeline.restore import make_context
+from opencode_restore.pipeline.run import make_context
 from opencode_restore.pipeline.stages.branch_summarizer import MAX_BRANCH_CHARS, summarize_branches
 from opencode_restore.sources import open_session
 from opencode_restore.sources.base import WarningSink

@@ -18,7 +18,7 @@ from opencode_restore.config import Config, load_config
 from opencode_restore.llm.ratelimit import RateLimitedProvider, rate_limited
 from opencode_restore.llm.registry import close_provider, get_provider
 from opencode_restore.pipeline.restoration import Restoration
-from opencode_restore.pipeline.restore import RestoreOptions
+from opencode_restore.pipeline.run import RestoreOptions
 from opencode_restore.sources.base import WarningSink
 
 from .helpers import CountingServer, calls_per_session, make_sessions, session_id

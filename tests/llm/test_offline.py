@@ -18,7 +18,7 @@ from opencode_restore.llm.offline import (
     TURN_OUTCOMES,
     OfflineProvider,
 )
-from opencode_restore.pipeline.restore import Restoration, RestoreOptions, restore_session
+from opencode_restore.pipeline.run import Restoration, RestoreOptions, restore_session
 from opencode_restore.pipeline.schemas import SessionSummary, TurnSummary
 from opencode_restore.sources import open_session
 from opencode_restore.sources.base import WarningSink

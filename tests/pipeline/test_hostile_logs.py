@@ -18,7 +18,7 @@ from opencode_restore.config import load_config
 from opencode_restore.llm.base import LLMRequest, LLMResult
 from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.llm.scripted import ScriptedProvider
-from opencode_restore.pipeline.restore import RestoreOptions, restore_session
+from opencode_restore.pipeline.run import RestoreOptions, restore_session
 from opencode_restore.sources import open_session
 from opencode_restore.sources.base import WarningSink
 

@@ -14,7 +14,7 @@ from opencode_restore.model import Message, Session
 from opencode_restore.pipeline.journal.store import TimelineStore
 from opencode_restore.pipeline.prompting.render import raw_tokens, request_chars
 from opencode_restore.pipeline.restoration import Restoration
-from opencode_restore.pipeline.restore import RestoreOptions, restore_session
+from opencode_restore.pipeline.run import RestoreOptions, restore_session
 
 from .helpers import make_session
 

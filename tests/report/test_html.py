@@ -12,7 +12,7 @@ import anyio
 from opencode_restore.config import load_config
 from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.model import Message
-from opencode_restore.pipeline.restore import RestoreOptions, restore_session
+from opencode_restore.pipeline.run import RestoreOptions, restore_session
 from opencode_restore.report.html import MAX_BLOCK_CHARS, embed_json, report_data, session_html
 from opencode_restore.sources import open_session
 from opencode_restore.sources.base import WarningSink

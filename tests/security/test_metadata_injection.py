@@ -18,7 +18,7 @@ from opencode_restore.fields import MAX_FIELD_CHARS, one_line
 from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.llm.scripted import ScriptedProvider
 from opencode_restore.pipeline.prompting.prompts import quote_field
-from opencode_restore.pipeline.restore import RestoreOptions, restore_session
+from opencode_restore.pipeline.run import RestoreOptions, restore_session
 from opencode_restore.report.summary import (
     summary_markdown,
     summary_prompt,

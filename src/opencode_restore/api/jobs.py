@@ -20,7 +20,7 @@ from ..errors import SourceError
 from ..llm.registry import close_provider, get_provider
 from ..model import Session
 from ..pipeline.journal.store import TimelineStore
-from ..pipeline.restore import RestoreOptions, restore_session
+from ..pipeline.run import RestoreOptions, restore_session
 from ..report.summary import summary_markdown
 from ..sources import open_session
 from ..sources.base import WarningSink

@@ -19,7 +19,7 @@ from ..errors import UsageError
 from ..llm.ratelimit import rate_limited
 from ..llm.registry import close_provider, get_provider
 from ..pipeline.journal.batch_store import BatchTimelines
-from ..pipeline.restore import RestoreOptions
+from ..pipeline.run import RestoreOptions
 from ..store.paths import db_path
 from ..store.store import Store
 from .discover import discover

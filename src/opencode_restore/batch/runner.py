@@ -34,7 +34,7 @@ from ..model import Session
 from ..pipeline.journal.batch_store import BatchTimelines
 from ..pipeline.journal.lock import timeline_lock
 from ..pipeline.restoration import Restoration, UsageReport
-from ..pipeline.restore import RestoreOptions, restore_session
+from ..pipeline.run import RestoreOptions, restore_session
 from ..report.summary import summary_markdown
 from ..sources.base import WarningSink
 from .items import BatchItem, safe_name

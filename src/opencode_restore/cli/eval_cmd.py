@@ -20,7 +20,7 @@ from ..llm.base import Provider
 from ..llm.registry import close_provider, get_provider
 from ..model import Session
 from ..pipeline.restoration import Restoration
-from ..pipeline.restore import RestoreOptions, restore_session
+from ..pipeline.run import RestoreOptions, restore_session
 from ..pipeline.stages.turn_parser import parse_turns
 from ..report.summary import summary_markdown
 from ..sources import open_session

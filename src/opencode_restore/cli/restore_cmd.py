@@ -25,7 +25,7 @@ from ..llm.usage import UsageLedger
 from ..pipeline.journal.lock import timeline_lock
 from ..pipeline.journal.store import TimelineStore
 from ..pipeline.restoration import Restoration
-from ..pipeline.restore import RestoreOptions, restore_session
+from ..pipeline.run import RestoreOptions, restore_session
 from ..report.html import session_html
 from ..report.summary import summary_markdown, summary_prompt, turns_summary_markdown
 from ..sources import open_session

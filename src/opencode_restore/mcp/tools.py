@@ -33,7 +33,7 @@ from ..pipeline.evidence.sandbox import Matcher, Refused
 from ..pipeline.journal.store import SourceFile, TimelineStore, file_change
 from ..pipeline.prompting.render import CHARS_PER_TOKEN
 from ..pipeline.restoration import Restoration
-from ..pipeline.restore import RestoreOptions, restore_session
+from ..pipeline.run import RestoreOptions, restore_session
 from ..pipeline.stages.turn_parser import parse_turns
 from ..redact import redact
 from ..report.messages import message_record

@@ -17,7 +17,7 @@ from opencode_restore.model import Message
 from opencode_restore.pipeline.evidence import log_search
 from opencode_restore.pipeline.evidence.log_search import HEAD_CHUNKS, MAX_LINE_BYTES, _raw_lines
 from opencode_restore.pipeline.evidence.sandbox import Matcher
-from opencode_restore.pipeline.restore import restore_session
+from opencode_restore.pipeline.run import restore_session
 from opencode_restore.pipeline.stages.evidence_gatherer import ERROR_PATTERN
 from opencode_restore.report.summary import summary_markdown
 from opencode_restore.sources import open_session

@@ -112,7 +112,7 @@ def test_the_saved_state_is_not_held_after_it_is_written(
     import gc
     import weakref
 
-    from opencode_restore.pipeline import restore as pipeline
+    from opencode_restore.pipeline import run as pipeline
     from opencode_restore.pipeline.state import RestoreState
 
     class Payload(dict):  # type: ignore[type-arg]

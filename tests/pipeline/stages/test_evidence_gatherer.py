@@ -21,7 +21,7 @@ from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.llm.scripted import ScriptedProvider, ScriptedStatusError
 from opencode_restore.model import Session, Turn
 from opencode_restore.pipeline.evidence.sandbox import Workspace
-from opencode_restore.pipeline.restore import RestoreOptions, make_context, restore_session
+from opencode_restore.pipeline.run import RestoreOptions, make_context, restore_session
 from opencode_restore.pipeline.stages.evidence_gatherer import (
     ERROR_PATTERN,
     EvidenceOptions,

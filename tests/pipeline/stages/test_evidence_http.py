@@ -15,7 +15,7 @@ from opencode_restore.llm.base import Provider
 from opencode_restore.llm.registry import close_provider, get_provider
 from opencode_restore.llm.settings import ProviderSettings
 from opencode_restore.pipeline.restoration import Restoration
-from opencode_restore.pipeline.restore import RestoreOptions, restore_session
+from opencode_restore.pipeline.run import RestoreOptions, restore_session
 from opencode_restore.sources import open_session
 from opencode_restore.sources.base import WarningSink
 from tests.fakes.fake_llm_server import FakeLLMServer

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from opencode_restore.config import load_config
 from opencode_restore.llm.scripted import ScriptedProvider
 from opencode_restore.model import Message
-from opencode_restore.pipeline.restore import RestoreOptions, restore_session
+from opencode_restore.pipeline.run import RestoreOptions, restore_session
 from opencode_restore.pipeline.stages.turn_summarizer import segments
 
 from ..helpers import make_session

@@ -7,7 +7,7 @@ import anyio
 from opencode_restore.config import load_config
 from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.llm.scripted import ScriptedProvider, ScriptedStatusError
-from opencode_restore.pipeline.restore import RestoreOptions, restore_session
+from opencode_restore.pipeline.run import RestoreOptions, restore_session
 from opencode_restore.report.summary import summary_markdown, turns_summary_markdown
 
 from .helpers import two_turn_session
