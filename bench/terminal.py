@@ -71,7 +71,7 @@ def run_cli(path: Path) -> tuple[float, float, int, int]:
 
 def run_stripper(path: Path) -> tuple[float, float, int, int]:
     """The bare stripper (``ansi.iter_lines``) over the same file, in this process."""
-    from opencode_restore.sources.ansi import iter_lines
+    from opencode_restore.sources.terminal.ansi import iter_lines
 
     start, cpu = time.perf_counter(), time.process_time()
     n = 0

@@ -15,8 +15,8 @@ from opencode_restore.pipeline.run import make_context
 from opencode_restore.pipeline.stages.branch_summarizer import MAX_BRANCH_CHARS, summarize_branches
 from opencode_restore.sources import open_session
 from opencode_restore.sources.base import WarningSink
-from opencode_restore.sources.pi_migrate import branch_lines, export_pi_branch
-from opencode_restore.sources.pi_tree import PiEntry
+from opencode_restore.sources.pi.migrate import branch_lines, export_pi_branch
+from opencode_restore.sources.pi.tree import PiEntry
 from opencode_restore.tree import SessionTree, TreeNode, resolve_leaf, timeline_tree, tree_of
 from opencode_restore.tree.export import export_branch
 

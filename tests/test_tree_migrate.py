@@ -10,9 +10,10 @@ import pytest
 
 from opencode_restore.atomic import backup_path
 from opencode_restore.errors import SourceError, UsageError
-from opencode_restore.sources import open_session, pi_tree
+from opencode_restore.sources import open_session
 from opencode_restore.sources.base import WarningSink
-from opencode_restore.sources.pi_migrate import (
+from opencode_restore.sources.pi import tree as pi_tree
+from opencode_restore.sources.pi.migrate import (
     default_migrated_path,
     export_pi_branch,
     migrate_file,

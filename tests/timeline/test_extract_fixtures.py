@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from opencode_restore.sources.inspect.builder import build_timeline
 from opencode_restore.timeline import Numbering, timeline_messages
-from opencode_restore.timeline.builder import build_timeline
 
 pytestmark = pytest.mark.anyio
 

@@ -39,7 +39,7 @@ def load_session(row: SessionRow) -> Session:
         raise SourceError(row.id, "no transcript file of this session exists")
     sink = WarningSink()
     if row.agent == "opencode":
-        from ..sources.opencode_native import read_session
+        from ..sources.opencode.reader import read_session
 
         return read_session(files[-1], row.id, sink)
     return open_session(files, sink, row.agent)

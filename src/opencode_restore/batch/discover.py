@@ -154,7 +154,7 @@ def _from_file(
     if reader.name == "opencode":
         return _opencode(path, sink, named=named)
     if reader.name == "inspect":
-        from ..sources.inspect_log import iter_samples
+        from ..sources.inspect.reader import iter_samples
 
         samples = iter_samples(path, sink)
         return [_Hit(BatchItem(s.id, "inspect", [path], selector=s.id)) for s in samples]
@@ -168,7 +168,7 @@ def _from_file(
 
 
 def _opencode(path: Path, sink: WarningSink, *, named: bool) -> list[_Hit]:
-    from ..sources.opencode_native import list_sessions
+    from ..sources.opencode.reader import list_sessions
 
     try:
         infos = list_sessions(path, sink)

@@ -57,11 +57,11 @@ class BatchItem:
 
     def _read(self, sink: WarningSink) -> Session:
         if self.agent == "opencode" and self.selector is not None:
-            from ..sources.opencode_native import read_session
+            from ..sources.opencode.reader import read_session
 
             return read_session(self.files[-1], self.selector, sink)
         if self.agent == "inspect" and self.selector is not None:
-            from ..sources.inspect_log import iter_samples
+            from ..sources.inspect.reader import iter_samples
 
             for session in iter_samples(self.files[0], sink):
                 if session.id == self.selector:

@@ -36,7 +36,7 @@ def migrate(file: Path, output: Path | None, in_place: bool, force: bool, quiet:
     Writes FILE's migrated copy (default <stem>.v3.jsonl beside it); with --in-place,
     rewrites FILE after copying it to FILE.bak. A current file is left alone.
     """
-    from ..sources.pi_migrate import migrate_file
+    from ..sources.pi.migrate import migrate_file
 
     result = migrate_file(file, output, in_place=in_place, force=force, sink=command_sink(quiet))
     if result.written is None:

@@ -1,7 +1,7 @@
 """Readers, one per log format, and automatic format detection.
 
-Each reader module exposes ``READER``; this package picks one by ``--agent`` or by
-sniffing the first bytes of the first file.
+Each format is a package whose ``reader`` module exposes ``READER``; this package picks
+one by ``--agent`` or by sniffing the first bytes of the first file.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from ..errors import SourceError
 from ..model import Message, Session
 from .base import SNIFF_BYTES, ContainerReader, Reader, WarningSink
 
-#: Reader names and their modules, in detection order (ties go to the earlier one).
+#: Reader names and their format packages, in detection order (ties go to the earlier one).
 _READER_MODULES = {
     "claude-code": "claude_code",
     "codex": "codex",
     "gemini": "gemini",
     "pi": "pi",
-    "opencode": "opencode_native",
-    "inspect": "inspect_log",
+    "opencode": "opencode",
+    "inspect": "inspect",
     "terminal": "terminal",
 }
 
@@ -41,9 +41,9 @@ def readers() -> list[Reader]:
 
 def _load(mod_name: str) -> Reader | None:
     try:
-        mod = importlib.import_module(f"{__name__}.{mod_name}")
+        mod = importlib.import_module(f"{__name__}.{mod_name}.reader")
     except ModuleNotFoundError as exc:
-        if exc.name == f"{__name__}.{mod_name}":
+        if exc.name == f"{__name__}.{mod_name}.reader":
             return None
         raise
     reader: Reader = mod.READER

@@ -35,7 +35,7 @@ import msgspec
 import orjson
 
 from ..sources.base import parse_timestamp
-from ..sources.claude_line import DECODER, NOISE, classify
+from ..sources.claude_code.line import DECODER, NOISE, classify
 from .db import write
 
 #: Formats whose ``since`` reads seek to a checkpoint (see the module docstring).

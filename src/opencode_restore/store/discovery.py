@@ -376,7 +376,7 @@ class _Detector:
 
 
 def _opencode(root: Path, sink: WarningSink) -> list[Found]:
-    from ..sources.opencode_native import list_sessions
+    from ..sources.opencode.reader import list_sessions
 
     sources = [p for p in root.rglob("opencode.db") if p.is_file()]
     sources += [p for p in root.rglob("storage") if (p / "session").is_dir()]

@@ -76,7 +76,7 @@ def _tail(
 
 
 def _opencode(row: SessionRow, files: list[Path], sink: WarningSink) -> Iterator[Message]:
-    from ..sources.opencode_native import read_session
+    from ..sources.opencode.reader import read_session
 
     # One database holds many sessions: ask for this one by id, from the newest source.
     return iter(read_session(files[-1], row.id, sink).messages())

@@ -4,7 +4,7 @@ The full reader walks the whole conversation tree to keep only the live branch. 
 tail read sees only the lines after a checkpoint, so it first checks (pass 1, ids
 and links only) that the tail is one unbranched continuation (see ``_Links``). If
 the check fails it returns None and the caller reads the whole chain instead.
-Pass 2 converts each tail line with ``claude_convert.Converter``, the same code the
+Pass 2 converts each tail line with ``claude_code.convert.Converter``, the same code the
 full reader uses, so both paths produce identical messages.
 """
 
@@ -17,8 +17,8 @@ import orjson
 
 from ..model import Message
 from ..sources.base import WarningSink
-from ..sources.claude_convert import Converter, attach_summaries
-from ..sources.claude_line import DECODER, NOISE, PROMPT, Line, classify, coerce
+from ..sources.claude_code.convert import Converter, attach_summaries
+from ..sources.claude_code.line import DECODER, NOISE, PROMPT, Line, classify, coerce
 from .checkpoints import Checkpoint, is_complete_line
 
 _CONVERSATION = frozenset({"user", "assistant", "system"})

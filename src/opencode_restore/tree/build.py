@@ -1,7 +1,7 @@
 """Building a ``SessionTree``: from pi's entries, or from any session's timeline.
 
 pi files hold the real tree (every entry, labels and settings included), so a pi
-session is re-read through ``pi_tree``. Other agents' readers already resolved their
+session is re-read through ``sources.pi.tree``. Other agents' readers already resolved their
 trees into the timeline: the root span is the active path and each ``branch`` span
 an abandoned branch hanging off ``branched_from``; one message becomes one node.
 """
@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..model import Message, Session, TimelineEvent, TimelineSpan
-from ..sources import pi as pi_source
-from ..sources import pi_tree
 from ..sources.base import WarningSink, parse_timestamp
+from ..sources.pi import reader as pi_source
+from ..sources.pi import tree as pi_tree
 from .core import SessionTree, TreeNode
 
 

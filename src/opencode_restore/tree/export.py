@@ -1,6 +1,6 @@
 """``export-branch``: the path to one leaf of a session, written as a new session file.
 
-pi gets its own extraction (``pi_migrate.export_pi_branch``, pi's
+pi gets its own extraction (``sources.pi.migrate.export_pi_branch``, pi's
 ``createBranchedSession``). A Claude Code transcript is filtered line by line: the
 lines on the path to the leaf and their raw ancestors stay, lines of other branches
 go, and lines that belong to no branch (metadata, side chains) are kept as they are.
@@ -17,7 +17,7 @@ from ..atomic import SESSION_FILE_MODE, atomic_write
 from ..errors import UsageError
 from ..sources import get_reader
 from ..sources.base import WarningSink, iter_json_lines
-from ..sources.pi_migrate import export_pi_branch
+from ..sources.pi.migrate import export_pi_branch
 from .build import timeline_tree
 
 

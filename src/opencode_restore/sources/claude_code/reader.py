@@ -1,0 +1,110 @@
+"""Claude Code JSONL transcripts (``~/.claude/projects/<encoded-cwd>/<sessionId>.jsonl``),
+and the headless ``stream-json`` output (``stream``).
+
+Reading takes two passes. The first (``scan``) keeps only ids, links and line
+numbers; ``tree`` turns them into the live path, the abandoned rewind
+branches and the side chains. The second pass re-reads just the wanted lines and
+turns each content block into a ``Message`` (``convert``). Sub-agent runs
+(``agents``) become child spans right after the Task call that started them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import orjson
+
+from ...model import Message, Session
+from ..base import WarningSink
+from .convert import Converter, attach_summaries
+from .scan import scan, unpack
+from .session import read_entries, read_session
+from .split import split_transcripts
+from .stream import is_stream_file, is_stream_line, iter_stream, read_stream
+from .tree import build_tree
+
+__all__ = ["READER", "ClaudeCodeReader", "read_session", "split_transcripts"]
+
+_LINE_TYPES = frozenset(
+    {
+        "user",
+        "assistant",
+        "system",
+        "summary",
+        "file-history-snapshot",
+        "queue-operation",
+        "progress",
+        "attachment",
+        "custom-title",
+    }
+)
+_CHAIN_TYPES = frozenset({"user", "assistant", "system", "progress", "attachment"})
+
+
+class ClaudeCodeReader:
+    """Reader for Claude Code session transcripts."""
+
+    name = "claude-code"
+    description = (
+        "Claude Code JSONL transcripts (~/.claude/projects/*/*.jsonl), with sub-agents;"
+        " `claude -p --output-format stream-json` output"
+    )
+
+    def sniff(self, path: Path, head: bytes) -> float:
+        """Sure for JSONL lines with Claude Code's envelope; unsure for bookkeeping-only heads."""
+        lines = head.split(b"\n")
+        if len(head) >= 64 * 1024:
+            lines = lines[:-1]  # the last line may be cut off by the head limit
+        score = 0.0
+        for raw in lines[:50]:
+            if not raw.lstrip().startswith(b"{"):
+                continue  # blank or no object (a pretty-printed JSON document)
+            try:
+                obj = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            if is_stream_line(obj):
+                return 0.9  # `claude -p --output-format stream-json`
+            if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+                continue
+            if obj["type"] not in _LINE_TYPES:
+                continue
+            typ = obj["type"]
+            if typ in _CHAIN_TYPES and "parentUuid" in obj and "sessionId" in obj:
+                return 0.95
+            if typ in _CHAIN_TYPES and "uuid" in obj and "sessionId" in obj:
+                score = max(score, 0.8)
+            elif (
+                (typ == "summary" and "leafUuid" in obj)
+                or (typ == "file-history-snapshot" and "snapshot" in obj)
+                or (typ == "queue-operation" and "operation" in obj and "sessionId" in obj)
+            ):
+                score = max(score, 0.6)
+        if score == 0.0 and b'"parentUuid":' in head and b'"sessionId":' in head:
+            score = 0.5  # a first line longer than the head
+        return score
+
+    def iter_messages(self, files: Sequence[Path], sink: WarningSink) -> Iterator[Message]:
+        """Stream the live conversation; memory holds ids, never the log's text."""
+        if files and is_stream_file(files[0]):
+            return iter_stream(files, sink)
+        s = scan(files, sink)
+        tree = build_tree(s, files, sink, with_side_runs=False)
+        conv = Converter()
+
+        def gen() -> Iterator[Message]:
+            for nid, obj in read_entries(files, s, tree.main.active, sink):
+                fi, line = unpack(s.pos[nid])
+                yield from conv.convert(obj, s.uuids[nid], fi, line)
+
+        return attach_summaries(gen())
+
+    def read(self, files: Sequence[Path], sink: WarningSink) -> Session:
+        """Read the whole session: live path, rewind branches and sub-agents."""
+        if files and is_stream_file(files[0]):
+            return read_stream(files, sink)
+        return read_session(files, sink, with_agents=True)
+
+
+READER = ClaudeCodeReader()

@@ -1,0 +1,269 @@
+"""Replaying a Gemini CLI chat recording into its full message history.
+
+See ``gemini`` for the semantics (upserts, ``$rewindTo``, ``$set`` checkpoints as
+compactions). This module only rebuilds the ordered history of raw records and
+compaction markers; turning records into unified messages is ``gemini``'s job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ...model import Compaction
+from ..base import WarningSink, iter_json_lines, load_json
+
+_METADATA_KEYS = frozenset(
+    {"sessionId", "projectHash", "startTime", "lastUpdated", "kind", "directories", "summary"}
+)
+
+
+@dataclass(slots=True)
+class Slot:
+    """One place in the full history: a message record, or a compaction marker."""
+
+    file_index: int
+    line: int
+    record: dict[str, Any] | None = None
+    compaction: Compaction | None = None
+    synthetic: bool = False
+
+
+@dataclass(slots=True)
+class Replay:
+    """The replayed state of a chain: full history, current context ids, metadata."""
+
+    path: Path
+    sink: WarningSink
+    history: dict[str, Slot] = field(default_factory=dict)
+    current: dict[str, None] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+    #: Tool call ids the records hold (calls and responses).
+    calls: set[str] = field(default_factory=set)
+    #: A process started (a header line) and has not written a record yet: its
+    #: checkpoints load the context it starts from, they never roll anything back.
+    fresh: bool = False
+
+    def upsert(self, rec: dict[str, Any], file_index: int, line: int) -> None:
+        """Add a message record, or replace the one with its id (keeping its place)."""
+        rid = rec["id"]
+        self.fresh = False
+        self.calls.update(call_ids(rec))
+        old = self.history.get(rid)
+        if old is None:
+            self.history[rid] = Slot(file_index, line, rec)
+        elif old.record != rec:
+            old.record, old.file_index, old.line = rec, file_index, line
+        self.current[rid] = None
+
+    def rewind(self, target: str, line: int) -> None:
+        """Drop ``target`` and everything after it; an unknown id clears all (as Gemini)."""
+        if target not in self.history:
+            self.sink.warn(self.path, line, f"$rewindTo unknown id {target!r}: history cleared")
+            self.history.clear()
+            self.current.clear()
+            return
+        keys = list(self.history)
+        for key in keys[keys.index(target) :]:
+            del self.history[key]
+            self.current.pop(key, None)
+
+    def checkpoint(self, records: list[Any], file_index: int, line: int) -> None:
+        """Apply a ``messages`` checkpoint: append, roll back, or mark a compaction."""
+        ids: list[str] = []
+        new: list[dict[str, Any]] = []
+        for rec in records:
+            if not isinstance(rec, dict) or not isinstance(rec.get("id"), str):
+                self.sink.warn(self.path, line, "checkpoint message without a string id; skipped")
+                continue
+            if rec["id"] not in self.history and self._restates_results(rec):
+                continue  # the model's copy of tool results the records already hold
+            ids.append(rec["id"])
+            if rec["id"] not in self.history:
+                new.append(rec)
+        if not ids:
+            return  # Gemini ignores an empty checkpoint and keeps its message log
+        kept = set(ids)
+        current = list(self.current)
+        dropped = [i for i in current if i not in kept]
+        if self.fresh:
+            # A starting process sets its context (the injected session context, then
+            # on --resume the history restated): what it leaves out is not rolled back.
+            for rec in new:
+                self.history[rec["id"]] = Slot(file_index, line, rec)
+        elif dropped and not new and current[-len(dropped) :] == dropped:
+            for i in dropped:
+                del self.history[i]
+        elif dropped:
+            self._compact(ids, new, file_index, line)
+        else:
+            for rec in new:
+                self.history[rec["id"]] = Slot(file_index, line, rec)
+        self.current = dict.fromkeys(ids)
+
+    def _restates_results(self, rec: dict[str, Any]) -> bool:
+        """A user message made only of responses to calls already recorded.
+
+        Gemini CLI 0.61 restates each answered call as ``<gemini record id>_response``
+        in the history a resumed process writes; the result is in the records already.
+        """
+        content = rec.get("content")
+        if rec.get("type") != "user" or not isinstance(content, list) or not content:
+            return False
+        responses = [p.get("functionResponse") for p in content if isinstance(p, dict)]
+        if len(responses) != len(content) or not all(isinstance(r, dict) for r in responses):
+            return False
+        ids = call_ids(rec)
+        return len(ids) == len(content) and ids <= self.calls
+
+    def _compact(self, ids: list[str], new: list[dict[str, Any]], fi: int, line: int) -> None:
+        new_ids = {r["id"] for r in new}
+        first_kept = next((i for i in ids if i not in new_ids), None)
+        prefix = ids.index(first_kept) if first_kept is not None else len(ids)
+        summary_ids = set(ids[:prefix]) & new_ids
+        summary = "\n\n".join(
+            parts_text(r.get("content")) for r in new if r["id"] in summary_ids
+        ).strip()
+        marker = Slot(
+            fi,
+            line,
+            compaction=Compaction(
+                kind="summary" if new else "trim",
+                summary=summary or None,
+                first_kept_id=first_kept,
+            ),
+        )
+        inserted: dict[str, Slot] = {f"{fi}:{line}": marker}
+        inserted.update((r["id"], Slot(fi, line, r, synthetic=True)) for r in new)
+        rebuilt: dict[str, Slot] = {}
+        for key, slot in self.history.items():
+            if key == first_kept:
+                rebuilt.update(inserted)
+                inserted = {}
+            rebuilt[key] = slot
+        rebuilt.update(inserted)
+        self.history = rebuilt
+
+    def read_jsonl(self, path: Path, file_index: int) -> None:
+        """Replay an append-only ``.jsonl`` recording, line by line."""
+        self.path = path
+        for line, obj in iter_json_lines(path, self.sink):
+            if "$rewindTo" in obj:
+                target = obj["$rewindTo"]
+                self.fresh = False
+                if isinstance(target, str):
+                    self.rewind(target, line)
+                else:
+                    self.sink.warn(path, line, "$rewindTo is not a string; skipped")
+            elif isinstance(obj.get("id"), str):
+                self.upsert(obj, file_index, line)
+            elif "$set" in obj:
+                if isinstance(obj["$set"], dict):
+                    self.set_meta(obj["$set"], file_index, line)
+                else:
+                    self.sink.warn(path, line, "$set is not an object; skipped")
+            elif _METADATA_KEYS & obj.keys():
+                self.set_meta(obj, file_index, line)
+                # Each process writes a header line before anything else.
+                self.fresh = "startTime" in obj
+            else:
+                self.sink.warn(path, line, "unrecognised Gemini record; skipped")
+
+    def read_legacy(self, path: Path, file_index: int) -> None:
+        """Replay a legacy whole-object ``.json`` (entry index = position in ``messages``)."""
+        self.path = path
+        doc = load_json(path, self.sink)
+        if not isinstance(doc, dict):
+            return  # load_json reported why
+        messages = doc.get("messages")
+        self.set_meta({k: v for k, v in doc.items() if k != "messages"}, file_index, 1)
+        if not isinstance(messages, list):
+            self.sink.warn(path, 1, "legacy session has no messages list")
+            return
+        for n, rec in enumerate(messages, 1):
+            if isinstance(rec, dict) and isinstance(rec.get("id"), str):
+                self.upsert(rec, file_index, n)
+            else:
+                self.sink.warn(path, 0, f"messages[{n - 1}] has no string id; skipped")
+
+    def set_meta(self, update: dict[str, Any], file_index: int, line: int) -> None:
+        """Merge a metadata update; a non-empty ``messages`` list in it is a checkpoint."""
+        session_id = update.get("sessionId")
+        known = self.meta.get("sessionId")
+        if isinstance(session_id, str) and isinstance(known, str) and session_id != known:
+            self.sink.warn(self.path, line, f"sessionId {session_id!r} differs from {known!r}")
+        messages = update.get("messages")
+        if isinstance(messages, list):
+            self.checkpoint(messages, file_index, line)
+        # Every process writes its own startTime: the session started at the first.
+        first = {"startTime": self.meta["startTime"]} if "startTime" in self.meta else {}
+        self.meta.update((k, v) for k, v in update.items() if k != "messages")
+        self.meta.update(first)
+
+
+def call_ids(rec: dict[str, Any]) -> set[str]:
+    """The tool call ids a record holds: its ``toolCalls`` and function parts."""
+    found: set[str] = set()
+    calls = rec.get("toolCalls")
+    content = rec.get("content")
+    for call in calls if isinstance(calls, list) else ():
+        if isinstance(call, dict) and isinstance(call.get("id"), str):
+            found.add(call["id"])
+    for part in content if isinstance(content, list) else ():
+        if not isinstance(part, dict):
+            continue
+        for key in ("functionCall", "functionResponse"):
+            fn = part.get(key)
+            if isinstance(fn, dict) and isinstance(fn.get("id"), str):
+                found.add(fn["id"])
+    return found
+
+
+def parts_text(content: Any) -> str:
+    """Plain text of a string or a list of Gemini parts (function and thought parts left out)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        content = [content]
+    if not isinstance(content, list):
+        return ""
+    out = []
+    for part in content:
+        if isinstance(part, str):
+            out.append(part)
+        elif isinstance(part, dict):
+            if part.get("thought") is True:
+                continue  # the model's reasoning: a thinking block, not reply text
+            if isinstance(part.get("text"), str):
+                out.append(part["text"])
+            elif isinstance(part.get("inlineData"), dict):
+                out.append(f"<inlineData {part['inlineData'].get('mimeType', '')} />")
+            elif isinstance(part.get("fileData"), dict):
+                out.append(f"<fileData {part['fileData'].get('fileUri', '')} />")
+    return "\n".join(out)
+
+
+def _is_legacy(path: Path) -> bool:
+    with path.open("rb") as fh:
+        head = fh.read(4096).lstrip()
+    first = head.split(b"\n", 1)[0]
+    try:
+        obj = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return True  # a pretty-printed object
+    return isinstance(obj, dict) and isinstance(obj.get("messages"), list) and "$set" not in obj
+
+
+def replay(files: Sequence[Path], sink: WarningSink) -> Replay:
+    """Replay a chain of recordings (oldest first) as one stream of records."""
+    state = Replay(files[0] if files else Path("-"), sink)
+    for file_index, path in enumerate(files):
+        if path.suffix == ".json" or (path.suffix != ".jsonl" and _is_legacy(path)):
+            state.read_legacy(path, file_index)
+        else:
+            state.read_jsonl(path, file_index)
+    return state

@@ -1,0 +1,1 @@
+"""opencode sessions: the SQLite database, the JSON storage tree and ``opencode export`` files."""

@@ -1,0 +1,1 @@
+"""Raw terminal recordings (``script``/asciinema-style captures) of a coding agent's screen."""
