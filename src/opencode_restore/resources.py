@@ -1,7 +1,9 @@
-"""Where packaged data (default config, prompts) lives: inside the wheel or in the checkout."""
+"""Where packaged data (default config, prompts, the demo sample) lives: wheel or checkout."""
 
 from __future__ import annotations
 
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -18,3 +20,14 @@ def data_path(name: str) -> Path:
     if packaged.exists():
         return packaged
     return _CHECKOUT / name
+
+
+#: The sample session ``--demo`` reads: a real opencode export (three turns with a
+#: compaction, recorded for the fixtures), shipped as package data so that an installed
+#: wheel can run it without a checkout.
+DEMO_SAMPLE = "opencode-export.json"
+
+
+def demo_sample() -> Traversable:
+    """The packaged demo session (``importlib.resources``, so it is found in any install)."""
+    return resources.files("opencode_restore") / "samples" / DEMO_SAMPLE

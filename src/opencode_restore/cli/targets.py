@@ -2,8 +2,9 @@
 
 ``LOG...`` may be log files (one session's chain, oldest first) or one session id (or a
 unique prefix of one); ``--latest`` picks the most recently active session, narrowed by
-``--cwd`` (default: the current directory when it has sessions) and ``--agent``. Every
-command using it also takes ``--session`` (``options.session_option``).
+``--cwd`` (default: the current directory when it has sessions) and ``--agent``;
+``--demo`` reads the sample session shipped in the package. Every command using it also
+takes ``--session`` (``options.session_option``).
 """
 
 from __future__ import annotations
@@ -11,12 +12,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from functools import wraps
+from importlib.resources import as_file
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from ..errors import UsageError
+from ..resources import demo_sample
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -82,12 +85,24 @@ def session_inputs(fn: F) -> F:
         default=None,
         help="With --latest: the session's working directory.",
     )
+    @click.option(
+        "--demo",
+        is_flag=True,
+        help="Read the sample session shipped with the package (a real opencode session).",
+    )
     @wraps(fn)
     def wrapper(
-        *args: Any, refs: tuple[str, ...], latest: bool, cwd: Path | None, **kw: Any
+        *args: Any, refs: tuple[str, ...], latest: bool, cwd: Path | None, demo: bool, **kw: Any
     ) -> Any:
         from . import friendly_errors
 
+        if demo:
+            if refs or latest or cwd is not None:
+                raise click.UsageError(
+                    "--demo reads the packaged sample; give no LOG, --latest or --cwd"
+                )
+            sample = click.get_current_context().with_resource(as_file(demo_sample()))
+            return fn(*args, paths=(sample,), **kw)
         paths, kw["agent"], inner = friendly_errors(resolve_inputs)(
             refs, kw.get("agent"), latest, cwd
         )
