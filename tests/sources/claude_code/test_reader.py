@@ -293,7 +293,7 @@ def test_spotter_session_with_compaction_and_subagents() -> None:
 
 @pytest.mark.parametrize(
     ("name", "lines", "messages", "humans"),
-    [("short.jsonl", 15, 11, 1), ("tool_heavy.jsonl", 39, 24, 2), ("subagent.jsonl", 96, 48, 1)],
+    [("short.jsonl", 15, 11, 1), ("tool_heavy.jsonl", 39, 24, 2), ("subagent.jsonl", 96, 48, 2)],
 )
 def test_spotter_small_sessions(name: str, lines: int, messages: int, humans: int) -> None:
     path = SPOTTER / name

@@ -29,8 +29,8 @@ def humans(msgs: list[Message]) -> list[str]:
 
 def jsonl_human_prompts(path: Path) -> int:
     """Count what a person typed in a Claude Code JSONL: real prompts and slash commands
-    with arguments; tool results, meta (skill expansions), interruptions, local command
-    output and bare slash commands (``/model``, ``/mcp``) are not requests."""
+    that sent a prompt; tool results, meta (skill expansions), interruptions, local command
+    output and local commands (``/model``, ``/mcp``) are not requests."""
     count = 0
     for line in path.read_text().splitlines():
         obj = json.loads(line)
@@ -44,8 +44,8 @@ def jsonl_human_prompts(path: Path) -> int:
         if content.startswith(("[Request interrupted", "<local-command")):
             continue
         if "<command-name>" in content:
-            args = content.partition("<command-args>")[2].partition("</command-args>")[0]
-            if not args.strip():
+            name = content.partition("<command-name>")[2].partition("</command-name>")[0]
+            if name in ("/model", "/mcp"):
                 continue
         count += 1
     return count

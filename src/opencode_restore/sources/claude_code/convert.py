@@ -16,6 +16,7 @@ import orjson
 
 from ...model import Compaction, Message, Usage
 from ..base import parse_timestamp, text_of, token_count
+from ..slash import is_local_command
 
 #: User text that is bookkeeping of a slash command, not a request.
 _COMMAND_PREFIXES = (
@@ -36,6 +37,8 @@ _REMINDER_RE = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 #: System subtypes that are timing or hook bookkeeping, never shown as messages.
 SYSTEM_NOISE = frozenset({"stop_hook_summary", "turn_duration"})
 _CLEAR_TAG = "<command-name>/clear</command-name>"
+_COMMAND_NAME = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.DOTALL)
+_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
 
 
 def injected_reason(text: str) -> str | None:
@@ -55,6 +58,19 @@ def injected_reason(text: str) -> str | None:
 def is_clear_command(text: str) -> bool:
     """True for the user line Claude Code writes when ``/clear`` is typed."""
     return text.lstrip().startswith("<command-") and _CLEAR_TAG in text
+
+
+def slash_command(text: str) -> tuple[str, str] | None:
+    """``(name, args)`` of the user line Claude Code writes for a typed slash command
+    (``<command-name>/name</command-name>`` with ``<command-message>`` and
+    ``<command-args>``), or ``None`` for any other text."""
+    if not text.lstrip().startswith(("<command-name>", "<command-message>", "<command-args>")):
+        return None
+    name = _COMMAND_NAME.search(text)
+    if name is None or not name.group(1):
+        return None
+    args = _COMMAND_ARGS.search(text)
+    return "/" + name.group(1).lstrip("/"), args.group(1).strip() if args else ""
 
 
 def usage_of(raw: Any) -> Usage | None:
@@ -215,7 +231,39 @@ def _user_text(
     if reason is not None:
         m.meta["synthetic"] = True
         m.meta["injected"] = reason
+    if reason == "command" and (command := slash_command(text)) is not None:
+        # Whether it is a request is known from the line after it (``settle_command``).
+        m.meta["command"], m.meta["args"] = command
     return m
+
+
+def _is_request(name: str, after: Message | None) -> bool:
+    """True when the slash command ``name`` asked the model for something.
+
+    The line after it tells: a prompt command's expanded prompt (a meta user line), or a
+    local command's output. Without either the command's name decides.
+    """
+    if name in ("/clear", "/compact"):
+        return False
+    if after is not None and after.role == "user" and after.type == "text":
+        if after.meta.get("injected") == "meta":
+            return True
+        if after.text.lstrip().startswith(("<local-command-stdout>", "<local-command-stderr>")):
+            return False
+    return not is_local_command(name)
+
+
+def _settle_command(pending: Message, after: Message | None) -> None:
+    """Make a prompt command the user's request: ``/name args`` is its text, and its
+    expanded prompt (``after``, when it is one) stays a synthetic message marked as the
+    command's body (``expansion_of``)."""
+    name = pending.meta["command"]
+    if not _is_request(name, after):
+        return
+    pending.text = f"{name} {pending.meta['args']}".strip()
+    del pending.meta["synthetic"], pending.meta["injected"]
+    if after is not None and after.meta.get("injected") == "meta":
+        after.meta["expansion_of"] = name
 
 
 def _system(
@@ -253,20 +301,27 @@ def _int(v: Any) -> int | None:
 
 
 def attach_summaries(messages: Iterable[Message]) -> Iterator[Message]:
-    """Fill each compaction's ``summary`` from the compact-summary message right after it.
+    """Complete the messages that the next one explains: fill each compaction's
+    ``summary`` from the compact-summary message right after it, and settle whether a
+    slash command is a request from the line after it (its expanded prompt or output).
 
-    Streams: a compaction message is held back until the next message is known.
+    Streams: such a message is held back until the next message is known.
     """
     pending: Message | None = None
     for m in messages:
         if pending is not None:
-            if m.type == "summary" and pending.compaction is not None:
-                pending.compaction.summary = m.text
+            if pending.compaction is not None:
+                if m.type == "summary":
+                    pending.compaction.summary = m.text
+            else:
+                _settle_command(pending, m)
             yield pending
             pending = None
-        if m.type == "compaction":
+        if m.type == "compaction" or "command" in m.meta:
             pending = m
         else:
             yield m
     if pending is not None:
+        if pending.compaction is None:
+            _settle_command(pending, None)
         yield pending

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...model import Compaction, Message, MessageType, Role
+from ..slash import is_local_command
 from .layout import dedent, tool_call
 from .patterns import LINE_KEYS, TerminalPatterns
 
@@ -149,16 +150,16 @@ class LineScanner:
 
     def _emit_user(self, text: str, line: int, meta: dict[str, Any]) -> None:
         prev = self._last_user
-        if prev is not None and prev.meta.get("command") and prev.meta.get("args"):
-            # A slash command's expanded prompt follows it with no reply in between.
+        if prev is not None and prev.meta.get("command") and not prev.meta.get("synthetic"):
+            # A prompt command's expanded prompt follows it with no reply in between.
             meta = {**meta, "synthetic": True, "expansion_of": prev.meta["command"]}
         elif text.startswith("/"):
             command, _, args = text.partition(" ")
             meta = {**meta, "command": command}
             if args.strip():
                 meta["args"] = args.strip()
-            else:
-                meta["synthetic"] = True
+            if is_local_command(command):
+                meta["synthetic"] = True  # acts on the program: no request
         self._emit("user", "text", text, line, meta=meta)
 
     def _emit_tool(self, name: str, args: str, line: int, collapsed: bool = False) -> None:
