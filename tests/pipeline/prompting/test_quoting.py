@@ -150,7 +150,7 @@ def test_redact_request_covers_every_part() -> None:
     assert redact_value(7, redactor.redact) == 7
 
 
-def test_redact_cache_redacts_each_text_once() -> None:
+def test_redact_cache_remembers_the_texts_that_come_back() -> None:
     calls: list[str] = []
 
     def redact(text: str) -> str:
@@ -158,16 +158,22 @@ def test_redact_cache_redacts_each_text_once() -> None:
         return text.upper()
 
     cache = RedactCache(redact, max_entries=2)
-    assert [cache("a"), cache("a"), cache("b"), cache("a")] == ["A", "A", "B", "A"]
-    assert calls == ["a", "b"]
+    assert [cache("a"), cache("a"), cache("b"), cache("a"), cache("a")] == ["A"] * 2 + ["B"] + [
+        "A"
+    ] * 2
+    # "a" is kept on its second sighting; "b", seen once, is not kept.
+    assert calls == ["a", "a", "b"]
+    assert cache._done == {"a": "A"}
+    cache("b")
+    cache("c")  # seen once: not kept
     cache("c")  # full: the cache starts over
     cache("a")
-    assert calls == ["a", "b", "c", "a"]
+    assert calls == ["a", "a", "b", "b", "c", "c", "a"]
     big = RedactCache(redact, max_chars=10)
+    for text in ("x" * 6, "x" * 6, "y" * 6, "y" * 6):  # "y" over the size: starts over
+        big(text)
     big("x" * 6)
-    big("y" * 6)  # over the size: the cache starts over
-    big("x" * 6)
-    assert calls[-3:] == ["x" * 6, "y" * 6, "x" * 6]
+    assert calls[-5:] == ["x" * 6, "x" * 6, "y" * 6, "y" * 6, "x" * 6]
 
 
 def test_the_stage_context_redacts_a_repeated_text_once() -> None:
@@ -189,7 +195,8 @@ def test_the_stage_context_redacts_a_repeated_text_once() -> None:
     text = "token ghp_" + "a" * 36
     assert ctx.redact(text) == ctx.redact(text)
     assert "ghp_" not in ctx.redact(text)
-    assert seen == [text]
+    # Redacted on its first two sightings, then answered from the cache.
+    assert seen == [text, text]
 
 
 def test_render_reports_bad_templates_as_config_errors(tmp_path: Path) -> None:

@@ -149,11 +149,14 @@ def build_request(
 
 
 class RedactCache:
-    """``redact`` remembered per text: the stable stream is sent again with every call.
+    """``redact`` remembered per text that comes back: the stable stream is sent again
+    with every call.
 
     Redaction is a pure function of the text (and counts each secret once), so a text
-    seen before is answered from the cache. The cache is dropped whole when it holds
-    ``max_entries`` texts or ``max_chars`` characters (a long session's turns are big).
+    seen before is answered from the cache. Only a text seen a second time is kept: a
+    turn's task and facts are sent once, and remembering them held megabytes of
+    transcript for nothing. The cache is dropped whole when it holds ``max_entries``
+    texts or ``max_chars`` characters.
     """
 
     def __init__(
@@ -164,15 +167,25 @@ class RedactCache:
         self._max_chars = max_chars
         self._chars = 0
         self._done: dict[str, str] = {}
+        #: Hashes of the texts seen once (a collision only keeps a text one call early).
+        self._seen: set[int] = set()
 
     def __call__(self, text: str) -> str:
         done = self._done.get(text)
-        if done is None:
-            if len(self._done) >= self._max or self._chars + len(text) > self._max_chars:
-                self._done.clear()
-                self._chars = 0
-            done = self._done[text] = self._redact(text)
-            self._chars += len(text)
+        if done is not None:
+            return done
+        done = self._redact(text)
+        key = hash(text)
+        if key not in self._seen:
+            if len(self._seen) >= self._max:
+                self._seen.clear()
+            self._seen.add(key)
+            return done
+        if len(self._done) >= self._max or self._chars + len(text) > self._max_chars:
+            self._done.clear()
+            self._chars = 0
+        self._done[text] = done
+        self._chars += len(text)
         return done
 
 
