@@ -7,7 +7,15 @@ from pathlib import Path
 
 import click
 
+from ..errors import UsageError
 from . import friendly_errors
+
+#: The import names of the ``api`` extra's packages (and what they bring: starlette).
+API_EXTRA = {"fastapi", "starlette", "uvicorn", "fastapi_offline"}
+SERVE_INSTALL_HINT = (
+    "serve needs the api extra: pip install 'opencode-restore[api]' "
+    "(or: pipx inject opencode-restore fastapi uvicorn fastapi-offline)"
+)
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
@@ -139,17 +147,21 @@ def list_cmd(agent: str | None, cwd: Path | None, limit: int, fmt: str, scan: bo
 @friendly_errors
 def serve(host: str, port: int, token: str | None, allowed_hosts: tuple[str, ...]) -> None:
     """Serve the HTTP API over the session store (docs at /docs)."""
-    from ..api.security import is_loopback
+    try:
+        import uvicorn
+
+        from ..api import create_app
+        from ..api.security import is_loopback, load_or_create_token
+    except ImportError as exc:
+        if exc.name is not None and exc.name.split(".")[0] in API_EXTRA:
+            raise UsageError(SERVE_INSTALL_HINT) from None
+        raise
 
     loopback = is_loopback(host)
     if not loopback and not token:
         raise click.UsageError(
             f"refusing to bind {host} (not loopback) without --token; the API reads your sessions"
         )
-    import uvicorn
-
-    from ..api import create_app
-    from ..api.security import load_or_create_token
     from ..config import load_config
     from ..store import open_store
 
