@@ -19,3 +19,9 @@ session_option = click.option(
     help="The session to read from an input that holds several (opencode.db or storage, "
     "an Inspect log of several samples): its id or a unique prefix.",
 )
+merge_option = click.option(
+    "--merge",
+    is_flag=True,
+    help="Read LOG files of different sessions as one (refused otherwise, unless a file"
+    " continues the one before it: a resumed or forked session).",
+)

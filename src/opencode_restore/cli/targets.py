@@ -20,6 +20,7 @@ import click
 
 from ..errors import UsageError
 from ..resources import demo_sample
+from .options import merge_option
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -35,9 +36,14 @@ def resolve_inputs(
     latest: bool,
     cwd: Path | None,
     data_dir: Path | None = None,
+    merge: bool = False,
 ) -> tuple[list[Path], str | None, str | None]:
     """The files, format and (inside a container such as opencode.db) session id of the
-    session the command line names; ``data_dir``'s store (default: the configured one)."""
+    session the command line names; ``data_dir``'s store (default: the configured one).
+
+    Several files are one session's chain: files of different sessions that do not
+    continue each other are refused unless ``merge`` (``sources.chain``).
+    """
     if cwd is not None and not latest:
         raise UsageError("--cwd narrows --latest; give --latest too")
     if latest or (len(refs) == 1 and _is_reference(refs[0])):
@@ -66,7 +72,13 @@ def resolve_inputs(
         return target.paths, agent or target.agent, target.id if target.container else None
     if not refs:
         raise UsageError("give a log file, a session id (or a prefix of one), or --latest")
-    return [Path(r) for r in refs], agent, None
+    paths = [Path(r) for r in refs]
+    if len(paths) > 1 and not merge:
+        from ..sources import resolve
+        from ..sources.chain import check_chain
+
+        check_chain(paths, resolve(paths, agent))
+    return paths, agent, None
 
 
 def session_inputs(fn: F) -> F:
@@ -85,6 +97,7 @@ def session_inputs(fn: F) -> F:
         default=None,
         help="With --latest: the session's working directory.",
     )
+    @merge_option
     @click.option(
         "--demo",
         is_flag=True,
@@ -92,7 +105,13 @@ def session_inputs(fn: F) -> F:
     )
     @wraps(fn)
     def wrapper(
-        *args: Any, refs: tuple[str, ...], latest: bool, cwd: Path | None, demo: bool, **kw: Any
+        *args: Any,
+        refs: tuple[str, ...],
+        latest: bool,
+        cwd: Path | None,
+        demo: bool,
+        merge: bool,
+        **kw: Any,
     ) -> Any:
         from . import friendly_errors
 
@@ -104,7 +123,7 @@ def session_inputs(fn: F) -> F:
             sample = click.get_current_context().with_resource(as_file(demo_sample()))
             return fn(*args, paths=(sample,), **kw)
         paths, kw["agent"], inner = friendly_errors(resolve_inputs)(
-            refs, kw.get("agent"), latest, cwd
+            refs, kw.get("agent"), latest, cwd, merge=merge
         )
         # A session found inside a container (opencode.db, an Inspect log) is read there,
         # as `--session ID` would (an explicit --session still wins).

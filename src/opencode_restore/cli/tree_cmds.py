@@ -12,7 +12,7 @@ from ..command_sink import command_sink
 from ..errors import UsageError
 from ..sources import open_session, resolve
 from . import friendly_errors, output_option
-from .options import agent_option, paths_argument, session_option
+from .options import agent_option, merge_option, paths_argument, session_option
 from .targets import session_inputs
 
 leaf_option = click.option(
@@ -111,11 +111,15 @@ def report(
 @paths_argument
 @agent_option
 @session_option
+@merge_option
 @friendly_errors
-def tree(paths: tuple[Path, ...], agent: str | None, session_id: str | None) -> None:
+def tree(paths: tuple[Path, ...], agent: str | None, session_id: str | None, merge: bool) -> None:
     """Print a session's tree: entries by depth, labels, branch points, the leaf."""
+    from ..sources.chain import check_chain
     from ..tree import tree_of
 
+    if not merge:
+        check_chain(paths, resolve(paths, agent))
     session = open_session(list(paths), command_sink(), agent, session_id)
     t = tree_of(session)
     if not len(t):

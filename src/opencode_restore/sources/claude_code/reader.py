@@ -17,6 +17,8 @@ import orjson
 
 from ...model import Message, Session
 from ..base import WarningSink
+from ..chain import ChainLink
+from .chain import chain_link
 from .convert import Converter, attach_summaries
 from .scan import scan, unpack
 from .session import read_entries, read_session
@@ -99,6 +101,10 @@ class ClaudeCodeReader:
                 yield from conv.convert(obj, s.uuids[nid], fi, line)
 
         return attach_summaries(gen())
+
+    def chain_link(self, path: Path) -> ChainLink:
+        """What ``path`` records about its session, to check a chain of files."""
+        return chain_link(path)
 
     def read(self, files: Sequence[Path], sink: WarningSink) -> Session:
         """Read the whole session: live path, rewind branches and sub-agents."""

@@ -19,6 +19,8 @@ import regex
 
 from ...model import Message, Session, Timeline, TimelineSpan
 from ..base import SNIFF_BYTES, WarningSink
+from ..chain import ChainLink
+from .chain import chain_link
 from .events import Header
 from .exec_json import is_exec_event, iter_exec
 from .stream import iter_thread
@@ -133,6 +135,10 @@ class CodexReader:
         if files and _is_exec_output(files[0]):
             return iter_exec(files, sink, Header())
         return iter_thread(files, sink, Header())
+
+    def chain_link(self, path: Path) -> ChainLink:
+        """What ``path`` records about its session, to check a chain of files."""
+        return chain_link(path)
 
     def read(self, files: Sequence[Path], sink: WarningSink) -> Session:
         """Read the thread into a session; sub-agent threads become ``agent`` spans."""

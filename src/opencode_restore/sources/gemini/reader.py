@@ -45,6 +45,8 @@ import orjson
 
 from ...model import Message, Session, Timeline, TimelineEvent, TimelineSpan, Usage
 from ..base import WarningSink, parse_timestamp, token_count
+from ..chain import ChainLink
+from .chain import chain_link
 from .replay import Replay, Slot, parts_text, replay
 
 _SYSTEM_TYPES = frozenset({"info", "error", "warning"})
@@ -355,6 +357,10 @@ class GeminiReader:
     def iter_messages(self, files: Sequence[Path], sink: WarningSink) -> Iterator[Message]:
         """The replayed conversation across the chain, oldest first."""
         return _messages(replay(files, sink), files)
+
+    def chain_link(self, path: Path) -> ChainLink:
+        """What ``path`` records about its session, to check a chain of files."""
+        return chain_link(path)
 
     def read(self, files: Sequence[Path], sink: WarningSink) -> Session:
         """The session: every message (and compaction marker) in the root span."""

@@ -33,7 +33,9 @@ from ...model import (
     Usage,
 )
 from ..base import WarningSink, parse_timestamp, text_of, token_count
+from ..chain import ChainLink
 from . import tree
+from .chain import chain_link
 from .tree import PiBranch, PiEntry, PiFile
 
 #: Entry types that never become messages (settings, extension state, bookmarks).
@@ -364,6 +366,10 @@ class PiReader:
     def _leaf(pi: PiFile, sink: WarningSink) -> tuple[dict[str, PiEntry], PiEntry | None]:
         by_id = tree.index_by_id(pi, sink)
         return by_id, tree.leaf_of(pi, by_id)
+
+    def chain_link(self, path: Path) -> ChainLink:
+        """What ``path`` records about its session, to check a chain of files."""
+        return chain_link(path)
 
     def read(self, files: Sequence[Path], sink: WarningSink) -> Session:
         """The session: active path in the root span, abandoned branches as child spans."""
