@@ -319,3 +319,12 @@ def test_the_ascii_fast_path_redacts_as_the_full_scan_does(text: str) -> None:
     fast, slow = Redactor(), Redactor()
     assert slow.redact(text + "\né") == fast.redact(text) + "\né"
     assert fast.by_kind == slow.by_kind
+
+
+def test_a_text_with_nothing_to_redact_comes_back_as_the_same_object() -> None:
+    # A pattern matched a value it kept (a reference, not a secret): no copy is made, so
+    # redacting a session in place does not swap its text for equal copies.
+    text = "api_key = settings.API_KEY\n" + "x" * 10_000
+    assert Redactor().redact(text) is text
+    secret = "password = 'hunter22'"
+    assert Redactor().redact(secret) != secret
