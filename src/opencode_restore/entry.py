@@ -12,7 +12,7 @@ import sys
 def main() -> None:
     """Dispatch `hook` straight to the hook receiver; everything else to the click CLI."""
     if len(sys.argv) > 1 and sys.argv[1] == "hook":
-        from .hooks import main as hook_main
+        from .hooks.receiver import main as hook_main
 
         sys.exit(hook_main(sys.argv[2:]))
     from .cli import main as cli_main

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from opencode_restore.config import load_config
-from opencode_restore.hooks import main as hook_main
+from opencode_restore.hooks.receiver import main as hook_main
 from opencode_restore.store.store import Store
 
 from ..fakes.fake_llm_server import FakeLLMServer

@@ -19,7 +19,7 @@ import pytest
 
 from opencode_restore.api import create_app
 from opencode_restore.config import load_config
-from opencode_restore.hooks import run, transcript_refusal
+from opencode_restore.hooks.receiver import run, transcript_refusal
 from opencode_restore.store import open_store
 from tests.store.builders import CLAUDE_COMPACT, CODEX_RESUME
 

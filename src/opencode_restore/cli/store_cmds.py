@@ -26,7 +26,7 @@ def hook(agent: str | None, payload: tuple[str, ...]) -> None:
 
     Always exits 0, whatever happens; problems go to hook.log in the data directory.
     """
-    from ..hooks import run
+    from ..hooks.receiver import run
 
     sys.exit(run(agent, payload[-1] if payload else None))
 

@@ -19,7 +19,7 @@ from opencode_restore.batch.nightly import NightlyBusy, nightly_lock, parse_wind
 from opencode_restore.cli import cli
 from opencode_restore.errors import UsageError
 
-from .batch.helpers import ROOT, cli_env, read_manifest, server_process
+from .helpers import ROOT, cli_env, read_manifest, server_process
 
 CLAUDE = ROOT / "fixtures" / "claude-code" / "recorded"
 FILES = sorted(CLAUDE.glob("*/*.jsonl"))

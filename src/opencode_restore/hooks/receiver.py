@@ -15,7 +15,7 @@ Payloads understood:
   AfterAgent, PreCompress) – told apart by event name, a transcript under
   ``~/.gemini`` or ``--agent gemini``.
 * A SessionStart (Claude Code, Gemini CLI) whose ``source`` is in ``[hooks] restore_on``
-  is answered on stdout with the restoration (``hook_restore``); that JSON is the only
+  is answered on stdout with the restoration (``hooks.restore``); that JSON is the only
   thing this module ever prints.
 * The opencode plugin (``--agent opencode``, JSON as the last argument): ``session_id``,
   ``cwd``, ``hook_event_name`` ``session.compacted``; the transcript is opencode's store
@@ -43,9 +43,9 @@ import sys
 import time
 from typing import Any
 
-from .store.db import DB_NAME, connect, now_iso, record_transcript
-from .store.paths import data_dir_str
-from .store.titles import short_title
+from ..store.db import DB_NAME, connect, now_iso, record_transcript
+from ..store.paths import data_dir_str
+from ..store.titles import short_title
 
 LOG_NAME = "hook.log"
 #: How each agent's transcripts are named, and the environment variable naming its folder.
@@ -269,7 +269,7 @@ def transcript_refusal(path: str, agent: str, env: dict[str, str] | None = None)
 
 def _excerpt(payload: Any) -> str:
     """The start of a payload for the log, its decoded strings redacted before encoding."""
-    from .redact import Redactor, redact_value
+    from ..redact import Redactor, redact_value
 
     redactor = Redactor()
     return json.dumps(redact_value(payload, redactor.redact), ensure_ascii=False)[:200]
@@ -278,7 +278,7 @@ def _excerpt(payload: Any) -> str:
 def _log(directory: str, message: str) -> None:
     # A problem line may quote the payload (a prompt, a transcript path): redacted.
     # Imported here, as problems are rare and the receiver must start fast.
-    from .redact import redact
+    from ..redact import redact
 
     message = redact(message)[0]
     try:
@@ -335,7 +335,7 @@ def run(agent: str | None, payload_text: str | None) -> int:
         record(event, directory)
         if event.event == "SessionStart" and event.agent in ("claude-code", "gemini"):
             # Only here are the config and the restore imported: every other event stays cheap.
-            from .hook_restore import answer_session_start
+            from .restore import answer_session_start
 
             answer_session_start(
                 payload, event.agent, directory, sys.stdout, lambda m: _log(directory, m)
@@ -366,7 +366,3 @@ def main(argv: list[str] | None = None) -> int:
     elif args and args[0].startswith("--agent="):
         agent, args = args[0].split("=", 1)[1], args[1:]
     return run(agent, args[-1] if args else None)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

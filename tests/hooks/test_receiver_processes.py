@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.store.builders import HOOKS
+from ..store.builders import HOOKS
 
 SESSION = "e57fea98-e10e-4cce-a470-5de2e7413154"
 

@@ -27,11 +27,11 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
-from .config import load_config
-from .store import open_store
-from .store.discovery import AGENTS, scan
-from .store.lookup import cwd_variants
-from .store.store import SessionRow, Store
+from ..config import load_config
+from ..store import open_store
+from ..store.discovery import AGENTS, scan
+from ..store.lookup import cwd_variants
+from ..store.store import SessionRow, Store
 
 
 def _source(payload: dict[str, Any]) -> str | None:

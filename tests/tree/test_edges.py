@@ -20,7 +20,7 @@ from opencode_restore.sources.pi.tree import PiEntry
 from opencode_restore.tree import SessionTree, TreeNode, resolve_leaf, timeline_tree, tree_of
 from opencode_restore.tree.export import export_branch
 
-from .pipeline.helpers import make_session
+from ..pipeline.helpers import make_session
 from .test_tree import PiWriter
 
 

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from opencode_restore.pipeline.journal.store import TimelineStore
-from tests.store.builders import CLAUDE_COMPACT, GEMINI_COMPRESSION, HOOKS
+
+from ..store.builders import CLAUDE_COMPACT, GEMINI_COMPRESSION, HOOKS
 
 CLAUDE_ID = "e57fea98-e10e-4cce-a470-5de2e7413154"
 CWD = "/home/dev/src/greet-cli"

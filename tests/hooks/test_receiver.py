@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from opencode_restore import hooks
-from opencode_restore.hooks import (
+from opencode_restore.hooks import receiver
+from opencode_restore.hooks.receiver import (
     HookEvent,
     codex_rollout,
     main,
@@ -20,7 +20,8 @@ from opencode_restore.hooks import (
 )
 from opencode_restore.store import open_store
 from opencode_restore.store.discovery import default_roots
-from tests.store.builders import HOOKS
+
+from ..store.builders import HOOKS
 
 
 def _payloads(scenario: str) -> list[dict[str, object]]:
@@ -200,7 +201,7 @@ def test_store_failure_is_logged_not_raised(
     def broken(*_a: object, **_k: object) -> None:
         raise sqlite3.OperationalError("disk I/O error")
 
-    monkeypatch.setattr(hooks, "connect", broken)
+    monkeypatch.setattr(receiver, "connect", broken)
     assert run(None, json.dumps(_payloads("tui-compact")[0])) == 0
     assert "OperationalError: disk I/O error" in (data_dir / "hook.log").read_text()
 
@@ -218,7 +219,7 @@ def test_hook_imports_stay_light() -> None:
     import sys
 
     code = (
-        "import sys, opencode_restore.hooks\n"
+        "import sys, opencode_restore.hooks.receiver\n"
         "heavy = [m for m in ('pydantic', 'openai', 'anthropic', 'fastapi', 'httpx', 'click',"
         " 'orjson', 'msgspec', 'pathlib', 'dataclasses', 'tomllib', 'random')"
         " if m in sys.modules]\n"
