@@ -25,6 +25,7 @@ from .session import read_entries, read_session
 from .split import split_transcripts
 from .stream import is_stream_file, is_stream_line, iter_stream, read_stream
 from .tree import build_tree
+from .web import is_web_file, is_web_head, iter_web, read_web
 
 __all__ = ["READER", "ClaudeCodeReader", "read_session", "split_transcripts"]
 
@@ -50,11 +51,13 @@ class ClaudeCodeReader:
     name = "claude-code"
     description = (
         "Claude Code JSONL transcripts (~/.claude/projects/*/*.jsonl), with sub-agents;"
-        " `claude -p --output-format stream-json` output"
+        ' `claude -p --output-format stream-json` output; web exports ({"loglines": [...]})'
     )
 
     def sniff(self, path: Path, head: bytes) -> float:
         """Sure for JSONL lines with Claude Code's envelope; unsure for bookkeeping-only heads."""
+        if is_web_head(head):
+            return 0.9  # Claude Code on the web's session export
         lines = head.split(b"\n")
         if len(head) >= 64 * 1024:
             lines = lines[:-1]  # the last line may be cut off by the head limit
@@ -91,6 +94,8 @@ class ClaudeCodeReader:
         """Stream the live conversation; memory holds ids, never the log's text."""
         if files and is_stream_file(files[0]):
             return iter_stream(files, sink)
+        if files and is_web_file(files[0]):
+            return iter_web(files, sink)
         s = scan(files, sink)
         tree = build_tree(s, files, sink, with_side_runs=False)
         conv = Converter()
@@ -110,6 +115,8 @@ class ClaudeCodeReader:
         """Read the whole session: live path, rewind branches and sub-agents."""
         if files and is_stream_file(files[0]):
             return read_stream(files, sink)
+        if files and is_web_file(files[0]):
+            return read_web(files, sink)
         return read_session(files, sink, with_agents=True)
 
 
