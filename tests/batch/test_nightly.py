@@ -160,7 +160,10 @@ def test_two_real_processes_contend_for_the_lock(tmp_path: Path) -> None:
         (root / f"p{k}").mkdir(parents=True)
         shutil.copy(f, root / f"p{k}" / f.name)
     env = cli_env(tmp_path / "data")
-    with server_process(tmp_path, latency=1.5) as (url, _log, _server):
+    # The server holds every reply until the gate opens, so the first run is still inside
+    # its lock when the second one starts, however slowly the second process starts.
+    gate = tmp_path / "gate"
+    with server_process(tmp_path, gate=gate) as (url, _log, _server):
         cmd = [sys.executable, "-m", "opencode_restore", "nightly", "--root", str(root)]
         cmd += ["--out", str(tmp_path / "out"), "-m", "openai:fake", "--base-url", url]
         # Every session is in the window whatever this process's clock says: the window is
@@ -177,6 +180,7 @@ def test_two_real_processes_contend_for_the_lock(tmp_path: Path) -> None:
         assert second.returncode == 75
         assert f"pid {first.pid}" in second.stderr
         assert "Nothing done." in second.stderr
+        gate.touch()
         assert first.wait(120) == 0
 
 

@@ -53,4 +53,8 @@ def fake_server_process(
         yield f"http://127.0.0.1:{port_file.read_text().strip()}", log, proc
     finally:
         proc.terminate()
-        proc.wait(10)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:  # a loaded machine: never leave the server behind
+            proc.kill()
+            proc.wait(10)
