@@ -170,9 +170,9 @@ def test_two_real_processes_contend_for_the_lock(tmp_path: Path) -> None:
         # not what this test is about, the lock is.
         cmd += ["--skip-evidence-search", "-q", "--since", "36500d"]
         first = subprocess.Popen(cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE)
-        lock = tmp_path / "data" / "nightly.lock"
+        holder = tmp_path / "data" / "nightly.holder"
         deadline = time.monotonic() + 30
-        while not (lock.exists() and lock.read_text().startswith("pid")):
+        while not (holder.exists() and holder.read_text().startswith("pid")):
             assert time.monotonic() < deadline
             assert first.poll() is None
             time.sleep(0.02)

@@ -251,9 +251,9 @@ def test_the_lock_is_held_across_processes_and_freed_when_the_holder_dies(
         [
             sys.executable,
             "-c",
-            "import fcntl, os, sys, time\n"
-            f"fd = os.open({str(path)!r}, os.O_RDWR | os.O_CREAT)\n"
-            "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(60)\n",
+            "import time\nfrom filelock import FileLock\n"
+            f"lock = FileLock({str(path)!r})\nlock.acquire()\n"
+            "print('held', flush=True)\ntime.sleep(60)\n",
         ],
         stdout=subprocess.PIPE,
     )

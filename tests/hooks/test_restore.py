@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import subprocess
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from filelock import FileLock
 
 from opencode_restore.pipeline.journal.store import TimelineStore
 
@@ -123,10 +123,8 @@ def test_past_the_budget_nothing_is_printed_and_the_restore_goes_on(
     timelines = TimelineStore(data_dir / "timelines")
     lock = timelines.path_for(CLAUDE_ID).with_suffix(".lock")
     lock.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        # Another restore holds the session: the hook's child must wait past the budget.
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    # Another restore holds the session: the hook's child must wait past the budget.
+    with FileLock(lock):
         result = _hook(
             _at_home(_recorded("compact"), home),
             home,
@@ -136,9 +134,6 @@ def test_past_the_budget_nothing_is_printed_and_the_restore_goes_on(
         assert (result.returncode, result.stdout) == (0, "")
         assert "goes on in the background" in _log(data_dir)
         assert not timelines.path_for(CLAUDE_ID).exists()
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
     deadline = time.monotonic() + DEADLINE
     while not timelines.path_for(CLAUDE_ID).exists():
         assert time.monotonic() < deadline, "the background restore never saved its timeline"

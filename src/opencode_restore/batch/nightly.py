@@ -1,6 +1,7 @@
 """``nightly``: restore the sessions that changed since the last run, for cron or systemd.
 
-1. Take ``data_dir/nightly.lock`` (``flock``); a second run exits at once (`NightlyBusy`).
+1. Take ``data_dir/nightly.lock`` (``filelock``); a second run exits at once (`NightlyBusy`)
+   naming the holder that ``data_dir/nightly.holder`` describes.
 2. Scan each agent's default locations (or ``--root``) into the store, as
    ``sessions scan`` does, then take the store's sessions updated within ``--since``
    (default 24 h) of now, or of the last fully successful nightly run if that is older
@@ -16,7 +17,6 @@ second time. ``--dry-run`` takes no lock, registers nothing and says what it wou
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from filelock import FileLock, Timeout
 
 from ..errors import RestoreError, UsageError
 from ..pipeline.restoration import Restoration
@@ -37,6 +39,9 @@ from .items import BatchItem, FileHasher, finalize
 from .manifest import Manifest
 
 LOCK_NAME = "nightly.lock"
+#: Who holds the lock, beside it: Windows locks the lock file's first byte, so the
+#: holder cannot be written into the lock file itself there.
+HOLDER_NAME = "nightly.holder"
 RUN_KIND = "nightly"
 _WINDOW = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -62,24 +67,28 @@ def parse_window(text: str) -> timedelta:
 def nightly_lock(data_dir: Path) -> Iterator[Path]:
     """Hold ``data_dir/nightly.lock`` for the ``with`` block, or raise `NightlyBusy`.
 
-    ``flock`` dies with the process, so a killed run never leaves a stale lock.
+    The lock dies with the process, so a killed run never leaves a stale lock.
     """
     data_dir.mkdir(parents=True, exist_ok=True)
     path = data_dir / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    holder = data_dir / HOLDER_NAME
+    lock = FileLock(path)
     try:
+        lock.acquire(blocking=False)
+    except Timeout:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "unknown"
-            raise NightlyBusy(
-                f"another nightly run is in progress ({holder}); lock {path}. Nothing done."
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()}, started {iso_utc(datetime.now(UTC))}\n".encode(), 0)
+            who = holder.read_text(encoding="utf-8", errors="replace").strip() or "unknown"
+        except OSError:  # not written yet, or already removed
+            who = "unknown"
+        raise NightlyBusy(
+            f"another nightly run is in progress ({who}); lock {path}. Nothing done."
+        ) from None
+    try:
+        holder.write_text(f"pid {os.getpid()}, started {iso_utc(datetime.now(UTC))}\n")
         yield path
     finally:
-        os.close(fd)
+        holder.unlink(missing_ok=True)
+        lock.release()
 
 
 @dataclass(slots=True)

@@ -3,26 +3,26 @@
 A restore reads its session's timeline, adds turns and saves it after each one. Two
 restores of one session at once (two copies of a log in one batch, a batch and a
 nightly run, the Dask workers of two partitions) would each start from the same saved
-state and overwrite each other's saves. ``flock`` on ``<timeline>.lock`` makes the
-second wait; it then continues from the first one's saved timeline instead of asking
-the model again. The lock belongs to the open file, so it also separates two tasks of
-one process, and it dies with the process: a killed batch never leaves it held.
+state and overwrite each other's saves. A lock on ``<timeline>.lock`` makes the second
+wait; it then continues from the first one's saved timeline instead of asking the model
+again. The lock is ``filelock``'s (``flock`` on POSIX, ``LockFileEx`` on Windows): it
+belongs to the open file, so it also separates two tasks of one process, and it dies
+with the process: a killed batch never leaves it held.
 """
 
 from __future__ import annotations
 
-import fcntl
-import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 from anyio import to_thread
+from filelock import FileLock, Timeout
 
 from .store import TimelineStore
 
-#: Waiting is polled (a blocking flock would hold a worker thread and ignore
+#: Waiting is polled (a blocking acquire would hold a worker thread and ignore
 #: cancellation); the wait doubles from the first to the last value.
 _FIRST_WAIT = 0.01
 _LONGEST_WAIT = 0.25
@@ -33,9 +33,18 @@ def lock_path(store: TimelineStore, key: str) -> Path:
     return store.path_for(key).with_suffix(".lock")
 
 
-def _open(path: Path) -> int:
+def _try(lock: FileLock) -> bool:
+    """One attempt that never waits: True when ``lock`` is now held."""
+    try:
+        lock.acquire(blocking=False)
+    except Timeout:
+        return False
+    return True
+
+
+def _first_try(lock: FileLock, path: Path) -> bool:
     path.parent.mkdir(parents=True, exist_ok=True)
-    return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    return _try(lock)
 
 
 @asynccontextmanager
@@ -47,19 +56,20 @@ async def timeline_lock(
     ``on_wait`` is called once if another holder makes this one wait.
     """
     path = lock_path(store, key)
-    # Creating the lock file costs about 1 ms on some file systems: not in the loop.
-    fd = await to_thread.run_sync(_open, path)
+    # Not thread-local: it is taken in a worker thread and released on the event loop.
+    lock = FileLock(path, thread_local=False)
     try:
-        wait = _FIRST_WAIT
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if on_wait is not None and wait == _FIRST_WAIT:
-                    on_wait()
-                await anyio.sleep(wait)
+        # Creating the lock file costs about 1 ms on some file systems: not on the loop.
+        if not await to_thread.run_sync(_first_try, lock, path):
+            if on_wait is not None:
+                on_wait()
+            wait = _FIRST_WAIT
+            await anyio.sleep(wait)
+            while not _try(lock):
                 wait = min(wait * 2, _LONGEST_WAIT)
+                await anyio.sleep(wait)
         yield path
     finally:
-        os.close(fd)  # releases the lock
+        # Also when cancelled after the worker thread took it.
+        if lock.is_locked:
+            lock.release()
