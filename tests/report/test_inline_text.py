@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from opencode_restore.report.summary import _text
+from opencode_restore.report import markdown_text
 
 #: The tags CommonMark itself makes from one inline paragraph (never any from the text).
 _OWN_TAGS = re.compile(r"</?(?:p|code|em|strong)>")
@@ -16,7 +16,7 @@ _PARSER = MarkdownIt("commonmark")
 
 
 def _rendered(text: str) -> str:
-    return str(_PARSER.render(f"- {_text(text)}\n"))
+    return str(_PARSER.render(f"- {markdown_text.text(text)}\n"))
 
 
 def _foreign_tags(html: str) -> list[str]:
@@ -40,6 +40,6 @@ def test_an_escaped_backtick_does_not_let_markup_out() -> None:
 @given(st.text(alphabet="`\\<>ab /=\n[]()!#*_&", max_size=40))
 def test_no_text_makes_markup(text: str) -> None:
     html = _rendered(text)
-    assert _foreign_tags(html) == [], (text, _text(text), html)
+    assert _foreign_tags(html) == [], (text, markdown_text.text(text), html)
     assert "<a " not in html
     assert "<img" not in html

@@ -16,7 +16,8 @@ from opencode_restore.pipeline.restoration import (
     SessionInfo,
 )
 from opencode_restore.pipeline.schemas import Progress, SessionSummary
-from opencode_restore.report.summary import _cell, _code, summary_markdown
+from opencode_restore.report.markdown_text import cell, code
+from opencode_restore.report.summary import summary_markdown
 
 PI = (
     "pi/print-continue/native/dot-pi/agent/sessions/--home-dev-src-shrinkray--/"
@@ -25,13 +26,13 @@ PI = (
 
 
 def test_code_span_keeps_pipes_and_survives_backticks() -> None:
-    assert _code('grep -n "x" a.ts | head -30') == '`grep -n "x" a.ts | head -30`'
-    assert _code("echo `date`") == "`` echo `date` ``"  # CommonMark strips one space a side
-    assert _code("a\nb") == "`a b`"
+    assert code('grep -n "x" a.ts | head -30') == '`grep -n "x" a.ts | head -30`'
+    assert code("echo `date`") == "`` echo `date` ``"  # CommonMark strips one space a side
+    assert code("a\nb") == "`a b`"
 
 
 def test_table_cell_escapes_pipes() -> None:
-    assert _cell("a|b\nc") == "a\\|b c"
+    assert cell("a|b\nc") == "a\\|b c"
 
 
 def _restoration() -> Restoration:

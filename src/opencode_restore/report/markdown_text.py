@@ -1,0 +1,76 @@
+"""Untrusted text as inert markdown: what the summaries write for log and model text.
+
+Every text that comes from the log or from a model is written so that it stays text
+where a markdown viewer renders it: one line (no heading or list of its own), HTML
+opening brackets as ``&lt;`` (outside code spans, where nothing is interpreted), no inline
+link or image, no block syntax at its start.
+Paths, ids and commands go into code spans, where nothing is interpreted.
+
+What these functions return is ``Markdown``: text already made inert (or written by this
+program), which the summary template writes as is; any other string it is given goes
+through ``text`` (see ``summary.py``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..fields import flatten
+
+
+class Markdown(str):
+    """A string that is markdown already: the summary template writes it unchanged."""
+
+    __slots__ = ()
+
+
+# What makes a line a block (heading, quote, list, rule, table, fence, setext
+# underline, numbered item) when it opens the line.
+_BLOCK_START = re.compile(r"^(?:[#>+*=|_~`-]|\d+[.)])")
+#: A complete inline code span (CommonMark: a backtick run closed by one of equal length).
+#: A run after a backslash may be an escaped backtick, not a span: it is escaped as text.
+_CODE_SPAN = re.compile(r"(?<![\\`])(`+)(?!`).*?(?<!`)\1(?!`)")
+
+
+def text(value: str) -> Markdown:
+    """Log or model text as inert inline markdown on one line (see the module docstring)."""
+    return _inline(flatten(value))
+
+
+def _inline(line: str) -> Markdown:
+    lead = ""
+    if _BLOCK_START.match(line):
+        # A backslash keeps the line from opening a block; before a backtick it also
+        # keeps that backtick from opening a code span, so spans are found after it.
+        lead, line = ("\\`", line[1:]) if line.startswith("`") else ("\\", line)
+    # Inside a code span nothing is interpreted (and an entity would show as `&lt;`), so
+    # only the text between spans is escaped.
+    parts, at = [lead], 0
+    for span in _CODE_SPAN.finditer(line):
+        parts += [_escape(line[at : span.start()]), span.group(0)]
+        at = span.end()
+    return Markdown("".join([*parts, _escape(line[at:])]))
+
+
+def _escape(value: str) -> str:
+    return value.replace("<", "&lt;").replace("](", "]\\(")
+
+
+def cell(value: str) -> Markdown:
+    """Text for a table cell: a ``|`` would end the cell (GFM unescapes ``\\|`` in code too)."""
+    return Markdown(flatten(value).replace("|", "\\|"))
+
+
+def code(value: str) -> Markdown:
+    """An inline code span holding ``value`` whatever backticks it contains (CommonMark)."""
+    value = flatten(value)
+    longest = max((len(run) for run in re.findall(r"`+", value)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if value.startswith("`") or value.endswith("`") else ""
+    return Markdown(f"{fence}{pad}{value}{pad}{fence}")
+
+
+def quote(value: str) -> list[Markdown]:
+    """The lines of a block quote of ``value``; each quoted line is inert (see ``text``)."""
+    lines = (_inline(" ".join(line.split())) for line in value.splitlines())
+    return [Markdown("> " + line if line else ">") for line in lines]
