@@ -167,11 +167,9 @@ def test_a_write_error_is_one_line(fixtures: Path, monkeypatch: pytest.MonkeyPat
     class Stdout:
         buffer = FullDisk()
 
-    from opencode_restore import cli as cli_module
-
-    monkeypatch.setattr(cli_module.sys, "stdout", Stdout())
+    monkeypatch.setattr(sys, "stdout", Stdout())
     with pytest.raises(SystemExit) as exc:
-        cli_module.cli.main(["messages", str(fixtures / EXPORT)], standalone_mode=False)
+        cli.main(["messages", str(fixtures / EXPORT)], standalone_mode=False)
     assert exc.value.code == 2
     assert sys.stdout is not None
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from . import friendly_errors
+from .exits import friendly_errors
 
 _agent_option = click.option(
     "--agent", default=None, help="Force a log format (see `opencode-restore formats`)."

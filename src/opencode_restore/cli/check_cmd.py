@@ -11,11 +11,13 @@ unknown when the call failed for another reason.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
+import click
 
 from ..config import load_config
 from ..errors import ProviderError
@@ -25,6 +27,7 @@ from ..llm.retry import RetryPolicy, call_with_retry
 from ..llm.sdk_provider import SDKProvider
 from ..pipeline.evidence.tools import TOOL_SPECS
 from ..pipeline.schemas import TurnSummary
+from .exits import friendly_errors
 from .restore_cmd import provider_settings
 
 # Parts of the body that are the conversation, not parameters to check.
@@ -150,3 +153,17 @@ def run_check(
 
     report = anyio.run(job)
     return (0 if report.ok else 1), report.lines
+
+
+@click.command()
+@click.option("-m", "--model", default=None, help="provider:model, e.g. openai:gpt-5.1.")
+@click.option("--base-url", default=None, help="OpenAI-compatible server URL (Ollama, vLLM, ...).")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=None)
+@friendly_errors
+def check(model: str | None, base_url: str | None, config_path: Path | None) -> None:
+    """Send one tiny request with the parameters a restore would use; say what the server
+    accepted or refused, one line each (exit 1 when the call fails)."""
+    code, lines = run_check(model, base_url, config_path)
+    for line in lines:
+        click.echo(line)
+    sys.exit(code)

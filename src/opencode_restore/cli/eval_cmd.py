@@ -25,7 +25,8 @@ from ..pipeline.stages.turn_parser import parse_turns
 from ..report.summary import summary_markdown
 from ..sources import open_session
 from ..sources.base import WarningSink
-from . import friendly_errors, output_option
+from .exits import friendly_errors
+from .options import output_option
 from .restore_cmd import provider_settings
 
 

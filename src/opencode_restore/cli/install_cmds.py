@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from . import friendly_errors
+from .exits import friendly_errors
 
 agent_argument = click.argument(
     "agent", type=click.Choice(["claude", "codex", "gemini", "opencode"])

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..errors import UsageError
-from . import friendly_errors
+from .exits import friendly_errors
 
 INSTALL_HINT = (
     "the MCP server needs the mcp extra: pip install 'opencode-restore[mcp]' "

@@ -13,6 +13,7 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 from pathlib import Path
 
 import anyio
+import click
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
@@ -30,6 +31,9 @@ from ..report.html import session_html
 from ..report.summary import summary_markdown, summary_prompt, turns_summary_markdown
 from ..sources import open_session
 from ..tree import select_branch
+from .exits import friendly_errors
+from .options import agent_option, output_option, session_option
+from .targets import session_inputs
 
 
 def provider_settings(config: Config) -> ProviderSettings:
@@ -190,3 +194,127 @@ def run_restore(
                 soft_wrap=True,
             )
     return 1 if restoration.failed_turns else 0
+
+
+def _check_workspace(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``auto`` or an existing directory; anything else is a usage error before any work."""
+    if value is None or value == "auto":
+        return value
+    path = Path(value).expanduser()
+    if not path.exists():
+        raise click.BadParameter(f"directory {value!r} does not exist")
+    if not path.is_dir():
+        raise click.BadParameter(f"{value!r} is not a directory")
+    return str(path)
+
+
+@click.command()
+@session_inputs
+@agent_option
+@session_option
+@click.option(
+    "-m", "--model", default=None, help="provider:model, e.g. openai:gpt-4o (default offline)."
+)
+@click.option(
+    "--max-turns", type=click.IntRange(min=1), default=None, help="Summarize at most N turns."
+)
+@click.option("--dump-turns", is_flag=True, help="Print the turn-by-turn summaries instead.")
+@click.option(
+    "--skip-evidence-search",
+    is_flag=True,
+    default=None,
+    help="No evidence search before the summary.",
+)
+@click.option(
+    "--max-searches",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Evidence-search tool calls at most (default 8).",
+)
+@click.option(
+    "--workspace",
+    metavar="DIR|auto",
+    default=None,
+    callback=_check_workspace,
+    help="Directory the evidence search may read; 'auto' trusts the session's recorded cwd "
+    "(default: the recorded cwd only when the command runs in it or above it).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["markdown", "json", "html", "prompt"]),
+    default="markdown",
+    help="prompt: a compact summary to paste into (or inject into) the next agent's context.",
+)
+@click.option(
+    "--references",
+    is_flag=True,
+    help="Markdown: add the appendix (every command run, every cited message's place in the log).",
+)
+@click.option("--leaf", default=None, help="Restore the branch ending at this entry id.")
+@click.option("--label", default=None, help="Restore the branch through this labelled entry.")
+@output_option()
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=None)
+@click.option("--base-url", default=None, help="OpenAI-compatible server URL (Ollama, vLLM, ...).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar or warnings on stderr.")
+@click.option(
+    "--fresh", is_flag=True, help="Ignore the saved restore timeline; start from the first turn."
+)
+@click.option(
+    "--debug-render",
+    is_flag=True,
+    help="Print every rendered LLM request to stderr, cache checkpoints marked =>[1] =>[2].",
+)
+@friendly_errors
+def restore(
+    paths: tuple[Path, ...],
+    agent: str | None,
+    session_id: str | None,
+    model: str | None,
+    max_turns: int | None,
+    dump_turns: bool,
+    skip_evidence_search: bool | None,
+    max_searches: int | None,
+    workspace: str | None,
+    fmt: str,
+    references: bool,
+    leaf: str | None,
+    label: str | None,
+    output: Path | None,
+    config_path: Path | None,
+    base_url: str | None,
+    quiet: bool,
+    fresh: bool,
+    debug_render: bool,
+) -> None:
+    """Restore a session into a SESSION SUMMARY.
+
+    LOG...: one session's files, oldest first; or a session id (or a unique prefix),
+    looked up in the store and the agents' default locations; or --latest.
+
+    The restore timeline is saved per session in the data directory after every turn; a
+    later run (after a crash, or on a grown log) continues it and only summarizes what is
+    new or changed.
+    """
+    code = run_restore(
+        list(paths),
+        agent=agent,
+        session_id=session_id,
+        model=model,
+        max_turns=max_turns,
+        dump_turns=dump_turns,
+        fmt=fmt,
+        skip_evidence_search=skip_evidence_search,
+        max_searches=max_searches,
+        workspace=workspace,
+        leaf=leaf,
+        label=label,
+        output=output,
+        config_path=config_path,
+        base_url=base_url,
+        quiet=quiet,
+        fresh=fresh,
+        debug_render=debug_render,
+        references=references,
+    )
+    sys.exit(code)

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..errors import UsageError
-from . import friendly_errors
+from .exits import friendly_errors
 
 #: The import names of the ``api`` extra's packages (and what they bring: starlette).
 API_EXTRA = {"fastapi", "starlette", "uvicorn", "fastapi_offline"}

@@ -20,6 +20,7 @@ import click
 
 from ..errors import UsageError
 from ..resources import demo_sample
+from .exits import friendly_errors
 from .options import merge_option
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -113,8 +114,6 @@ def session_inputs(fn: F) -> F:
         merge: bool,
         **kw: Any,
     ) -> Any:
-        from . import friendly_errors
-
         if demo:
             if refs or latest or cwd is not None:
                 raise click.UsageError(

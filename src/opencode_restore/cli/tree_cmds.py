@@ -11,8 +11,8 @@ from ..atomic import write_output
 from ..command_sink import command_sink
 from ..errors import UsageError
 from ..sources import open_session, resolve
-from . import friendly_errors, output_option
-from .options import agent_option, merge_option, paths_argument, session_option
+from .exits import friendly_errors
+from .options import agent_option, merge_option, output_option, paths_argument, session_option
 from .targets import session_inputs
 
 leaf_option = click.option(
