@@ -29,3 +29,8 @@ def one_line(value: object, limit: int = MAX_FIELD_CHARS) -> str:
     if len(text) > limit:
         text = text[: limit - 1].rstrip() + "…"
     return text
+
+
+def non_empty(value: object) -> str | None:
+    """``value`` when it is a non-empty string, else None (log fields are untyped)."""
+    return value if isinstance(value, str) and value else None

@@ -12,17 +12,13 @@ import pytest
 
 from opencode_restore.report.messages import message_record
 from opencode_restore.sources import filter_messages, iter_messages
-from opencode_restore.sources.base import WarningSink
+from opencode_restore.sources.base import Checkpoint, WarningSink
+from opencode_restore.sources.claude_code.reader import READER as CLAUDE
+from opencode_restore.sources.claude_code.tail import read_tail as claude_tail
 from opencode_restore.store import checkpoints as cp
-from opencode_restore.store.checkpoints import (
-    Checkpoint,
-    checkpoints,
-    tail_start,
-    update_index,
-)
+from opencode_restore.store.checkpoints import checkpoints, tail_start, update_index
 from opencode_restore.store.fetch import session_messages
 from opencode_restore.store.store import Store
-from opencode_restore.store.tail import claude_tail
 from tests.store.builders import (
     CLAUDE_COMPACT,
     CLAUDE_REWIND,
@@ -91,7 +87,7 @@ def test_index_grows_incrementally_and_resets_on_shrink(store: Store, tmp_path: 
     src = CLAUDE_SPOTTER.read_bytes().splitlines(keepends=True)
     path = tmp_path / "live.jsonl"
     path.write_bytes(b"".join(src[:900]))
-    state = update_index(store.conn, path)
+    state = update_index(store.conn, path, CLAUDE)
     assert state is not None
     assert (state.indexed_bytes, state.indexed_lines) == (path.stat().st_size, 900)
     first = checkpoints(store.conn, path)
@@ -122,7 +118,7 @@ def test_index_grows_incrementally_and_resets_on_shrink(store: Store, tmp_path: 
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(Path, "open", spy)
-        state = update_index(store.conn, path)
+        state = update_index(store.conn, path, CLAUDE)
     assert state is not None
     # Only the new bytes were read: the update seeked to where the last one stopped.
     assert sum(len(line) for line in src[:900]) in seen
@@ -132,11 +128,11 @@ def test_index_grows_incrementally_and_resets_on_shrink(store: Store, tmp_path: 
     assert grown[: len(first)] == first
     assert len(grown) > len(first)
     # Nothing new: nothing rewritten.
-    assert update_index(store.conn, path) == state
+    assert update_index(store.conn, path, CLAUDE) == state
 
     # The file was replaced by a shorter one: indexed again from the start.
     path.write_bytes(b"".join(src[:10]))
-    state = update_index(store.conn, path)
+    state = update_index(store.conn, path, CLAUDE)
     assert state is not None
     assert state.indexed_lines == 10
     assert checkpoints(store.conn, path) == [(0, 1, None)]
@@ -144,23 +140,23 @@ def test_index_grows_incrementally_and_resets_on_shrink(store: Store, tmp_path: 
 
 def test_replaced_file_with_new_inode_is_reindexed(store: Store, tmp_path: Path) -> None:
     path = copy_to(CLAUDE_COMPACT, tmp_path)
-    update_index(store.conn, path)
+    update_index(store.conn, path, CLAUDE)
     other = copy_to(CLAUDE_SPOTTER, tmp_path, "other.jsonl")
     os.replace(other, path)  # same name, other inode, bigger
-    state = update_index(store.conn, path)
+    state = update_index(store.conn, path, CLAUDE)
     assert state is not None
     assert state.indexed_bytes == CLAUDE_SPOTTER.stat().st_size
 
 
 def test_unreadable_file_has_no_index(store: Store, tmp_path: Path) -> None:
-    assert update_index(store.conn, tmp_path / "missing.jsonl") is None
+    assert update_index(store.conn, tmp_path / "missing.jsonl", CLAUDE) is None
     assert tail_start(store.conn, tmp_path / "missing.jsonl", 0.0) is None
 
 
 def test_last_line_without_newline_counts_when_whole(store: Store, tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     path.write_bytes(CLAUDE_COMPACT.read_bytes().rstrip(b"\n"))
-    state = update_index(store.conn, path)
+    state = update_index(store.conn, path, CLAUDE)
     assert state is not None
     assert state.indexed_bytes == path.stat().st_size
 
@@ -275,7 +271,7 @@ def test_concurrent_index_update_keeps_the_first(store: Store, tmp_path: Path) -
     path = copy_to(CLAUDE_COMPACT, tmp_path)
     half = path.read_bytes()
     path.write_bytes(half[: len(half) // 2].rsplit(b"\n", 1)[0] + b"\n")
-    first = update_index(store.conn, path)
+    first = update_index(store.conn, path, CLAUDE)
     assert first is not None
     path.write_bytes(half)
     # Another request indexes the grown file between our read and our write.
@@ -291,6 +287,6 @@ def test_concurrent_index_update_keeps_the_first(store: Store, tmp_path: Path) -
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(cp, "_stored", racing)
-        update_index(store.conn, path)
+        update_index(store.conn, path, CLAUDE)
     stored = real(store.conn, str(path))
     assert stored[2] == first.indexed_bytes  # the racing writer's row was left alone

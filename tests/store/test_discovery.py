@@ -135,7 +135,7 @@ def test_odd_files_in_agent_folders(store: Store, tmp_path: Path) -> None:
 
 
 def test_head_reads_only_the_first_lines(tmp_path: Path) -> None:
-    from opencode_restore.store.discovery import _head_objects
+    from opencode_restore.sources.discover import head_objects as _head_objects
 
     path = tmp_path / "long.jsonl"
     path.write_text("not json\n" + "".join(f'{{"n": {k}}}\n' for k in range(100)))
@@ -144,24 +144,24 @@ def test_head_reads_only_the_first_lines(tmp_path: Path) -> None:
 
 
 def test_unreadable_candidates_are_skipped(tmp_path: Path) -> None:
-    from opencode_restore.store import discovery
+    from opencode_restore.sources.discover import mtime
+    from opencode_restore.sources.gemini import discover
 
     missing = tmp_path / "gone" / "session-x.json"
-    assert discovery._gemini(missing) is None
-    assert discovery._mtime(missing) is None
-    assert not discovery._belongs(missing, "gemini")
+    assert discover.describe(missing) is None
+    assert mtime(missing) is None
 
 
 def test_gemini_cwd_comes_from_the_project_root_file(tmp_path: Path) -> None:
     # Gemini CLI keeps tmp/<project>/.project_root beside chats/; a chat's head has no cwd.
-    from opencode_restore.store import discovery
+    from opencode_restore.sources.gemini import discover
 
     chats = tmp_path / ".gemini/tmp/shrinkray/chats"
     chat = copy_to(GEMINI_CONTINUED, chats)
-    before = discovery._gemini(chat)
+    before = discover.describe(chat)
     assert before is not None
     assert before.cwd is None
     (chats.parent / ".project_root").write_text("/home/dev/src/shrinkray\n")
-    found = discovery._gemini(chat)
+    found = discover.describe(chat)
     assert found is not None
     assert found.cwd == "/home/dev/src/shrinkray"

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from opencode_restore.sources import open_session
-from opencode_restore.sources.base import WarningSink
-from opencode_restore.store.discovery import Found, find_sessions, merge_slugs, scan
+from opencode_restore.sources.base import Found, WarningSink, merge_slugs
+from opencode_restore.store.discovery import find_sessions, scan
 from opencode_restore.store.store import Store
 from tests.store.builders import FIXTURES
 
@@ -136,10 +136,11 @@ def test_a_slug_on_the_last_lines_only_is_found(tmp_path: Path) -> None:
     assert sessions == {"session-aaa": ["late.jsonl", "next.jsonl"]}
 
 
-def test_merge_slugs_leaves_other_agents_and_lone_slugs_alone(tmp_path: Path) -> None:
+def test_merge_slugs_groups_by_agent_and_folder_only(tmp_path: Path) -> None:
+    # Only Claude Code files carry a slug; a slug joins files of one agent and one folder.
     codex = Found("codex", "c1", tmp_path / "a.jsonl", slug="s")
     lone = Found("claude-code", "x", tmp_path / "x.jsonl", slug="s")
-    twin = Found("codex", "c2", tmp_path / "b.jsonl", slug="s")
+    twin = Found("codex", "c2", tmp_path / "elsewhere" / "b.jsonl", slug="s")
     assert [f.session_id for f in merge_slugs([codex, lone, twin])] == ["c1", "x", "c2"]
 
 

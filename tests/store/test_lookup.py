@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from opencode_restore.store import discovery
+from opencode_restore.sources import get_reader
+from opencode_restore.sources.base import Found
 from opencode_restore.store.discovery import scan
 from opencode_restore.store.lookup import (
     AmbiguousSession,
@@ -117,13 +118,14 @@ def test_a_second_scan_reads_no_unchanged_file(
 ) -> None:
     scan(store)
     read: list[Path] = []
-    real = discovery._FILE_RULES["pi"]
+    pi = get_reader("pi")
+    real = pi.describe
 
-    def counting(path: Path) -> discovery.Found | None:
+    def counting(path: Path) -> Found | None:
         read.append(path)
-        return real[1](path)
+        return real(path)
 
-    monkeypatch.setitem(discovery._FILE_RULES, "pi", (real[0], counting))
+    monkeypatch.setattr(pi, "describe", counting)
     assert scan(store).appended == 0
     assert read == []
     # A file that grew is read again, and the session's activity moves on.

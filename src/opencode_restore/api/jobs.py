@@ -22,7 +22,7 @@ from ..model import Session
 from ..pipeline.journal.store import TimelineStore
 from ..pipeline.run import RestoreOptions, restore_session
 from ..report.summary import summary_markdown
-from ..sources import open_session
+from ..sources import is_container, open_session
 from ..sources.base import WarningSink
 from ..store.fetch import existing_files
 from ..store.store import RunRow, SessionRow, Store
@@ -37,12 +37,9 @@ def load_session(row: SessionRow) -> Session:
     files, _, _ = existing_files(row)
     if not files:
         raise SourceError(row.id, "no transcript file of this session exists")
-    sink = WarningSink()
-    if row.agent == "opencode":
-        from ..sources.opencode.reader import read_session
-
-        return read_session(files[-1], row.id, sink)
-    return open_session(files, sink, row.agent)
+    # A container (an opencode database) holds many sessions: this one is named by id.
+    session = row.id if is_container(row.agent) else None
+    return open_session(files, WarningSink(), row.agent, session=session)
 
 
 async def run_restore(

@@ -33,10 +33,10 @@ from pathlib import Path
 
 from ..errors import SourceError
 from ..model import ReadWarning
-from ..sources import detect, get_reader
-from ..sources.base import WarningSink
+from ..sources import detect, get_reader, is_container
+from ..sources.base import ContainerReader, Found, Reader, WarningSink, found_order, merge_slugs
 from ..store.db import iso_utc
-from ..store.discovery import AGENTS, Found, describe, find_sessions, merge_slugs
+from ..store.discovery import AGENTS, find_sessions
 from .items import BatchItem, FileHasher, finalize, safe_name
 
 _GLOB_CHARS = frozenset("*?[")
@@ -105,7 +105,7 @@ def _from_arg(arg: str, sink: WarningSink, agent: str | None) -> list[_Hit]:
 
 
 def _from_match(path: Path, sink: WarningSink, agent: str | None, *, named: bool) -> list[_Hit]:
-    if path.is_dir() and not _is_opencode_dir(path):
+    if path.is_dir() and not _is_container_dir(path):
         hits = _from_dir(path, sink)
         if named and not hits:
             sink.warn(path, 0, "no sessions found in this directory")
@@ -119,9 +119,10 @@ def _failed(path: Path, reason: str, name: str | None = None) -> _Hit:
     return _Hit(item)
 
 
-def _is_opencode_dir(path: Path) -> bool:
+def _is_container_dir(path: Path) -> bool:
+    """A directory that is itself one input holding sessions (opencode's storage tree)."""
     try:
-        return detect(path).name == "opencode"
+        return isinstance(detect(path), ContainerReader)
     except SourceError:
         return False
 
@@ -151,14 +152,10 @@ def _from_file(
             reason = exc.reason.partition("; force one with")[0]
             sink.warn(path, 0, f"matched by a pattern, but {reason}; skipped")
         return []
-    if reader.name == "opencode":
-        return _opencode(path, sink, named=named)
-    if reader.name == "inspect":
-        from ..sources.inspect.reader import iter_samples
-
-        samples = iter_samples(path, sink)
-        return [_Hit(BatchItem(s.id, "inspect", [path], selector=s.id)) for s in samples]
-    found = describe(path, reader.name)
+    if isinstance(reader, ContainerReader):
+        return _container(reader, path, sink, named=named)
+    listed = reader.list_sessions(path, sink)
+    found = listed[0] if listed else None
     if found is not None and found.sidechain:
         if not named:
             return []  # a sub-agent transcript is restored with its parent session
@@ -167,32 +164,20 @@ def _from_file(
     return [_Hit(BatchItem(sid, reader.name, [path]), found)]
 
 
-def _opencode(path: Path, sink: WarningSink, *, named: bool) -> list[_Hit]:
-    from ..sources.opencode.reader import list_sessions
-
+def _container(reader: Reader, path: Path, sink: WarningSink, *, named: bool) -> list[_Hit]:
+    """One item per session of an input holding several, each named by its id."""
     try:
-        infos = list_sessions(path, sink)
+        listed = reader.list_sessions(path, sink)
     except (SourceError, OSError) as exc:
         if named:
-            return [_failed(path, f"cannot list opencode sessions: {exc}")]
-        sink.warn(path, 0, f"cannot list opencode sessions: {exc}")
+            return [_failed(path, f"cannot list {reader.name} sessions: {exc}")]
+        sink.warn(path, 0, f"cannot list {reader.name} sessions: {exc}")
         return []
-    # A database or storage tree holds many sessions and changes whenever any of them
-    # does: the session's own "updated" time says whether this one changed. A single
-    # export or event stream is hashed by its bytes.
-    shared = path.is_dir() or _is_sqlite(path)
-    out = []
-    for info in infos:
-        sid, updated = info.get("id"), info.get("updated")
-        if not isinstance(sid, str) or info.get("parent_id"):
-            continue
-        stamp = iso_utc(updated) if shared and updated is not None else ""
-        out.append(_Hit(BatchItem(sid, "opencode", [path], selector=sid, fingerprint=stamp)))
-    return out
+    return [_found_hit(f) for f in listed]
 
 
 def _from_dir(root: Path, sink: WarningSink) -> list[_Hit]:
-    found = sorted(find_sessions(AGENTS, [root], sink), key=_order)
+    found = sorted(find_sessions(AGENTS, [root], sink), key=found_order)
     hits = [_found_hit(f) for f in found]
     claimed = {f.path.resolve() for f in found}
     containers = [f.path.resolve() for f in found if f.path.is_dir()]
@@ -202,18 +187,16 @@ def _from_dir(root: Path, sink: WarningSink) -> list[_Hit]:
 
 
 def _found_hit(f: Found) -> _Hit:
-    if f.agent == "opencode":
+    if is_container(f.agent):
+        # A database or storage tree holds many sessions and changes whenever any of
+        # them does: the session's own "updated" time says whether this one changed. A
+        # single export, event stream or eval log is hashed by its bytes.
         shared = f.path.is_dir() or _is_sqlite(f.path)
         stamp = iso_utc(f.updated) if shared and f.updated is not None else ""
-        item = BatchItem(f.session_id, "opencode", [f.path], selector=f.session_id)
+        item = BatchItem(f.session_id, f.agent, [f.path], selector=f.session_id)
         item.fingerprint = stamp
         return _Hit(item)
     return _Hit(BatchItem(f.session_id, f.agent, [f.path]), f)
-
-
-def _order(f: Found) -> tuple[str, str]:
-    started = f.started or f.updated
-    return (iso_utc(started) if started else "", str(f.path))
 
 
 def _extra_files(root: Path, claimed: set[Path], containers: list[Path]) -> Iterable[Path]:
@@ -236,7 +219,7 @@ def _merge(hits: list[_Hit]) -> list[BatchItem]:
     for hit in hits:
         item = hit.item
         if hit.found is not None:
-            when[item.files[0].resolve()] = _order(hit.found)
+            when[item.files[0].resolve()] = found_order(hit.found)
         # opencode.db and the storage/ tree of one install hold the same sessions, so an
         # opencode session is one item wherever it was found; eval logs reuse sample
         # ids, and inputs that failed are apart whatever their names.

@@ -20,8 +20,6 @@ from ..model import Session
 from ..sources import open_session
 from ..sources.base import WarningSink
 
-#: Agents whose inputs may hold many sessions: the item names one by ``selector``.
-CONTAINERS = ("opencode", "inspect")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_NAME = 120
 _CHUNK = 1 << 20
@@ -49,25 +47,11 @@ class BatchItem:
         A session without a single message (a truncated or empty log) raises too:
         restoring nothing is no success.
         """
-        session = self._read(sink)
+        session = open_session(self.files, sink, self.agent, session=self.selector)
         if not session.messages():
             why = f" ({session.warnings[0]})" if session.warnings else ""
             raise SourceError(str(self.files[-1]), f"no messages could be read{why}")
         return session
-
-    def _read(self, sink: WarningSink) -> Session:
-        if self.agent == "opencode" and self.selector is not None:
-            from ..sources.opencode.reader import read_session
-
-            return read_session(self.files[-1], self.selector, sink)
-        if self.agent == "inspect" and self.selector is not None:
-            from ..sources.inspect.reader import iter_samples
-
-            for session in iter_samples(self.files[0], sink):
-                if session.id == self.selector:
-                    return session
-            raise SourceError(str(self.files[0]), f"sample {self.selector!r} is gone")
-        return open_session(self.files, sink, self.agent)
 
 
 def safe_name(text: str) -> str:

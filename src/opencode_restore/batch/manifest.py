@@ -24,9 +24,6 @@ import orjson
 from ..atomic import fsync_directory
 from ..sources.base import WarningSink
 
-#: The statuses a line can carry; only ``done`` sessions are skipped by a re-run.
-STATUSES = ("done", "incomplete", "failed")
-
 
 def read_lines(path: Path, sink: WarningSink) -> Iterator[dict[str, Any]]:
     """The manifest's records in file order; a bad or torn line is reported and skipped."""

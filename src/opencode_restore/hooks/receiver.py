@@ -43,9 +43,10 @@ import sys
 import time
 from typing import Any
 
+from ..fields import non_empty
 from ..store.db import DB_NAME, connect, now_iso, record_transcript
 from ..store.paths import data_dir_str
-from ..store.titles import short_title
+from ..titles import short_title
 
 LOG_NAME = "hook.log"
 #: How each agent's transcripts are named, and the environment variable naming its folder.
@@ -108,15 +109,11 @@ class HookEvent:
         return f"HookEvent{self._key()!r}"
 
 
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
 def _agent_of(payload: dict[str, Any], hint: str | None) -> str:
     if hint:
         return hint
     event = payload.get("hook_event_name")
-    path = _str(payload.get("transcript_path")) or ""
+    path = non_empty(payload.get("transcript_path")) or ""
     if event in _GEMINI_EVENTS or "/.gemini/" in path:
         return "gemini"
     if "/.codex/" in path:
@@ -171,29 +168,29 @@ def parse_payload(payload: Any, agent: str | None = None) -> HookEvent | None:
     if not isinstance(payload, dict):
         return None
     if payload.get("type") == "agent-turn-complete" or "thread-id" in payload:
-        thread = _str(payload.get("thread-id")) or _str(payload.get("thread_id"))
+        thread = non_empty(payload.get("thread-id")) or non_empty(payload.get("thread_id"))
         if thread is None:
             return None
         return HookEvent(
             session_id=thread,
             agent=agent or "codex",
             transcript_path=codex_rollout(thread),
-            cwd=_str(payload.get("cwd")),
-            event=_str(payload.get("type")),
+            cwd=non_empty(payload.get("cwd")),
+            event=non_empty(payload.get("type")),
             title=short_title(payload.get("input-messages")),
         )
-    session_id = _str(payload.get("session_id"))
+    session_id = non_empty(payload.get("session_id"))
     if session_id is None:
         return None
-    path = _str(payload.get("transcript_path"))
+    path = non_empty(payload.get("transcript_path"))
     if path is None and agent == "opencode":
         path = opencode_store()
     return HookEvent(
         session_id=session_id,
         agent=_agent_of(payload, agent),
         transcript_path=os.path.abspath(path) if path else None,
-        cwd=_str(payload.get("cwd")),
-        event=_str(payload.get("hook_event_name")),
+        cwd=non_empty(payload.get("cwd")),
+        event=non_empty(payload.get("hook_event_name")),
         title=short_title(payload.get("prompt")),
     )
 

@@ -60,6 +60,12 @@ def get_reader(name: str) -> Reader:
     raise SourceError(name, f"unknown agent format; choose one of: {known}")
 
 
+def is_container(name: str) -> bool:
+    """True when inputs of format ``name`` may hold several sessions, chosen by id."""
+    reader = _load(_READER_MODULES[name]) if name in _READER_MODULES else None
+    return isinstance(reader, ContainerReader)
+
+
 def _head(path: Path) -> bytes:
     if path.is_dir():
         return b""

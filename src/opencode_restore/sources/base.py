@@ -63,8 +63,34 @@ def stderr_sink(shown: int = SHOWN_WARNINGS) -> WarningSink:
     return WarningSink(report=lambda w: print(f"warning: {w}", file=sys.stderr), shown=shown)
 
 
+@dataclass(slots=True)
+class Found:
+    """One session found on disk, with what its input says of itself cheaply."""
+
+    agent: str
+    session_id: str
+    #: The session's file, or the container (database, storage tree, eval log) holding it.
+    path: Path
+    cwd: str | None = None
+    title: str | None = None
+    started: datetime | None = None
+    updated: datetime | None = None
+    #: A name the files of one session share across new session ids (Claude Code's
+    #: ``slug`` survives ``/clear``): see :func:`merge_slugs`.
+    slug: str | None = None
+    #: A sub-agent transcript: part of its parent session, not one itself.
+    sidechain: bool = False
+    #: Known to a previous store scan unchanged, under this session id.
+    registered_id: str | None = None
+
+
 class Reader(Protocol):
-    """One log format. Readers only normalize; they never summarize."""
+    """One log format. Readers only normalize; they never summarize.
+
+    Besides reading, a reader knows where its agent keeps sessions
+    (:meth:`default_roots`, :meth:`session_files`) and what a session file says of
+    itself in its first lines (:meth:`describe`), so discovery needs no format knowledge.
+    """
 
     #: Short name used by ``--agent`` (e.g. ``claude-code``).
     name: str
@@ -81,6 +107,22 @@ class Reader(Protocol):
 
     def read(self, files: Sequence[Path], sink: WarningSink) -> Session:
         """Read the whole session (timeline with sub-agents and branches)."""
+        ...
+
+    def default_roots(self, home: Path) -> list[Path]:
+        """Where the agent writes sessions under ``home``; empty when it has no place."""
+        ...
+
+    def session_files(self, root: Path) -> list[Path]:
+        """The inputs under ``root`` that may hold sessions of this format, sorted."""
+        ...
+
+    def describe(self, path: Path) -> Found | None:
+        """What a session file says of itself in its first lines (None: nothing to say)."""
+        ...
+
+    def list_sessions(self, path: Path, sink: WarningSink) -> list[Found]:
+        """The sessions ``path`` holds: for a session file, what :meth:`describe` says."""
         ...
 
 
@@ -102,7 +144,8 @@ class ContainerReader(Protocol):
 
     With ``session=None`` an input holding exactly one session is read; one holding
     several is an error listing them (:func:`choose_session`): nothing is dropped
-    without saying so.
+    without saying so. Its ``list_sessions`` lists the top-level sessions, each
+    named by the id ``session`` takes.
     """
 
     name: str
@@ -120,6 +163,70 @@ class ContainerReader(Protocol):
     def read(self, files: Sequence[Path], sink: WarningSink, session: str | None = None) -> Session:
         """Read the chosen session."""
         ...
+
+
+@dataclass(slots=True)
+class Checkpoint:
+    """Where a tail read may start: byte ``offset`` starts line ``lines_before + 1``."""
+
+    offset: int
+    lines_before: int
+
+
+@runtime_checkable
+class TailReader(Protocol):
+    """A reader of an append-only line format that can read from a checkpoint on.
+
+    ``since`` requests of the session store seek each file to a checkpoint
+    (``store.checkpoints``) and read only the lines after it.
+    """
+
+    def line_facts(self, raw: bytes) -> tuple[float | None, bool]:
+        """``(timestamp as epoch seconds, a tail may start here)`` of one raw line."""
+        ...
+
+    def read_tail(
+        self, files: Sequence[Path], starts: Sequence[Checkpoint | None], sink: WarningSink
+    ) -> Iterator[Message] | None:
+        """The messages after ``starts[i]`` of each file (None: skip the file).
+
+        None when the tails are no plain continuation: the chain must be read whole.
+        """
+        ...
+
+
+def is_complete_line(raw: bytes) -> bool:
+    """True for a last line without a newline that is nevertheless whole JSON."""
+    try:
+        orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+def merge_slugs(found: list[Found]) -> list[Found]:
+    """Give the files of one folder that share a slug the id of the oldest of them.
+
+    The reader stitches such a chain into one session (all ids kept in its
+    ``session_ids``), so it must be one session in the store and in a batch too.
+    """
+    groups: dict[tuple[str, Path, str], list[Found]] = {}
+    for f in found:
+        if f.slug:
+            groups.setdefault((f.agent, f.path.parent, f.slug), []).append(f)
+    for group in groups.values():
+        if len({f.session_id for f in group}) > 1:
+            first = min(group, key=found_order)
+            for f in group:
+                f.session_id = first.session_id
+    return found
+
+
+def found_order(item: Found) -> tuple[str, str]:
+    """Oldest first (start time, else last activity), then by path."""
+    started = item.started or item.updated
+    when = started.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ") if started else ""
+    return (when, str(item.path))
 
 
 #: How many candidates an ambiguity error lists before "... and N more".

@@ -9,9 +9,10 @@ read only the tail. The index itself grows incrementally: a grown file is indexe
 from where the last update stopped (only the new bytes are read); a file that
 shrank or was replaced (other inode) is indexed again from the start.
 
-Tail reads apply to append-only JSONL formats whose lines convert one at a time:
+Tail reads apply to append-only JSONL formats whose lines convert one at a time, the
+readers that are a ``sources.base.TailReader``:
 
-* ``claude-code``: supported (see ``store.tail``). Checkpoints sit at conversation
+* ``claude-code``: supported (see ``sources.claude_code.tail``). Checkpoints sit at conversation
   lines (never progress or side-chain lines); a tail that shows a rewind or a new
   root falls back to the full read.
 * ``codex``: full read. A rollout line is read by a de-duplicating state machine that
@@ -31,25 +32,11 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-import msgspec
-import orjson
-
-from ..sources.base import parse_timestamp
-from ..sources.claude_code.line import DECODER, NOISE, classify
+from ..sources.base import Checkpoint, TailReader, is_complete_line
 from .db import write
 
-#: Formats whose ``since`` reads seek to a checkpoint (see the module docstring).
-TAIL_FORMATS = frozenset({"claude-code"})
 #: At least this many bytes between two checkpoints.
 CHECKPOINT_EVERY = 32 * 1024
-
-
-@dataclass(slots=True)
-class Checkpoint:
-    """Where a tail read may start: byte ``offset`` starts line ``lines_before + 1``."""
-
-    offset: int
-    lines_before: int
 
 
 @dataclass(slots=True)
@@ -61,34 +48,6 @@ class FileState:
     max_ts: float | None
 
 
-def _line_facts(raw: bytes) -> tuple[float | None, bool]:
-    """(timestamp as epoch seconds, may start a tail) of one Claude Code line.
-
-    A tail may start at any main-line conversation entry that shows something.
-    """
-    try:
-        line = DECODER.decode(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None, False
-    ts = parse_timestamp(line.timestamp)
-    start = (
-        line.isSidechain is not True
-        and line.uuid is not None
-        and line.type in ("user", "assistant", "system")
-        and classify(line) != NOISE
-    )
-    return (ts.timestamp() if ts is not None else None), start
-
-
-def is_complete_line(raw: bytes) -> bool:
-    """True for a last line without a newline that is nevertheless whole JSON."""
-    try:
-        orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return False
-    return True
-
-
 def _stored(conn: sqlite3.Connection, path: str) -> tuple[int, int, int, int, float | None, int]:
     row = conn.execute(
         "SELECT device, inode, indexed_bytes, indexed_lines, max_ts, last_checkpoint"
@@ -98,11 +57,12 @@ def _stored(conn: sqlite3.Connection, path: str) -> tuple[int, int, int, int, fl
     return row if row is not None else (-1, -1, 0, 0, None, -1)
 
 
-def update_index(conn: sqlite3.Connection, path: Path) -> FileState | None:
+def update_index(conn: sqlite3.Connection, path: Path, reader: TailReader) -> FileState | None:
     """Bring the index of ``path`` up to date, reading only bytes not yet indexed.
 
-    Returns None when the file cannot be read. Only complete lines are indexed: a
-    line still being written is indexed by a later update.
+    ``reader`` tells each line's timestamp and whether a tail may start there. Returns
+    None when the file cannot be read. Only complete lines are indexed: a line still
+    being written is indexed by a later update.
     """
     key = str(path)
     try:
@@ -126,7 +86,7 @@ def update_index(conn: sqlite3.Connection, path: Path) -> FileState | None:
                 if not raw.endswith(b"\n") and not is_complete_line(raw):
                     break  # still being written: a later update indexes it
                 lines += 1
-                ts, can_start = _line_facts(raw)
+                ts, can_start = reader.line_facts(raw)
                 if (last_cp < 0 and done == 0) or (
                     can_start and done - last_cp >= CHECKPOINT_EVERY
                 ):

@@ -1,5 +1,7 @@
 """``sessions scan``: find sessions where each agent writes them and register them.
 
+Each format's reader knows its agent's places and file patterns (``sources/<format>/
+discover.py``); this module only walks them, caches what it saw, and registers.
 Default locations (``--root DIR`` replaces them; the same patterns are then searched
 recursively under DIR):
 
@@ -30,48 +32,20 @@ its oldest file.
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ..errors import SourceError
-from ..sources import detect
-from ..sources.base import WarningSink, parse_timestamp
+from ..sources import detect, get_reader, is_container
+from ..sources.base import ContainerReader, Found, Reader, WarningSink, found_order, merge_slugs
 from .db import iso_utc, write
 from .store import Store
-from .titles import content_text, request_title
 
+#: The agents a scan looks for by default (the formats with places of their own).
 AGENTS = ("claude-code", "codex", "gemini", "opencode", "pi")
-_HEAD_LINES = 40
-_HEAD_BYTES = 256 * 1024
-_TAIL_BYTES = 256 * 1024
-_GEMINI_ID = re.compile(rb'"sessionId"\s*:\s*"([^"]+)"')
-_SLUG = re.compile(rb'"slug"\s*:\s*"([^"\\]+)"')
-_UUID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
-
-
-@dataclass(slots=True)
-class Found:
-    """One session file found on disk."""
-
-    agent: str
-    session_id: str
-    path: Path
-    cwd: str | None = None
-    title: str | None = None
-    started: datetime | None = None
-    updated: datetime | None = None
-    #: Claude Code: the name files of one session share across ``/clear``.
-    slug: str | None = None
-    #: A Claude Code sub-agent transcript: part of its parent session, not one itself.
-    sidechain: bool = False
-    #: Known to a previous scan unchanged, under this session id (see ``ScanCache``).
-    registered_id: str | None = None
 
 
 _CACHE_COLUMNS = (
@@ -162,198 +136,9 @@ class ScanResult:
 
 def default_roots(agent: str, home: Path | None = None) -> list[Path]:
     """Where ``agent`` writes sessions by default."""
-    home = home or Path(os.path.expanduser("~"))
-    if agent == "claude-code":
-        return [home / ".claude" / "projects"]
-    if agent == "codex":
-        codex = Path(os.environ["CODEX_HOME"]) if os.environ.get("CODEX_HOME") else None
-        base = codex or home / ".codex"
-        return [base / "sessions", base / "archived_sessions"]
-    if agent == "gemini":
-        return [home / ".gemini" / "tmp"]
-    if agent == "opencode":
-        xdg = os.environ.get("XDG_DATA_HOME")
-        return [Path(xdg) / "opencode" if xdg else home / ".local" / "share" / "opencode"]
-    if agent == "pi":
-        return [home / ".pi" / "agent" / "sessions"]
-    raise SourceError(agent, f"unknown agent; choose one of: {', '.join(AGENTS)}")
-
-
-def _head_objects(path: Path) -> Iterator[dict[str, Any]]:
-    """The JSON objects on the first lines of a JSONL file (bad lines skipped)."""
-    try:
-        with path.open("rb") as fh:
-            for k, raw in enumerate(fh):
-                if k >= _HEAD_LINES:
-                    return
-                try:
-                    obj = orjson.loads(raw)
-                except orjson.JSONDecodeError:
-                    continue
-                if isinstance(obj, dict):
-                    yield obj
-    except OSError:
-        return
-
-
-def _mtime(path: Path) -> datetime | None:
-    try:
-        return datetime.fromtimestamp(path.stat().st_mtime, UTC)
-    except OSError:
-        return None
-
-
-def _claude(path: Path) -> Found | None:
-    found = Found("claude-code", path.stem, path, updated=_mtime(path))
-    found.sidechain = "subagents" in path.parts or path.name.startswith("agent-")
-    sid = None
-    for obj in _head_objects(path):
-        if sid is None and (sid := _text(obj.get("sessionId"))) is not None:
-            # Sub-agent files of Claude Code 2.0 sit next to their parent, named by its
-            # file stem but carrying the parent's sessionId: their entries are sidechains.
-            found.sidechain = found.sidechain or obj.get("isSidechain") is True
-        found.cwd = found.cwd or _text(obj.get("cwd"))
-        found.started = found.started or parse_timestamp(obj.get("timestamp"))
-        if found.title is None and obj.get("type") == "user" and not obj.get("isMeta"):
-            message = obj.get("message")
-            if isinstance(message, dict):
-                found.title = request_title(content_text(message.get("content")))
-        if sid and found.cwd and found.started and found.title:
-            break
-    found.session_id = sid or path.stem
-    found.slug = _claude_slug(path)
-    return found
-
-
-def _claude_slug(path: Path) -> str | None:
-    """The file's ``slug``: in its first lines or, once assigned, on its last ones."""
-    try:
-        with path.open("rb") as fh:
-            match = _SLUG.search(fh.read(_HEAD_BYTES))
-            if match is None:
-                size = fh.seek(0, os.SEEK_END)
-                fh.seek(max(0, size - _TAIL_BYTES))
-                tail = list(_SLUG.finditer(fh.read()))
-                match = tail[-1] if tail else None
-    except OSError:
-        return None
-    return match.group(1).decode("utf-8", "replace") if match else None
-
-
-def _codex(path: Path) -> Found | None:
-    heads = _head_objects(path)
-    meta = next(heads, None)
-    payload = meta.get("payload") if meta and meta.get("type") == "session_meta" else None
-    payload = payload if isinstance(payload, dict) else {}
-    sid = _text(payload.get("id"))
-    if sid is None:
-        match = _UUID.search(path.name)
-        sid = match.group(1) if match else path.stem
-    started = parse_timestamp(payload.get("timestamp")) or parse_timestamp(
-        (meta or {}).get("timestamp")
-    )
-    title = _first_request(heads, "response_item", "payload")
-    cwd = _text(payload.get("cwd"))
-    return Found("codex", sid, path, cwd, title, started, _mtime(path))
-
-
-def _gemini(path: Path) -> Found | None:
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(_HEAD_BYTES)
-    except OSError:
-        return None
-    match = _GEMINI_ID.search(head)
-    sid = match.group(1).decode("utf-8", "replace") if match else path.stem
-    started = None
-    stamp = re.search(rb'"startTime"\s*:\s*"([^"]+)"', head)
-    if stamp:
-        started = parse_timestamp(stamp.group(1).decode("ascii", "replace"))
-    cwd = _gemini_project_root(path)
-    return Found("gemini", sid, path, cwd, _gemini_title(head), started, _mtime(path))
-
-
-def _gemini_project_root(path: Path) -> str | None:
-    """The project directory Gemini CLI wrote to ``tmp/<project>/.project_root`` beside ``chats/``.
-
-    A chat's head holds no cwd (the reader finds it later in the session context), so
-    without this file ``sessions list --cwd`` and ``restore --latest --cwd`` miss the session.
-    """
-    try:
-        with (path.parent.parent / ".project_root").open("rb") as fh:
-            raw = fh.read(4096)
-    except OSError:
-        return None
-    text = raw.decode("utf-8", "replace").strip()
-    return text if text and "\n" not in text else None
-
-
-_GEMINI_USER = re.compile(rb'"type"\s*:\s*"user"\s*,\s*"content"\s*:\s*("(?:[^"\\]|\\.)*"|\[)')
-
-
-def _gemini_title(head: bytes) -> str | None:
-    """The first user request in the head of a Gemini chat (legacy JSON or JSONL)."""
-    for match in _GEMINI_USER.finditer(head):
-        raw = match.group(1)
-        if raw == b"[":  # content as parts: [{"text": ...}]
-            parts = re.match(rb'\[\s*\{\s*"text"\s*:\s*("(?:[^"\\]|\\.)*")', head[match.start(1) :])
-            raw = parts.group(1) if parts else b'""'
-        try:
-            title = request_title(orjson.loads(raw))
-        except orjson.JSONDecodeError:
-            continue
-        if title:
-            return title
-    return None
-
-
-def _pi(path: Path) -> Found | None:
-    heads = _head_objects(path)
-    header = next(heads, None) or {}
-    sid = _text(header.get("id")) if header.get("type") == "session" else None
-    started = parse_timestamp(header.get("timestamp"))
-    cwd = _text(header.get("cwd"))
-    title = _first_request(heads, "message", "message")
-    return Found("pi", sid or path.stem, path, cwd, title, started, _mtime(path))
-
-
-def _first_request(objs: Iterator[dict[str, Any]], kind: str, key: str) -> str | None:
-    """The title of the first typed user request among entries ``{"type": kind, key: msg}``."""
-    for obj in objs:
-        message = obj.get(key)
-        if obj.get("type") != kind or not isinstance(message, dict):
-            continue
-        if message.get("role") == "user":
-            title = request_title(content_text(message.get("content")))
-            if title:
-                return title
-    return None
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-_FILE_RULES: dict[str, tuple[tuple[str, ...], Callable[[Path], Found | None]]] = {
-    "claude-code": (("*.jsonl",), _claude),
-    "codex": (("rollout-*.jsonl",), _codex),
-    "gemini": (("session-*.json", "session-*.jsonl"), _gemini),
-    "pi": (("*.jsonl",), _pi),
-}
-
-
-def _files(root: Path, patterns: Sequence[str]) -> list[Path]:
-    out: set[Path] = set()
-    for pattern in patterns:
-        out.update(p for p in root.rglob(pattern) if p.is_file())
-    return sorted(out)
-
-
-def _belongs(path: Path, agent: str) -> bool:
-    try:
-        return detect(path).name == agent
-    except SourceError:
-        return False
+    if agent not in AGENTS:
+        raise SourceError(agent, f"unknown agent; choose one of: {', '.join(AGENTS)}")
+    return get_reader(agent).default_roots(home or Path(os.path.expanduser("~")))
 
 
 class _Detector:
@@ -375,40 +160,15 @@ class _Detector:
         return self._seen[path]
 
 
-def _opencode(root: Path, sink: WarningSink) -> list[Found]:
-    from ..sources.opencode.reader import list_sessions
-
-    sources = [p for p in root.rglob("opencode.db") if p.is_file()]
-    sources += [p for p in root.rglob("storage") if (p / "session").is_dir()]
+def _containers(reader: Reader, root: Path, sink: WarningSink) -> list[Found]:
+    """The sessions of every container input under ``root`` (opencode databases)."""
     found: list[Found] = []
-    for src in sorted(sources):
+    for src in reader.session_files(root):
         try:
-            infos = list_sessions(src, sink)
+            found.extend(reader.list_sessions(src, sink))
         except (SourceError, OSError) as exc:
-            sink.warn(src, 0, f"cannot list opencode sessions: {exc}")
-            continue
-        for info in infos:
-            sid = info.get("id")
-            if not isinstance(sid, str) or info.get("parent_id"):
-                continue
-            found.append(
-                Found(
-                    "opencode",
-                    sid,
-                    src,
-                    _text(info.get("directory")),
-                    _text(info.get("title")),
-                    info.get("created"),
-                    info.get("updated"),
-                )
-            )
+            sink.warn(src, 0, f"cannot list {reader.name} sessions: {exc}")
     return found
-
-
-def describe(path: Path, agent: str) -> Found | None:
-    """What ``path`` says about itself cheaply (its first lines): None for other formats."""
-    rule = _FILE_RULES.get(agent)
-    return rule[1](path) if rule is not None else None
 
 
 def find_sessions(
@@ -426,17 +186,17 @@ def find_sessions(
     found: list[Found] = []
     detector = _Detector(sink)
     for agent in agents:
+        reader = get_reader(agent)
         for root in roots if roots is not None else default_roots(agent):
             if not root.is_dir():
                 continue
-            if agent == "opencode":
-                found.extend(_opencode(root, sink))
+            if isinstance(reader, ContainerReader):
+                found.extend(_containers(reader, root, sink))
                 continue
-            patterns, describe_file = _FILE_RULES[agent]
-            for path in _files(root.resolve(), patterns):
+            for path in reader.session_files(root.resolve()):
                 hit, item, st = cache.lookup(path) if cache is not None else (False, None, None)
                 if not hit:
-                    item = describe_file(path) if detector.agent_of(path) == agent else None
+                    item = reader.describe(path) if detector.agent_of(path) == agent else None
                     if item is not None and item.sidechain:
                         item = None
                     if cache is not None and st is not None:
@@ -444,29 +204,6 @@ def find_sessions(
                 if item is not None:
                     found.append(item)
     return merge_slugs(found)
-
-
-def merge_slugs(found: list[Found]) -> list[Found]:
-    """Give Claude Code files of one folder that share a slug the id of the oldest.
-
-    The reader stitches such a chain into one session (all ids kept in its
-    ``session_ids``), so it must be one session in the store and in a batch too.
-    """
-    groups: dict[tuple[Path, str], list[Found]] = {}
-    for f in found:
-        if f.agent == "claude-code" and f.slug:
-            groups.setdefault((f.path.parent, f.slug), []).append(f)
-    for group in groups.values():
-        if len({f.session_id for f in group}) > 1:
-            first = min(group, key=_order)
-            for f in group:
-                f.session_id = first.session_id
-    return found
-
-
-def _order(item: Found) -> tuple[str, str]:
-    started = item.started or item.updated
-    return (iso_utc(started) if started else "", str(item.path))
 
 
 def scan(
@@ -486,10 +223,10 @@ def scan(
     found = find_sessions(agents, [root] if root is not None else None, sink, cache)
     appended = 0
     registered: dict[str, str] = {}
-    for item in sorted(found, key=_order):
+    for item in sorted(found, key=found_order):
         if item.registered_id == item.session_id:
             continue  # unchanged since the scan that registered it
-        if item.agent != "opencode":
+        if not is_container(item.agent):
             registered[str(item.path)] = item.session_id
         appended += store.register(
             item.session_id,

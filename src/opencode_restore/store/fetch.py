@@ -1,9 +1,9 @@
 """A stored session's messages: its transcript chain, stitched oldest first, filtered.
 
 Only files registered in the session's chain are ever opened. A ``since`` request
-on a format with tail reads (``checkpoints.TAIL_FORMATS``) seeks each file to its
+on a format with tail reads (a ``sources.base.TailReader``) seeks each file to its
 last checkpoint older than ``since``; every other request streams the reader's
-``iter_messages`` over the whole chain.
+messages over the whole chain (of a container, the session named by the row's id).
 """
 
 from __future__ import annotations
@@ -16,11 +16,10 @@ from pathlib import Path
 from ..errors import SourceError
 from ..model import Message
 from ..redact import Redactor, redact_message
-from ..sources import filter_messages, iter_messages, readers
-from ..sources.base import WarningSink
-from .checkpoints import TAIL_FORMATS, Checkpoint, tail_start, update_index
+from ..sources import filter_messages, is_container, iter_messages, readers
+from ..sources.base import Checkpoint, ContainerReader, Reader, TailReader, WarningSink
+from .checkpoints import tail_start, update_index
 from .store import SessionRow, Store
-from .tail import claude_tail
 
 
 @dataclass(slots=True)
@@ -39,12 +38,16 @@ def existing_files(row: SessionRow) -> tuple[list[Path], list[int], list[str]]:
     missing: list[str] = []
     for f in row.files:
         p = Path(f.path)
-        if p.is_file() or (p.is_dir() and row.agent == "opencode"):
+        if p.is_file() or (p.is_dir() and is_container(row.agent)):
             present.append(p)
             positions.append(f.position)
         else:
             missing.append(f.path)
     return present, positions, missing
+
+
+def _reader(agent: str) -> Reader | None:
+    return next((r for r in readers() if r.name == agent), None)
 
 
 def _renumber(messages: Iterator[Message], positions: list[int]) -> Iterator[Message]:
@@ -58,12 +61,12 @@ def _renumber(messages: Iterator[Message], positions: list[int]) -> Iterator[Mes
 
 
 def _tail(
-    store: Store, files: list[Path], since: datetime, sink: WarningSink
+    store: Store, reader: TailReader, files: list[Path], since: datetime, sink: WarningSink
 ) -> Iterator[Message] | None:
     cutoff = since.timestamp()
     starts: list[Checkpoint | None] = []
     for path in files:
-        state = update_index(store.conn, path)
+        state = update_index(store.conn, path, reader)
         if state is None:
             return None
         if state.max_ts is not None and state.max_ts <= cutoff:
@@ -72,14 +75,7 @@ def _tail(
             starts.append(tail_start(store.conn, path, cutoff) or Checkpoint(0, 0))
     if all(s is not None and s.offset == 0 for s in starts):
         return None  # the tail is the whole chain
-    return claude_tail(files, starts, sink)
-
-
-def _opencode(row: SessionRow, files: list[Path], sink: WarningSink) -> Iterator[Message]:
-    from ..sources.opencode.reader import read_session
-
-    # One database holds many sessions: ask for this one by id, from the newest source.
-    return iter(read_session(files[-1], row.id, sink).messages())
+    return reader.read_tail(files, starts, sink)
 
 
 def session_messages(
@@ -102,15 +98,16 @@ def session_messages(
         raise SourceError(row.id, "no transcript file of this session exists")
     stream: Iterator[Message] | None = None
     mode = "full"
-    if since is not None and row.agent in TAIL_FORMATS:
-        stream = _tail(store, files, since, sink)
+    reader = _reader(row.agent)
+    if since is not None and isinstance(reader, TailReader):
+        stream = _tail(store, reader, files, since, sink)
         mode = "tail" if stream is not None else "full"
     if stream is None:
-        if row.agent == "opencode":
-            stream = _opencode(row, files, sink)
+        if isinstance(reader, ContainerReader):
+            # One database holds many sessions: ask for this one by id.
+            stream = iter(reader.read(files, sink, session=row.id).messages())
         else:
-            known = any(r.name == row.agent for r in readers())
-            stream = iter_messages(files, sink, row.agent if known else None)
+            stream = iter_messages(files, sink, row.agent if reader is not None else None)
     filtered = filter_messages(
         _renumber(stream, positions),
         since=since,

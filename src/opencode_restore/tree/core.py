@@ -18,11 +18,6 @@ from typing import Any
 
 from ..model import Message, TimelineSpan
 
-#: Node kinds that are not conversation (pi's settings, bookmarks and extension state).
-SILENT_KINDS = frozenset(
-    {"label", "custom", "session_info", "model_change", "thinking_level_change"}
-)
-
 
 @dataclass(slots=True)
 class TreeNode:

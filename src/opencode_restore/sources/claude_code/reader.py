@@ -16,11 +16,13 @@ from pathlib import Path
 import orjson
 
 from ...model import Message, Session
-from ..base import WarningSink
+from ..base import Checkpoint, Found, WarningSink
 from ..chain import ChainLink
+from ..discover import Discovery
+from . import discover, tail
 from .chain import chain_link
 from .convert import Converter, attach_summaries
-from .scan import scan, unpack
+from .scan import scan
 from .session import read_entries, read_session
 from .split import split_transcripts
 from .stream import is_stream_file, is_stream_line, iter_stream, read_stream
@@ -45,7 +47,7 @@ _LINE_TYPES = frozenset(
 _CHAIN_TYPES = frozenset({"user", "assistant", "system", "progress", "attachment"})
 
 
-class ClaudeCodeReader:
+class ClaudeCodeReader(Discovery):
     """Reader for Claude Code session transcripts."""
 
     name = "claude-code"
@@ -53,6 +55,8 @@ class ClaudeCodeReader:
         "Claude Code JSONL transcripts (~/.claude/projects/*/*.jsonl), with sub-agents;"
         ' `claude -p --output-format stream-json` output; web exports ({"loglines": [...]})'
     )
+
+    file_patterns = discover.PATTERNS
 
     def sniff(self, path: Path, head: bytes) -> float:
         """Sure for JSONL lines with Claude Code's envelope; unsure for bookkeeping-only heads."""
@@ -102,7 +106,7 @@ class ClaudeCodeReader:
 
         def gen() -> Iterator[Message]:
             for nid, obj in read_entries(files, s, tree.main.active, sink):
-                fi, line = unpack(s.pos[nid])
+                fi, line = s.where(nid)
                 yield from conv.convert(obj, s.uuids[nid], fi, line)
 
         return attach_summaries(gen())
@@ -118,6 +122,24 @@ class ClaudeCodeReader:
         if files and is_web_file(files[0]):
             return read_web(files, sink)
         return read_session(files, sink, with_agents=True)
+
+    def default_roots(self, home: Path) -> list[Path]:
+        """Where the agent writes sessions under ``home`` (see ``discover``)."""
+        return discover.default_roots(home)
+
+    def describe(self, path: Path) -> Found | None:
+        """What the file's first lines say of its session (see ``discover``)."""
+        return discover.describe(path)
+
+    def line_facts(self, raw: bytes) -> tuple[float | None, bool]:
+        """``(timestamp, a tail may start here)`` of one transcript line (see ``tail``)."""
+        return tail.line_facts(raw)
+
+    def read_tail(
+        self, files: Sequence[Path], starts: Sequence[Checkpoint | None], sink: WarningSink
+    ) -> Iterator[Message] | None:
+        """The messages after each file's checkpoint, or None (see ``tail``)."""
+        return tail.read_tail(files, starts, sink)
 
 
 READER = ClaudeCodeReader()

@@ -24,19 +24,8 @@ from .line import DECODER, NOISE, SYSTEM, TOOL_RESULT, Line, classify, coerce
 #: Root marker in ``Scan.parent``.
 NO_PARENT = -1
 _UNRESOLVED = -2
-_LINE_BITS = 32
 _AGENT_ID_RE = re.compile(r"agentId: ([\w-]+)")
 _CONVERSATION_TYPES = ("user", "assistant", "system")
-
-
-def pack(fi: int, line: int) -> int:
-    """One int for (file index, line number)."""
-    return (fi << _LINE_BITS) | line
-
-
-def unpack(pos: int) -> tuple[int, int]:
-    """The (file index, line number) packed by ``pack``."""
-    return pos >> _LINE_BITS, pos & ((1 << _LINE_BITS) - 1)
 
 
 @dataclass(slots=True)
@@ -54,7 +43,9 @@ class Scan:
     index: dict[str, int] = field(default_factory=dict)
     uuids: list[str] = field(default_factory=list)
     parent: list[int] = field(default_factory=list)
-    pos: array[int] = field(default_factory=lambda: array("q"))
+    #: each entry's file (its place in the chain) and line number
+    file: array[int] = field(default_factory=lambda: array("i"))
+    line: array[int] = field(default_factory=lambda: array("q"))
     #: byte offset of each entry's line in its file: the second pass seeks to it
     offset: array[int] = field(default_factory=lambda: array("q"))
     kind: bytearray = field(default_factory=bytearray)
@@ -77,6 +68,10 @@ class Scan:
     agent_links: dict[str, str] = field(default_factory=dict)
     #: side-chain entry -> the agentId written on it (older builds interleave sub-agents).
     side_agents: dict[int, str] = field(default_factory=dict)
+
+    def where(self, nid: int) -> tuple[int, int]:
+        """Entry ``nid``'s (file index, line number): its place in the chain's order."""
+        return self.file[nid], self.line[nid]
 
     def title(self) -> str | None:
         """A user-set title, else the summary tied to one of our entries, else any summary."""
@@ -113,12 +108,15 @@ class _Scanner:
         self.last_main = NO_PARENT
         self.last_any = NO_PARENT
 
-    def repeat(self, seen: int, pos: int, offset: int, is_side: bool, kind: int) -> None:
+    def repeat(
+        self, seen: int, fi: int, lineno: int, offset: int, is_side: bool, kind: int
+    ) -> None:
         """A uuid seen before (a resume repeats lines into a new file): the first copy
         wins, unless it had nothing to show and this one has."""
         s = self.s
         if kind and not s.kind[seen] and s.side[seen] == is_side:
-            s.kind[seen], s.pos[seen], s.offset[seen] = kind, pos, offset
+            s.kind[seen], s.offset[seen] = kind, offset
+            s.file[seen], s.line[seen] = fi, lineno
             s.main_messages += not is_side
             self.last_any = seen
             if not is_side:
@@ -138,11 +136,10 @@ class _Scanner:
         s = self.s
         decode = DECODER.decode
         index, uuids, parent, roots, pending = s.index, s.uuids, s.parent, s.roots, self.pending
-        pos_append, side_append, kind_append = s.pos.append, s.side.append, s.kind.append
-        offset_append = s.offset.append
+        file_append, line_append, offset_append = s.file.append, s.line.append, s.offset.append
+        side_append, kind_append = s.side.append, s.kind.append
         last_sid: str | None = None
         header_missing = True
-        base = fi << _LINE_BITS
         end = 0
         for lineno, raw, size in iter_lines(fh, path, sink):
             start = end
@@ -173,7 +170,7 @@ class _Scanner:
                 k = classify(line)
             seen = index.get(uid)
             if seen is not None:
-                self.repeat(seen, base | lineno, start, is_side, k)
+                self.repeat(seen, fi, lineno, start, is_side, k)
                 continue
             nid = len(uuids)
             index[uid] = nid
@@ -188,7 +185,8 @@ class _Scanner:
             if p < 0:
                 roots[nid] = (self.last_main, self.last_any)
             parent.append(p)
-            pos_append(base | lineno)
+            file_append(fi)
+            line_append(lineno)
             offset_append(start)
             side_append(is_side)
             kind_append(k)

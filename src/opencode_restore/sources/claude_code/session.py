@@ -20,7 +20,7 @@ from ..base import (
 )
 from .agents import attach_agents
 from .convert import Converter, attach_summaries
-from .scan import NO_PARENT, Scan, pack, scan, unpack
+from .scan import NO_PARENT, Scan, scan
 from .tree import Layout, build_tree
 
 
@@ -35,8 +35,8 @@ def read_entries(
     with a warning.
     """
     by_file: dict[int, list[int]] = {}
-    for nid in sorted(entries, key=s.pos.__getitem__):
-        by_file.setdefault(unpack(s.pos[nid])[0], []).append(nid)
+    for nid in sorted(entries, key=s.where):
+        by_file.setdefault(s.file[nid], []).append(nid)
     loads = orjson.loads
     cap = max_line_bytes()
     for fi, wanted in by_file.items():
@@ -57,12 +57,12 @@ def read_entries(
                     obj = None
                 # An entry without a uuid got a made-up one: only its JSON can be checked.
                 if type(obj) is dict and too_deep(raw, obj):
-                    lineno = unpack(s.pos[nid])[1]
+                    lineno = s.line[nid]
                     sink.warn(path, lineno, f"JSON nested more than {MAX_JSON_DEPTH} deep; skipped")
                 elif type(obj) is dict and obj.get("uuid", s.uuids[nid]) == s.uuids[nid]:
                     yield nid, obj
                 else:
-                    lineno = unpack(s.pos[nid])[1]
+                    lineno = s.line[nid]
                     sink.warn(path, lineno, "line changed while reading; skipped")
 
 
@@ -114,7 +114,7 @@ def _read(files: Sequence[Path], sink: WarningSink, with_agents: bool) -> tuple[
     runs = [_plan(s, TimelineSpan("", "", "agent"), lay, sid, owner) for lay in tree.side_runs]
     conv = Converter()
     for nid, obj in read_entries(files, s, list(owner), sink):
-        fi, line = unpack(s.pos[nid])
+        fi, line = s.where(nid)
         owner[nid].extend(conv.convert(obj, s.uuids[nid], fi, line))
     _finish(s, root)
     for run in runs:
@@ -160,16 +160,16 @@ def _plan(s: Scan, span: TimelineSpan, layout: Layout, sid: str, owner: dict[int
 def _finish(s: Scan, plan: _Plan) -> None:
     """Turn a plan's messages into events and slot each branch in after its fork."""
     content: list[TimelineEvent | TimelineSpan] = []
-    keys: list[int] = []
+    keys: list[tuple[int, int]] = []
     for m in attach_summaries(plan.messages):
         kind: EventKind = "compaction" if m.compaction is not None else "message"
         content.append(
             TimelineEvent(m.id, kind, message=m, compaction=m.compaction, timestamp=m.timestamp)
         )
-        keys.append(pack(m.file_index, m.entry_index))
+        keys.append((m.file_index, m.entry_index))
     for fork, sub in plan.branches:
         _finish(s, sub)
-        at = bisect_right(keys, s.pos[fork]) if fork != NO_PARENT else 0
+        at = bisect_right(keys, s.where(fork)) if fork != NO_PARENT else 0
         content.insert(at, sub.span)
-        keys.insert(at, s.pos[fork] if fork != NO_PARENT else -1)
+        keys.insert(at, s.where(fork) if fork != NO_PARENT else (-1, -1))
     plan.span.content = content

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ..base import WarningSink
 from .line import NOISE, PROMPT
-from .scan import NO_PARENT, Scan, unpack
+from .scan import NO_PARENT, Scan
 
 #: Deeper rewind nesting than this is folded into its parent branch.
 _MAX_DEPTH = 64
@@ -170,7 +170,7 @@ def _warn_loop(
     s: Scan, files: Sequence[Path], sink: WarningSink, cut: tuple[int, int, int]
 ) -> None:
     entry, former, length = cut
-    fi, line = unpack(s.pos[entry])
+    fi, line = s.where(entry)
     uid = s.uuids[entry]
     if length == 1:
         what = f"entry {uid} is its own parent"

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 import regex
 
+from ...fields import non_empty
 from ...model import Compaction, Message, MessageType, Role, Usage
 from ..base import token_count
 
@@ -63,10 +64,6 @@ TOOL_CALL_TYPES = frozenset(
     {"function_call", "custom_tool_call", "local_shell_call", "web_search_call"}
 )
 TOOL_OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def content_text(content: Any) -> str:
@@ -136,16 +133,16 @@ def response_message(p: dict[str, Any], where: Where) -> Message | None:
     if role == "user":
         if is_injected(text, p):
             meta["synthetic"] = True
-        return new_message(where, _str(p.get("id")), "user", "text", text, meta=meta)
+        return new_message(where, non_empty(p.get("id")), "user", "text", text, meta=meta)
     if role == "assistant":
         if isinstance(p.get("phase"), str):
             meta["phase"] = p["phase"]
         return new_message(
-            where, _str(p.get("id")), "assistant", "text", text, model=where.model, meta=meta
+            where, non_empty(p.get("id")), "assistant", "text", text, model=where.model, meta=meta
         )
     if role in ("developer", "system"):
         meta["source_role"] = role
-        return new_message(where, _str(p.get("id")), "system", "text", text, meta=meta)
+        return new_message(where, non_empty(p.get("id")), "system", "text", text, meta=meta)
     return None
 
 
@@ -167,7 +164,12 @@ def reasoning(p: dict[str, Any], where: Where) -> Message | None:
     if not parts:
         return None
     return new_message(
-        where, _str(p.get("id")), "assistant", "thinking", "\n\n".join(parts), model=where.model
+        where,
+        non_empty(p.get("id")),
+        "assistant",
+        "thinking",
+        "\n\n".join(parts),
+        model=where.model,
     )
 
 
@@ -200,17 +202,17 @@ def _web_search_text(action: dict[str, Any]) -> str:
 def tool_call(p: dict[str, Any], where: Where) -> Message | None:
     """A tool call item (function, custom, local shell or web search) as a ``tool_use`` block."""
     kind = p.get("type")
-    call_id = _str(p.get("call_id"))
+    call_id = non_empty(p.get("call_id"))
     meta: dict[str, Any] = {"item_type": kind}
     if kind == "function_call":
-        name = _str(p.get("name")) or "function"
+        name = non_empty(p.get("name")) or "function"
         raw = p.get("arguments")
         tool_input = parse_arguments(raw)
         text = raw if isinstance(raw, str) else (orjson.dumps(raw).decode() if raw else "")
         if isinstance(p.get("summary"), str):
             meta["summary"] = p["summary"]
     elif kind == "custom_tool_call":
-        name = _str(p.get("name")) or "custom_tool"
+        name = non_empty(p.get("name")) or "custom_tool"
         raw_input = p.get("input")
         text = raw_input if isinstance(raw_input, str) else ""
         tool_input = {"input": text}
@@ -228,14 +230,14 @@ def tool_call(p: dict[str, Any], where: Where) -> Message | None:
         action = p.get("action")
         tool_input = action if isinstance(action, dict) else {}
         text = _web_search_text(tool_input)
-        call_id = call_id or _str(p.get("id"))
+        call_id = call_id or non_empty(p.get("id"))
     else:
         return None
     if isinstance(p.get("status"), str):
         meta["status"] = p["status"]
     return new_message(
         where,
-        _str(p.get("id")),
+        non_empty(p.get("id")),
         "assistant",
         "tool_use",
         text,
@@ -296,12 +298,12 @@ def tool_output(p: dict[str, Any], where: Where, tool_name: str | None) -> Messa
         meta["exit_code"] = exit_code
     return new_message(
         where,
-        _str(p.get("id")),
+        non_empty(p.get("id")),
         "tool",
         "tool_result",
         text,
         tool_name=tool_name,
-        tool_call_id=_str(p.get("call_id")),
+        tool_call_id=non_empty(p.get("call_id")),
         is_error=is_error,
         meta=meta,
     )

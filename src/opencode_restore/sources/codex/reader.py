@@ -18,8 +18,10 @@ import orjson
 import regex
 
 from ...model import Message, Session, Timeline, TimelineSpan
-from ..base import SNIFF_BYTES, WarningSink
+from ..base import SNIFF_BYTES, Found, WarningSink
 from ..chain import ChainLink
+from ..discover import Discovery
+from . import discover
 from .chain import chain_link
 from .events import Header
 from .exec_json import is_exec_event, iter_exec
@@ -105,11 +107,13 @@ def _is_exec_output(path: Path) -> bool:
     return is_exec_event(objs[0] if objs else None)
 
 
-class CodexReader:
+class CodexReader(Discovery):
     """Reads OpenAI Codex CLI rollout JSONL (envelope and legacy formats)."""
 
     name = "codex"
     description = "OpenAI Codex CLI rollout JSONL (~/.codex/sessions/**/rollout-*.jsonl)"
+
+    file_patterns = discover.PATTERNS
 
     def sniff(self, path: Path, head: bytes) -> float:
         """Confidence that ``head`` starts a Codex rollout file."""
@@ -171,6 +175,14 @@ class CodexReader:
             warnings=list(sink.warnings[first_warning:]),
             meta=meta,
         )
+
+    def default_roots(self, home: Path) -> list[Path]:
+        """Where the agent writes sessions under ``home`` (see ``discover``)."""
+        return discover.default_roots(home)
+
+    def describe(self, path: Path) -> Found | None:
+        """What the file's first lines say of its session (see ``discover``)."""
+        return discover.describe(path)
 
 
 READER = CodexReader()

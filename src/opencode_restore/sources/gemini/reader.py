@@ -44,8 +44,10 @@ from typing import Any
 import orjson
 
 from ...model import Message, Session, Timeline, TimelineEvent, TimelineSpan, Usage
-from ..base import WarningSink, parse_timestamp, token_count
+from ..base import Found, WarningSink, parse_timestamp, token_count
 from ..chain import ChainLink
+from ..discover import Discovery
+from . import discover
 from .chain import chain_link
 from .replay import Replay, Slot, parts_text, replay
 
@@ -330,11 +332,13 @@ def _messages(state: Replay, files: Sequence[Path]) -> Iterator[Message]:
         yield from record_messages(rid, slot, state.sink, files[slot.file_index], calls)
 
 
-class GeminiReader:
+class GeminiReader(Discovery):
     """Reads Gemini CLI chat recordings (legacy JSON and append-only JSONL)."""
 
     name = "gemini"
     description = "Gemini CLI chat recordings (legacy session .json and append-only .jsonl)"
+
+    file_patterns = discover.PATTERNS
 
     def sniff(self, path: Path, head: bytes) -> float:
         """Sure for a JSONL header or ``$set``/``$rewindTo`` line, or a legacy session object."""
@@ -390,6 +394,14 @@ class GeminiReader:
             warnings=list(sink.warnings),
             meta={k: v for k, v in extra.items() if isinstance(v, str)},
         )
+
+    def default_roots(self, home: Path) -> list[Path]:
+        """Where the agent writes sessions under ``home`` (see ``discover``)."""
+        return discover.default_roots(home)
+
+    def describe(self, path: Path) -> Found | None:
+        """What the file's first lines say of its session (see ``discover``)."""
+        return discover.describe(path)
 
 
 READER = GeminiReader()

@@ -27,6 +27,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...fields import non_empty
 from ...model import Timeline, TimelineEvent, TimelineSpan
 from .branches import branch_anchor, detect_rerolls
 from .events import chat_messages_to_messages, to_timeline_event
@@ -58,10 +59,6 @@ _Item = _TreeSpan | dict[str, Any]
 _Content = list[TimelineEvent | TimelineSpan]
 
 
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
 def _event_tree(events: Sequence[dict[str, Any]]) -> list[_Item]:
     """Nest events under their spans; anything unplaceable stays at the top level.
 
@@ -73,22 +70,24 @@ def _event_tree(events: Sequence[dict[str, Any]]) -> list[_Item]:
     for ev in events:
         kind = ev.get("event")
         if kind == "span_begin":
-            sid = _text(ev.get("id")) or _text(ev.get("span_id"))
+            sid = non_empty(ev.get("id")) or non_empty(ev.get("span_id"))
             if sid is None or sid in spans:
                 roots.append(ev)
                 continue
-            node = _TreeSpan(sid, _text_or(ev.get("name"), sid), _text(ev.get("type")), begin=ev)
+            node = _TreeSpan(
+                sid, _text_or(ev.get("name"), sid), non_empty(ev.get("type")), begin=ev
+            )
             spans[sid] = node
-            parent = spans.get(_text(ev.get("parent_id")) or "")
+            parent = spans.get(non_empty(ev.get("parent_id")) or "")
             (parent.children if parent else roots).append(node)
         elif kind == "span_end":
-            ended = spans.get(_text(ev.get("id")) or _text(ev.get("span_id")) or "")
+            ended = spans.get(non_empty(ev.get("id")) or non_empty(ev.get("span_id")) or "")
             if ended is not None and ended.end is None:
                 ended.end = ev
             else:
                 roots.append(ev)
         else:
-            owner = spans.get(_text(ev.get("span_id")) or "")
+            owner = spans.get(non_empty(ev.get("span_id")) or "")
             (owner.children if owner else roots).append(ev)
     return roots
 
@@ -125,7 +124,7 @@ def _is_agent(span: _TreeSpan) -> bool:
 class _Builder:
     def __init__(self, events: Sequence[dict[str, Any]]) -> None:
         self.uuids = {
-            id(ev): _text(ev.get("uuid")) or f"event-{n}" for n, ev in enumerate(events, 1)
+            id(ev): non_empty(ev.get("uuid")) or f"event-{n}" for n, ev in enumerate(events, 1)
         }
         self.raw: RawEvents = {}
         self.unrolled_solver = False
@@ -141,11 +140,11 @@ class _Builder:
         """An event, or the agent span a tool event spawned (``agent`` + nested events)."""
         uuid = uuid or self.uuids.get(id(ev)) or "event-0"
         nested = ev.get("events")
-        agent = _text(ev.get("agent"))
+        agent = non_empty(ev.get("agent"))
         if ev.get("event") != "tool" or agent is None or not isinstance(nested, list):
             return self.leaf(ev, uuid)
         content: _Content = [
-            self.event_node(child, _text(child.get("uuid")) or f"{uuid}/{k}")
+            self.event_node(child, non_empty(child.get("uuid")) or f"{uuid}/{k}")
             for k, child in enumerate(nested, 1)
             if isinstance(child, dict)
         ]
@@ -212,7 +211,7 @@ class _Builder:
         own, branches = self.process(span.children)
         meta: dict[str, Any] = {"source": "span" if span.type == "agent" else "tool"}
         begin_meta = (span.begin or {}).get("metadata")
-        if isinstance(begin_meta, dict) and _text(begin_meta.get("description")):
+        if isinstance(begin_meta, dict) and non_empty(begin_meta.get("description")):
             meta["description"] = begin_meta["description"]
         return TimelineSpan(
             span.id, span.name, "agent", content=content + own, branches=branches, meta=meta

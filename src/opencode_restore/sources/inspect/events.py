@@ -14,6 +14,7 @@ from typing import Any, cast, get_args
 
 import orjson
 
+from ...fields import non_empty
 from ...model import (
     Compaction,
     CompactionKind,
@@ -41,10 +42,6 @@ def text_of(value: Any) -> str:
         return _text_of(value)
     except TypeError:
         return str(value)
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -75,15 +72,15 @@ def _part_block(part: Any) -> tuple[MessageType, str, dict[str, Any]]:
     kind = part.get("type")
     if kind == "reasoning":
         redacted = bool(part.get("redacted"))
-        text = _str(part.get("summary")) if redacted else None
-        text = text or _str(part.get("reasoning")) or _str(part.get("summary")) or ""
+        text = non_empty(part.get("summary")) if redacted else None
+        text = text or non_empty(part.get("reasoning")) or non_empty(part.get("summary")) or ""
         return "thinking", text, {"meta": {"redacted": True}} if redacted else {}
     if kind in _MEDIA:
         return "text", f"<{kind} />", {"meta": {"media": kind}}
     if kind == "tool_use":
         extra = {
-            "tool_name": _str(part.get("name")),
-            "tool_call_id": _str(part.get("id")),
+            "tool_name": non_empty(part.get("name")),
+            "tool_call_id": non_empty(part.get("id")),
             "tool_input": _arguments(part.get("arguments")),
         }
         return "tool_use", text_of(part.get("result")), extra
@@ -102,8 +99,8 @@ def _blocks(msg: dict[str, Any], role: str) -> list[tuple[MessageType, str, dict
         if not text and isinstance(error, dict):
             text = text_of(error.get("message"))
         extra: dict[str, Any] = {
-            "tool_call_id": _str(msg.get("tool_call_id")),
-            "tool_name": _str(msg.get("function")),
+            "tool_call_id": non_empty(msg.get("tool_call_id")),
+            "tool_name": non_empty(msg.get("function")),
             "is_error": bool(error),
         }
         if error:
@@ -116,8 +113,8 @@ def _blocks(msg: dict[str, Any], role: str) -> list[tuple[MessageType, str, dict
         blocks = [("text", text_of(content), {})]
     for call in tool_calls:
         extra = {
-            "tool_name": _str(call.get("function")),
-            "tool_call_id": _str(call.get("id")),
+            "tool_name": non_empty(call.get("function")),
+            "tool_call_id": non_empty(call.get("id")),
             "tool_input": _arguments(call.get("arguments")),
         }
         blocks.append(("tool_use", "", extra))
@@ -151,10 +148,10 @@ def chat_messages_to_messages(
         role = msg.get("role")
         if not isinstance(role, str) or role not in _ROLES:
             continue
-        mid = _str(msg.get("id")) or f"{prefix}{entry_index}"
+        mid = non_empty(msg.get("id")) or f"{prefix}{entry_index}"
         when = parse_timestamp(msg.get("timestamp")) or timestamp
         meta: dict[str, Any] = {}
-        if _str(msg.get("source")):
+        if non_empty(msg.get("source")):
             meta["source"] = msg["source"]
         for k, (kind, text, extra) in enumerate(_blocks(msg, role)):
             block_meta = {**meta, **extra.pop("meta", {})}
@@ -168,7 +165,7 @@ def chat_messages_to_messages(
                     file_index=file_index,
                     entry_index=entry_index,
                     group=mid,
-                    model=_str(msg.get("model")),
+                    model=non_empty(msg.get("model")),
                     meta=block_meta,
                     **extra,
                 )
@@ -211,7 +208,7 @@ def _model_call(event: dict[str, Any], uuid: str, when: datetime | None) -> Mode
     return ModelCall(
         input=chat_messages_to_messages(_list(event.get("input")), id_prefix=f"{uuid}:in:"),
         output=out_blocks,
-        model=_str(event.get("model")) or _str(output.get("model")),
+        model=non_empty(event.get("model")) or non_empty(output.get("model")),
         usage=usage,
     )
 
@@ -242,12 +239,14 @@ def _detail(event: dict[str, Any]) -> str:
     """A short human description of a non-conversation event."""
     kind = event.get("event")
     if kind == "span_begin":
-        detail = " ".join(s for s in (_str(event.get("type")), _str(event.get("name"))) if s)
+        detail = " ".join(
+            s for s in (non_empty(event.get("type")), non_empty(event.get("name"))) if s
+        )
     elif kind == "span_end":
         detail = text_of(event.get("id"))
     elif kind == "info":
         data = event.get("data")
-        detail = " ".join(s for s in (_str(event.get("source")), _str(data)) if s)
+        detail = " ".join(s for s in (non_empty(event.get("source")), non_empty(data)) if s)
         if data is not None and not isinstance(data, str):
             detail = f"{detail} {_json(data)}".strip()
     elif kind == "error":

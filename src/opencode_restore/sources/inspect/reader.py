@@ -38,6 +38,7 @@ from ...errors import SourceError
 from ...model import Message, Session, Timeline, TimelineEvent, TimelineSpan
 from ..base import (
     MAX_JSON_DEPTH,
+    Found,
     SessionChoice,
     WarningSink,
     choose_session,
@@ -46,6 +47,7 @@ from ..base import (
     text_of,
     too_deep,
 )
+from ..discover import Discovery
 from .builder import build_timeline
 from .events import chat_messages_to_messages, output_message
 
@@ -383,7 +385,7 @@ def iter_samples(path: Path, sink: WarningSink) -> Iterator[Session]:
             sink.warn(where, 1, f"sample could not be converted ({exc!r}); skipped")
 
 
-class InspectReader:
+class InspectReader(Discovery):
     """Reads inspect_ai eval logs (``.json`` and ``.eval``), one sample per session."""
 
     name = "inspect"
@@ -434,6 +436,13 @@ class InspectReader:
             timeline=Timeline(TimelineSpan("main", "main", "agent")),
             warnings=list(sink.warnings),
         )
+
+    def list_sessions(self, path: Path, sink: WarningSink) -> list[Found]:
+        """One per sample that converts, in file order (each is read once to name it)."""
+        return [
+            Found(self.name, s.id, path, s.cwd, s.title, s.started_at)
+            for s in iter_samples(path, sink)
+        ]
 
 
 READER = InspectReader()

@@ -27,7 +27,16 @@ from typing import Any, Literal, Protocol
 
 from ...errors import SourceError
 from ...model import Message, Session, Timeline, TimelineEvent, TimelineSpan
-from ..base import SNIFF_BYTES, SessionChoice, WarningSink, choose_session, parse_timestamp
+from ..base import (
+    SNIFF_BYTES,
+    Found,
+    SessionChoice,
+    WarningSink,
+    choose_session,
+    parse_timestamp,
+)
+from ..discover import Discovery
+from . import discover
 from .convert import PartConverter, RawMessage, as_dict, as_int
 from .files import EventStore, ExportStore, TreeStore, event_line, storage_root
 from .sqlite import SQLITE_MAGIC, DbStore, is_opencode_db
@@ -233,7 +242,7 @@ def _stream(store: _Store, session_id: str, sink: WarningSink) -> Iterator[Messa
         store.close()
 
 
-class OpencodeReader:
+class OpencodeReader(Discovery):
     """Reads opencode's storage tree, SQLite database, exports and JSON event streams."""
 
     name = "opencode"
@@ -293,6 +302,18 @@ class OpencodeReader:
         if not files:
             raise SourceError("-", "no input files given")
         return _read(Path(files[-1]), session, sink, files)
+
+    def default_roots(self, home: Path) -> list[Path]:
+        """Where opencode keeps its data under ``home`` (see ``discover``)."""
+        return discover.default_roots(home)
+
+    def session_files(self, root: Path) -> list[Path]:
+        """The databases and storage trees under ``root``."""
+        return discover.session_files(root)
+
+    def list_sessions(self, path: Path, sink: WarningSink) -> list[Found]:
+        """The top-level sessions of an opencode input, most recently updated first."""
+        return discover.top_level(path, list_sessions(path, sink))
 
 
 READER = OpencodeReader()

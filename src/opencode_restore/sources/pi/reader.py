@@ -32,9 +32,10 @@ from ...model import (
     TimelineSpan,
     Usage,
 )
-from ..base import WarningSink, parse_timestamp, text_of, token_count
+from ..base import Found, WarningSink, parse_timestamp, text_of, token_count
 from ..chain import ChainLink
-from . import tree
+from ..discover import Discovery
+from . import discover, tree
 from .chain import chain_link
 from .tree import PiBranch, PiEntry, PiFile
 
@@ -337,11 +338,13 @@ def _title(pi: PiFile) -> str | None:
     return title
 
 
-class PiReader:
+class PiReader(Discovery):
     """Reads pi session files (v1, v2, v3; migrated in memory)."""
 
     name = "pi"
     description = "pi coding agent session JSONL (v1-v3, tree with branches and compaction)"
+
+    file_patterns = discover.PATTERNS
 
     def sniff(self, path: Path, head: bytes) -> float:
         """Sure when the first line is a ``type: "session"`` header; likely for pi entries."""
@@ -410,6 +413,14 @@ class PiReader:
             warnings=list(sink.warnings),
             meta=meta,
         )
+
+    def default_roots(self, home: Path) -> list[Path]:
+        """Where the agent writes sessions under ``home`` (see ``discover``)."""
+        return discover.default_roots(home)
+
+    def describe(self, path: Path) -> Found | None:
+        """What the file's first lines say of its session (see ``discover``)."""
+        return discover.describe(path)
 
 
 READER = PiReader()

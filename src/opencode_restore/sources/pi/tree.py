@@ -277,27 +277,6 @@ def build_context(path: Sequence[PiEntry]) -> PiContext:
     return ctx
 
 
-#: Message roles a compaction may keep from (a tool result must stay after its call).
-_CUT_ROLES = frozenset(
-    {"user", "assistant", "bashExecution", "custom", "branchSummary", "compactionSummary"}
-)
-
-
-def valid_cut_points(path: Sequence[PiEntry]) -> list[int]:
-    """Indexes into ``path`` where pi's compaction may start keeping entries.
-
-    Only context entries count, and never a tool result, which must follow its call.
-    """
-    points = []
-    for i, e in enumerate(path):
-        message = e.data.get("message")
-        if e.type in ("branch_summary", "custom_message") or (
-            e.type == "message" and isinstance(message, dict) and message.get("role") in _CUT_ROLES
-        ):
-            points.append(i)
-    return points
-
-
 def resolve_labels(entries: Iterable[PiEntry]) -> dict[str, str]:
     """Target id -> label after replaying every ``label`` entry (no label clears it)."""
     labels: dict[str, str] = {}

@@ -25,6 +25,7 @@ from typing import BinaryIO
 
 from ...model import Message, Session, Timeline, TimelineEvent, TimelineSpan
 from ..base import WarningSink
+from ..discover import Discovery
 from . import screen
 from .ansi import Block, iter_blocks, remove_sequences
 from .layout import cut_sidebar_blocks
@@ -37,7 +38,7 @@ _ALT_SCREEN = b"\x1b[?1049h"
 _STRONG_MARKERS = ("▣  ", "→ Read", "← Edit", "← Write", "⎿", "● ", "❯ ", "Claude Code v", "• Ran")
 
 
-class TerminalReader:
+class TerminalReader(Discovery):
     """Reader for raw terminal captures; see the module docstring."""
 
     name = "terminal"

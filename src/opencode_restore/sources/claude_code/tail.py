@@ -1,10 +1,13 @@
 """Claude Code tail reads: the messages after checkpoints, converted by the reader's own code.
 
+A checkpoint (``store.checkpoints``) may sit at any main-line conversation line that
+shows something (``line_facts``); progress and side-chain lines never start a tail.
+
 The full reader walks the whole conversation tree to keep only the live branch. A
 tail read sees only the lines after a checkpoint, so it first checks (pass 1, ids
 and links only) that the tail is one unbranched continuation (see ``_Links``). If
 the check fails it returns None and the caller reads the whole chain instead.
-Pass 2 converts each tail line with ``claude_code.convert.Converter``, the same code the
+Pass 2 converts each tail line with ``convert.Converter``, the same code the
 full reader uses, so both paths produce identical messages.
 """
 
@@ -13,15 +16,34 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import msgspec
 import orjson
 
-from ..model import Message
-from ..sources.base import WarningSink
-from ..sources.claude_code.convert import Converter, attach_summaries
-from ..sources.claude_code.line import DECODER, NOISE, PROMPT, Line, classify, coerce
-from .checkpoints import Checkpoint, is_complete_line
+from ...model import Message
+from ..base import Checkpoint, WarningSink, is_complete_line, parse_timestamp
+from .convert import Converter, attach_summaries
+from .line import DECODER, NOISE, PROMPT, Line, classify, coerce
 
 _CONVERSATION = frozenset({"user", "assistant", "system"})
+
+
+def line_facts(raw: bytes) -> tuple[float | None, bool]:
+    """(timestamp as epoch seconds, may start a tail) of one Claude Code line.
+
+    A tail may start at any main-line conversation entry that shows something.
+    """
+    try:
+        line = DECODER.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None, False
+    ts = parse_timestamp(line.timestamp)
+    start = (
+        line.isSidechain is not True
+        and line.uuid is not None
+        and line.type in _CONVERSATION
+        and classify(line) != NOISE
+    )
+    return (ts.timestamp() if ts is not None else None), start
 
 
 def _lines(path: Path, start: Checkpoint) -> Iterator[tuple[int, bytes]]:
@@ -105,7 +127,7 @@ def _plain_continuation(
     return True
 
 
-def claude_tail(
+def read_tail(
     files: Sequence[Path], starts: Sequence[Checkpoint | None], sink: WarningSink
 ) -> Iterator[Message] | None:
     """Messages of the tails of ``files`` (``starts[i]`` None: skip file i), or None.
