@@ -12,7 +12,11 @@ from datetime import datetime
 from typing import Any, Literal
 
 Role = Literal["user", "assistant", "system", "tool"]
-MessageType = Literal["text", "tool_use", "tool_result", "thinking", "compaction", "summary"]
+#: ``file_changes``: the files one agent step changed, as the agent recorded them after the
+#: step (opencode's snapshot ``patch`` part: no tool call, no result; path per text line).
+MessageType = Literal[
+    "text", "tool_use", "tool_result", "thinking", "compaction", "summary", "file_changes"
+]
 CompactionKind = Literal["summary", "trim", "edit"]
 ArtifactKind = Literal["read", "edited", "created", "deleted"]
 

@@ -172,3 +172,9 @@ def test_rendering_is_deterministic(type_: MessageType) -> None:
 def test_compaction_marker_with_kind_only() -> None:
     marker = msg("system", "compaction", compaction=Compaction(kind="edit"))
     assert message_as_str(marker) == "SYSTEM:\n[context compacted: edit]\n"
+
+
+def test_the_files_a_step_changed_render_as_such_and_go_with_the_tools() -> None:
+    m = Message("prt_9", "assistant", "file_changes", "/w/a.py\n/w/b.py", meta={"files": []})
+    assert message_as_str(m) == "ASSISTANT:\nFiles changed in this step:\n/w/a.py\n/w/b.py\n"
+    assert message_as_str(m, MessagesPreprocessor(exclude_tool_usage=True)) is None

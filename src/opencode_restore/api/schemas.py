@@ -71,7 +71,9 @@ class MessageOut(BaseModel):
 
     id: str
     role: Literal["user", "assistant", "system", "tool"]
-    type: Literal["text", "compaction", "tool_use", "tool_result", "thinking", "summary"]
+    type: Literal[
+        "text", "compaction", "tool_use", "tool_result", "thinking", "summary", "file_changes"
+    ]
     text: str
     timestamp: str | None
     entry_index: int = Field(description="Line (or record) number in the file, from 1")

@@ -210,7 +210,7 @@ def filter_messages(
 ) -> Iterator[Message]:
     """Apply the messages API filters: time, tool blocks and thinking blocks."""
     for m in messages:
-        if not include_tools and m.type in ("tool_use", "tool_result"):
+        if not include_tools and m.type in ("tool_use", "tool_result", "file_changes"):
             continue
         if not include_thinking and m.type == "thinking":
             continue

@@ -18,6 +18,8 @@ Transform = Callable[[list[Message]], Awaitable[list[Message]]]
 # dropped: they are the only trace of the context the agent lost, and without them a
 # reader cannot tell why the conversation jumps.
 _ALWAYS_SHOWN = frozenset({"compaction", "summary"})
+#: What the agent's tools did: tool calls, their results and the files a step changed.
+_TOOL_TYPES = frozenset({"tool_use", "tool_result", "file_changes"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +53,7 @@ class MessagesPreprocessor:
             return False
         if self.exclude_reasoning and message.type == "thinking":
             return False
-        return not (self.exclude_tool_usage and message.type in ("tool_use", "tool_result"))
+        return not (self.exclude_tool_usage and message.type in _TOOL_TYPES)
 
     async def apply(self, messages: list[Message]) -> list[Message]:
         """Run the custom transform, if any, then drop what these options exclude."""

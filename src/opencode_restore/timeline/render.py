@@ -74,6 +74,8 @@ def _body(message: Message, options: MessagesPreprocessor) -> str:
             return _compaction(message)
         case "summary":
             return f"[compaction summary]\n{message.text}"
+        case "file_changes":
+            return "Files changed in this step:\n" + message.text
         case _:
             return message.text
 

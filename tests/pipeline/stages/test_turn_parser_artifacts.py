@@ -45,12 +45,10 @@ def snapshot(files: list[str], group: str | None = None) -> Message:
     """An opencode ``patch`` part as the opencode reader emits it."""
     return msg(
         "assistant",
-        "tool_use",
+        "file_changes",
         "\n".join(files),
-        tool_name="patch",
-        tool_input={"files": files},
         group=group,
-        meta={"synthetic": True, "hash": "abc"},
+        meta={"files": files, "hash": "abc"},
     )
 
 

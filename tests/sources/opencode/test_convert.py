@@ -203,7 +203,7 @@ def test_assistant_error_and_usage_from_steps() -> None:
     )
     assert [(m.id, m.type, m.text, m.is_error, m.entry_index) for m in out] == [
         ("prt_2", "text", "partial", False, 12),
-        ("prt_5", "tool_use", "", False, 15),
+        ("prt_5", "file_changes", "", False, 15),
         ("msg_a:error", "text", "APIError: rate limited", True, 15),
         ("msg_b:error", "text", "MessageAbortedError", True, 0),
         ("msg_c:error", "text", "X", True, 42),
@@ -212,7 +212,7 @@ def test_assistant_error_and_usage_from_steps() -> None:
     assert usage is not None
     # Summed over steps (reasoning counts as output), not the last step kept in info.
     assert (usage.input, usage.output) == (30, 7)
-    assert out[1].tool_input == {"files": []}
+    assert (out[1].meta, out[1].tool_name, out[1].tool_input) == ({"files": []}, None, None)
     assert out[2].meta == {"error": "APIError"}
 
 

@@ -64,15 +64,21 @@ def test_run_noninteractive_three_turns_tools_reasoning_patches(
         "The user wants a new CLI flag. I should look at the entry point first.",
         "Need to document the flag; read README first.",
     ]
+    # The snapshot patch parts are the files each step changed, not tool calls (QA D2).
     assert _tool_names(messages) == [
-        "read", "bash", "edit", "patch", "write", "patch", "bash",
-        "read", "edit", "patch", "bash",
+        "read", "bash", "edit", "write", "bash", "read", "edit", "bash",
     ]  # fmt: skip
-    patches = [m.tool_input for m in messages if m.tool_name == "patch"]
-    assert patches == [
-        {"files": ["/home/dev/src/greet-cli/greet.py"]},
-        {"files": ["/home/dev/src/greet-cli/tests/test_greet.py"]},
-        {"files": ["/home/dev/src/greet-cli/README.md"]},
+    calls = {m.tool_call_id for m in messages if m.type == "tool_use"}
+    assert None not in calls
+    assert calls == {m.tool_call_id for m in messages if m.type == "tool_result"}
+    changes = [m for m in messages if m.type == "file_changes"]
+    assert [(m.role, m.meta["files"], m.text) for m in changes] == [
+        ("assistant", [p], p)
+        for p in (
+            "/home/dev/src/greet-cli/greet.py",
+            "/home/dev/src/greet-cli/tests/test_greet.py",
+            "/home/dev/src/greet-cli/README.md",
+        )
     ]
     assert not [m for m in messages if m.type in ("compaction", "summary")]
     results = [m for m in messages if m.type == "tool_result"]
@@ -257,7 +263,7 @@ def test_opensession_tree_company_logic(fixtures: Path) -> None:
         ("part_reasoning", "assistant", "thinking", 3),
         ("part_tool_done", "assistant", "tool_use", 4),
         ("part_tool_done:result", "tool", "tool_result", 4),
-        ("part_patch", "assistant", "tool_use", 5),
+        ("part_patch", "assistant", "file_changes", 5),
         ("part_tool_running", "assistant", "tool_use", 6),
     ]
     by_id = {m.id: m for m in session.messages()}
@@ -277,9 +283,10 @@ def test_opensession_tree_company_logic(fixtures: Path) -> None:
     running = by_id["part_tool_running"]
     assert running.tool_call_id == "functions.edit:27"
     assert running.meta["status"] == "running"
-    assert by_id["part_patch"].tool_input == {
-        "files": ["/tmp/opencode-company/main.rs", "/tmp/opencode-company/lib.rs"]
-    }
+    assert by_id["part_patch"].meta["files"] == [
+        "/tmp/opencode-company/main.rs",
+        "/tmp/opencode-company/lib.rs",
+    ]
 
 
 def test_session_file_in_tree_selects_that_session(fixtures: Path) -> None:
@@ -298,7 +305,7 @@ def test_each_turn_does_what_the_recording_did(recorded: Path, path: str) -> Non
     for m in session.messages():
         if m.is_human:
             turns.append([])
-        elif m.type == "tool_use" and m.tool_name != "patch":
+        elif m.type == "tool_use":
             inp = m.tool_input or {}
             target = str(inp.get("filePath", inp.get("command", "")))
             turns[-1].append((m.tool_name or "", target.replace("/home/dev/src/greet-cli/", "")))

@@ -130,8 +130,8 @@ class _Files:
 
 
 def _is_snapshot(m: Message) -> bool:
-    """An opencode ``patch`` part: the files a step changed, however it changed them."""
-    return _tool_key(m.tool_name) == "patch" and bool(m.meta.get("synthetic"))
+    """The files a step changed, however it changed them (opencode's ``patch`` part)."""
+    return m.type == "file_changes"
 
 
 def _actions_for(m: Message) -> tuple[list[tuple[str, _Op]], str | None]:
@@ -141,7 +141,7 @@ def _actions_for(m: Message) -> tuple[list[tuple[str, _Op]], str | None]:
     found: list[tuple[str, _Op]] = []
     command: str | None = None
     if _is_snapshot(m):
-        files = inp.get("files")
+        files = m.meta.get("files")
         if isinstance(files, list):
             found.extend((f, "snapshot") for f in files if isinstance(f, str))
     elif key == "str_replace_based_edit_tool":
@@ -257,11 +257,10 @@ def _step_order(messages: Iterable[Message]) -> Iterator[Message]:
         if held and m.group != held[0].group:
             yield from held
             held = []
-        if m.type == "tool_use":
-            if _is_snapshot(m):
-                held.append(m)
-            else:
-                yield m
+        if _is_snapshot(m):
+            held.append(m)
+        elif m.type == "tool_use":
+            yield m
     yield from held
 
 

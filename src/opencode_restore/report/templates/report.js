@@ -78,7 +78,7 @@
     var box = el("div", "msg r-" + b.r + (b.s ? " synthetic" : "") + (b.e ? " error" : ""));
     box.dataset.mid = b.m;
     var head = el("div", "head");
-    head.appendChild(el("span", "role", b.t === "tool_use" ? b.r + " · tool call" : b.t === "tool_result" ? "tool result" : b.t === "thinking" ? b.r + " · thinking" : b.r));
+    head.appendChild(el("span", "role", b.t === "tool_use" ? b.r + " · tool call" : b.t === "file_changes" ? b.r + " · files changed" : b.t === "tool_result" ? "tool result" : b.t === "thinking" ? b.r + " · thinking" : b.r));
     if (b.n) head.appendChild(el("span", "tool", b.n));
     if (b.e) head.appendChild(el("span", "err", "error"));
     if (b.ts) head.appendChild(el("span", "ts", b.ts.replace("T", " ").slice(0, 19)));

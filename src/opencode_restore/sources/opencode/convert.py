@@ -282,13 +282,15 @@ class PartConverter:
         if ptype == "patch":
             listed = part.get("files")
             files = [f for f in listed if isinstance(f, str)] if isinstance(listed, list) else []
-            meta = {"synthetic": True}
+            # The files the step changed (opencode diffs its snapshot after each step): a
+            # record of its own, not a tool call (it has no call id and no result).
+            meta = {"files": files}
             if isinstance(part.get("hash"), str):
                 meta["hash"] = part["hash"]
             return [
                 self._msg(
-                    info, pid, "assistant", "tool_use", "\n".join(files), index, time=start,
-                    tool_name="patch", tool_input={"files": files}, meta=meta,
+                    info, pid, "assistant", "file_changes", "\n".join(files), index, time=start,
+                    meta=meta,
                 )
             ]  # fmt: skip
         if ptype == "file":
