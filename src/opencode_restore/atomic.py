@@ -1,6 +1,6 @@
 """Files replaced whole: readers see the old content or the new, never a torn write.
 
-Every writer of the package that replaces a file (restore timelines, batch outputs,
+Every writer of the package that replaces a file (journals, batch outputs,
 migrated and exported sessions) goes through `atomic_write`: a temporary file named
 after the target and the writing process, written, fsynced, renamed over the target,
 and the directory fsynced. A process killed half-way leaves only its temporary file,
@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-#: Session logs and restore timelines hold private conversations: readable by their owner only.
+#: Session logs and journals hold private conversations: readable by their owner only.
 SESSION_FILE_MODE = 0o600
 
 

@@ -93,7 +93,7 @@ class HooksConfig(_Section):
     #: clear, compact; Gemini CLI: startup, resume, clear).
     restore_on: list[SessionSource] = Field(default_factory=_default_restore_on)
     #: Seconds the agent waits at most; past it the hook prints nothing and the restore
-    #: goes on in the background, so the next start finds its timeline warm.
+    #: goes on in the background, so the next start finds its journal warm.
     budget_seconds: float = Field(default=20.0, gt=0)
 
 

@@ -21,7 +21,7 @@ import anyio
 import pytest
 from click.testing import CliRunner
 
-from opencode_restore.batch.app import timeline_store
+from opencode_restore.batch.app import journal_store
 from opencode_restore.batch.items import BatchItem, finalize
 from opencode_restore.batch.manifest import Manifest
 from opencode_restore.batch.runner import BatchJob, BatchReport
@@ -29,9 +29,9 @@ from opencode_restore.cli import cli
 from opencode_restore.cli.restore_cmd import provider_settings
 from opencode_restore.config import load_config
 from opencode_restore.llm.registry import close_provider, get_provider
-from opencode_restore.pipeline.journal.batch_store import BatchTimelines
-from opencode_restore.pipeline.journal.lock import lock_path, timeline_lock
-from opencode_restore.pipeline.journal.store import TimelineStore
+from opencode_restore.pipeline.journal.batch_store import BatchJournals
+from opencode_restore.pipeline.journal.lock import journal_lock, lock_path
+from opencode_restore.pipeline.journal.store import JournalStore
 
 from .helpers import CLAUDE_3_TURNS, ROOT, FakeLLMServer, cli_env, read_manifest, server_process
 
@@ -190,7 +190,7 @@ def test_another_session_with_the_same_id_keeps_its_own_timeline(
         },
     )
     provider = get_provider(config.llm.model, provider_settings(config))
-    store = timeline_store(config)
+    store = journal_store(config)
     assert store is not None
     job = BatchJob(
         items,
@@ -199,7 +199,7 @@ def test_another_session_with_the_same_id_keeps_its_own_timeline(
         provider,
         Manifest(tmp_path / "out" / "manifest.jsonl"),
         concurrency=2,
-        timelines=store,
+        journals=store,
     )
 
     async def main() -> BatchReport:
@@ -218,11 +218,11 @@ def test_another_session_with_the_same_id_keeps_its_own_timeline(
 
 
 def test_the_lock_makes_a_second_holder_wait(tmp_path: Path) -> None:
-    store = TimelineStore(tmp_path / "timelines")
+    store = JournalStore(tmp_path / "timelines")
     order: list[str] = []
 
     async def hold(name: str, seconds: float) -> None:
-        async with timeline_lock(store, "s1"):
+        async with journal_lock(store, "s1"):
             order.append(f"{name} in")
             await anyio.sleep(seconds)
             order.append(f"{name} out")
@@ -233,7 +233,7 @@ def test_the_lock_makes_a_second_holder_wait(tmp_path: Path) -> None:
             await anyio.sleep(0.05)
             tg.start_soon(hold, "second", 0)
             # Another key is not held up.
-            async with timeline_lock(store, "s2"):
+            async with journal_lock(store, "s2"):
                 order.append("other key")
 
     anyio.run(main)
@@ -244,7 +244,7 @@ def test_the_lock_makes_a_second_holder_wait(tmp_path: Path) -> None:
 def test_the_lock_is_held_across_processes_and_freed_when_the_holder_dies(
     tmp_path: Path,
 ) -> None:
-    store = TimelineStore(tmp_path / "timelines")
+    store = JournalStore(tmp_path / "timelines")
     path = lock_path(store, "s1")
     path.parent.mkdir()
     holder = subprocess.Popen(
@@ -263,7 +263,7 @@ def test_the_lock_is_held_across_processes_and_freed_when_the_holder_dies(
 
         async def attempt(wait: float = 0.3) -> bool:
             with anyio.move_on_after(wait):
-                async with timeline_lock(store, "s1"):
+                async with journal_lock(store, "s1"):
                     return True
             return False
 
@@ -280,7 +280,7 @@ def test_the_lock_is_held_across_processes_and_freed_when_the_holder_dies(
 
 
 def test_batch_timelines_keep_saves_in_memory_until_flushed(tmp_path: Path) -> None:
-    store = BatchTimelines(tmp_path / "timelines")
+    store = BatchJournals(tmp_path / "timelines")
     assert store.load("s1") is None
     store.save("s1", {"turns": [1]})
     store.save("s1", {"turns": [1, 2]})
@@ -291,19 +291,19 @@ def test_batch_timelines_keep_saves_in_memory_until_flushed(tmp_path: Path) -> N
     store.flush("never-saved")
     assert json.loads(store.path_for("s1").read_text()) == {"turns": [1, 2]}
     assert sorted(p.name for p in store.directory.iterdir()) == ["s1.json"]
-    assert BatchTimelines(tmp_path / "timelines").load("s1") == {"turns": [1, 2]}
+    assert BatchJournals(tmp_path / "timelines").load("s1") == {"turns": [1, 2]}
 
 
 def test_batch_timelines_apply_turn_changes_in_memory(tmp_path: Path) -> None:
-    store = BatchTimelines(tmp_path / "timelines")
+    store = BatchJournals(tmp_path / "timelines")
     store.save("s1", {"generation": 2, "turns": [1], "numbering": {"labels": ["M1"]}})
     change = {"generation": 2, "append": {"turns": [2], "numbering.labels": ["M2"]}}
     store.append("s1", change)
-    assert not store.journal_for("s1").exists()  # no fsynced line per turn in a batch
+    assert not store.changes_for("s1").exists()  # no fsynced line per turn in a batch
     store.flush("s1")
     saved = json.loads(store.path_for("s1").read_text())
     assert saved == {"generation": 2, "turns": [1, 2], "numbering": {"labels": ["M1", "M2"]}}
     # A change for a snapshot that is not waiting here goes to the journal on disk.
     store.append("s1", {"generation": 2, "append": {"turns": [3]}})
-    assert store.journal_for("s1").exists()
-    assert BatchTimelines(tmp_path / "timelines").load("s1")["turns"] == [1, 2, 3]
+    assert store.changes_for("s1").exists()
+    assert BatchJournals(tmp_path / "timelines").load("s1")["turns"] == [1, 2, 3]

@@ -19,8 +19,8 @@ from typing import Any
 import anyio
 
 from opencode_restore.cli.restore_cmd import session_lock
-from opencode_restore.pipeline.journal.lock import lock_path, timeline_lock
-from opencode_restore.pipeline.journal.store import TimelineStore
+from opencode_restore.pipeline.journal.lock import journal_lock, lock_path
+from opencode_restore.pipeline.journal.store import JournalStore
 from tests.batch.helpers import CLAUDE_3_TURNS, ROOT, cli_env, server_process
 
 FIXTURE = CLAUDE_3_TURNS
@@ -81,23 +81,23 @@ def test_a_second_restore_waits_and_reuses_every_turn(tmp_path: Path) -> None:
     assert f"{TURNS} turns, {TURNS + 1} calls" in errs[0]
     assert f"{TURNS} turns, 0 calls" in errs[1]
     assert "another restore of d703ad6a-fc57-46ca-94d6-a6af7cf0c933 is running" in errs[1]
-    assert "timeline: resumed: all 3 turns unchanged" in errs[1]
+    assert "journal: resumed: all 3 turns unchanged" in errs[1]
     assert (tmp_path / "first.md").read_text().count("\n") > 5
     assert (tmp_path / "second.md").exists()
 
 
 def test_the_lock_is_only_taken_with_a_timeline_store(tmp_path: Path) -> None:
-    store = TimelineStore(tmp_path / "timelines")
+    store = JournalStore(tmp_path / "timelines")
     waits: list[str] = []
 
     async def main() -> None:
         async with session_lock(None, "s", None):
             assert not lock_path(store, "s").exists()  # no store: nothing locked
-        async with timeline_lock(store, "s"):
+        async with journal_lock(store, "s"):
             with anyio.move_on_after(0.2):
-                async with timeline_lock(store, "s", on_wait=lambda: waits.append("s")):
+                async with journal_lock(store, "s", on_wait=lambda: waits.append("s")):
                     raise AssertionError("taken while held")
-        async with timeline_lock(store, "s", on_wait=lambda: waits.append("again")):
+        async with journal_lock(store, "s", on_wait=lambda: waits.append("again")):
             pass
 
     anyio.run(main)

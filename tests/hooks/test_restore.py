@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from filelock import FileLock
 
-from opencode_restore.pipeline.journal.store import TimelineStore
+from opencode_restore.pipeline.journal.store import JournalStore
 
 from ..store.builders import CLAUDE_COMPACT, GEMINI_COMPRESSION, HOOKS
 
@@ -78,8 +78,8 @@ def test_compact_is_answered_with_the_restoration(home: Path, data_dir: Path) ->
     assert context.startswith(f"# Restored context: earlier claude-code session `{CLAUDE_ID}`")
     assert "Add a --shout flag" in context
     assert "[M1]" in context
-    # The restore timeline was saved: the next start is incremental.
-    assert TimelineStore(data_dir / "timelines").path_for(CLAUDE_ID).exists()
+    # The journal was saved: the next start is incremental.
+    assert JournalStore(data_dir / "timelines").path_for(CLAUDE_ID).exists()
 
 
 def test_startup_records_only(home: Path, data_dir: Path) -> None:
@@ -120,7 +120,7 @@ def test_clear_finds_the_previous_session_on_disk_when_the_store_has_none(
 def test_past_the_budget_nothing_is_printed_and_the_restore_goes_on(
     home: Path, data_dir: Path
 ) -> None:
-    timelines = TimelineStore(data_dir / "timelines")
+    timelines = JournalStore(data_dir / "timelines")
     lock = timelines.path_for(CLAUDE_ID).with_suffix(".lock")
     lock.parent.mkdir(parents=True, exist_ok=True)
     # Another restore holds the session: the hook's child must wait past the budget.
@@ -136,7 +136,7 @@ def test_past_the_budget_nothing_is_printed_and_the_restore_goes_on(
         assert not timelines.path_for(CLAUDE_ID).exists()
     deadline = time.monotonic() + DEADLINE
     while not timelines.path_for(CLAUDE_ID).exists():
-        assert time.monotonic() < deadline, "the background restore never saved its timeline"
+        assert time.monotonic() < deadline, "the background restore never saved its journal"
         time.sleep(0.1)
 
 

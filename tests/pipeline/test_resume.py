@@ -10,15 +10,15 @@ import pytest
 from opencode_restore.errors import ProviderError
 from opencode_restore.llm.base import LLMRequest, LLMResult
 from opencode_restore.llm.offline import OfflineProvider
-from opencode_restore.pipeline.journal.store import TimelineStore
+from opencode_restore.pipeline.journal.store import JournalStore
 from opencode_restore.pipeline.restoration import Restoration
 
-from .timeline_helpers import Counting, Crash, config, restore, session_of
+from .journal_helpers import Counting, Crash, config, restore, session_of
 
 
 def _saved(data: Path, key: str = "sess/1") -> dict:
     """What is saved: the snapshot with the journal's changes applied."""
-    saved = TimelineStore(data).load(key)
+    saved = JournalStore(data).load(key)
     assert saved is not None
     return saved
 
@@ -101,7 +101,7 @@ def test_changed_turn_restarts_there(tmp_path: Path) -> None:
 
 
 def test_state_loaded_equals_state_replayed(tmp_path: Path) -> None:
-    from opencode_restore.pipeline.journal.data import RestoreTimeline
+    from opencode_restore.pipeline.journal.persist import from_payload
     from opencode_restore.pipeline.resume import replay
     from opencode_restore.pipeline.stages.turn_parser import parse_turns
     from opencode_restore.pipeline.state import RestoreState
@@ -110,7 +110,7 @@ def test_state_loaded_equals_state_replayed(tmp_path: Path) -> None:
     session = session_of(4)
     restore(session, Counting(), tmp_path)
     payload = _saved(tmp_path)
-    tl = RestoreTimeline.from_dict(payload, session)
+    tl = from_payload(payload, session)
     replayed = replay(tl, parse_turns(session), Numbering.from_dict(payload["numbering"]))
     assert replayed.to_dict() == RestoreState.from_dict(payload["state"]).to_dict()
     assert [s.turn_number for s in replayed.summaries] == [1, 2, 3, 4]
@@ -223,7 +223,7 @@ def test_evidence_is_reused_only_with_the_same_options(tmp_path: Path) -> None:
 
 
 def test_corrupt_file_is_moved_aside(tmp_path: Path) -> None:
-    path = TimelineStore(tmp_path).path_for("sess/1")
+    path = JournalStore(tmp_path).path_for("sess/1")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text('{"schema": "restore.timeline.v1", "turns": [')
     again = Counting()
@@ -236,7 +236,7 @@ def test_corrupt_file_is_moved_aside(tmp_path: Path) -> None:
 
 
 def test_wrong_schema_starts_again(tmp_path: Path) -> None:
-    path = TimelineStore(tmp_path).path_for("sess/1")
+    path = JournalStore(tmp_path).path_for("sess/1")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"schema": "conv.timeline.v1", "version": 1}))
     r = restore(session_of(1), Counting(), tmp_path)

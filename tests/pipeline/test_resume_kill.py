@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from opencode_restore.pipeline.journal.store import TimelineStore
+from opencode_restore.pipeline.journal.store import JournalStore
 from tests.fakes.process import fake_server_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,7 +71,7 @@ def _timeline(tmp_path: Path) -> dict[str, Any] | None:
     if not files:
         return None
     json.loads(files[0].read_text())  # the snapshot is never torn: it must always parse
-    return TimelineStore(directory).load(files[0].stem)
+    return JournalStore(directory).load(files[0].stem)
 
 
 def _requests(log: Path) -> list[dict[str, Any]]:

@@ -3,7 +3,7 @@
 A restore costs model calls, so the API never runs two for one session: a POST while the
 session's job is queued or running gets that job back. At most ``max_jobs`` run at once
 (the others wait, ``queued``), and at most ``max_queued`` exist at all. A job restores like
-the ``restore`` command: under the session's timeline lock and from its saved timeline,
+the ``restore`` command: under the session's journal lock and from its saved journal,
 so a restore started meanwhile by the CLI, ``batch`` or another server waits and then
 reuses the turns instead of paying for them again.
 """
@@ -19,7 +19,7 @@ from ..config import Config
 from ..errors import SourceError
 from ..llm.registry import close_provider, get_provider
 from ..model import Session
-from ..pipeline.journal.store import TimelineStore
+from ..pipeline.journal.store import JournalStore, journal_dir
 from ..pipeline.run import RestoreOptions, restore_session
 from ..report.summary import summary_markdown
 from ..sources import is_container, open_session
@@ -49,12 +49,12 @@ async def run_restore(
     try:
         await to_thread.run_sync(store.update_run, run_id, "running")
         session = await to_thread.run_sync(load_session, row)
-        timelines = TimelineStore(config.data_dir / "timelines") if config.restore.resume else None
+        journals = JournalStore(journal_dir(config.data_dir)) if config.restore.resume else None
         provider = get_provider(config.llm.model, provider_settings(config))
         try:
-            async with session_lock(timelines, session.id, None):
+            async with session_lock(journals, session.id, None):
                 restoration = await restore_session(
-                    session, config, provider, options=RestoreOptions(max_turns), store=timelines
+                    session, config, provider, options=RestoreOptions(max_turns), store=journals
                 )
         finally:
             await close_provider(provider)

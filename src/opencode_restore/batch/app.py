@@ -18,7 +18,8 @@ from ..config import Config, load_config
 from ..errors import UsageError
 from ..llm.ratelimit import rate_limited
 from ..llm.registry import close_provider, get_provider
-from ..pipeline.journal.batch_store import BatchTimelines
+from ..pipeline.journal.batch_store import BatchJournals
+from ..pipeline.journal.store import journal_dir
 from ..pipeline.run import RestoreOptions
 from ..store.paths import db_path
 from ..store.store import Store
@@ -49,7 +50,7 @@ class RunSettings:
     skip_evidence_search: bool | None = None
     max_searches: int | None = None
     quiet: bool = False
-    #: Ignore saved restore timelines (they are still written): ``batch --force``.
+    #: Ignore saved journals (they are still written): ``batch --force``.
     fresh: bool = False
     overrides: dict[str, Any] = field(default_factory=dict)
 
@@ -74,9 +75,9 @@ class RunSettings:
         )
 
 
-def timeline_store(config: Config) -> BatchTimelines | None:
-    """Where restores keep their timelines, as ``restore`` does; None without ``resume``."""
-    return BatchTimelines(config.data_dir / "timelines") if config.restore.resume else None
+def journal_store(config: Config) -> BatchJournals | None:
+    """Where restores keep their journals, as ``restore`` does; None without ``resume``."""
+    return BatchJournals(journal_dir(config.data_dir)) if config.restore.resume else None
 
 
 def _execute(job: BatchJob, settings: RunSettings) -> BatchReport:
@@ -141,7 +142,7 @@ def run_batch(
         concurrency=settings.concurrency,
         options=settings.options(),
         force=force,
-        timelines=timeline_store(config),
+        journals=journal_store(config),
     )
     return _execute(job, settings).exit_code
 
@@ -220,7 +221,7 @@ def run_nightly(
             options=settings.options(),
             on_result=store_hook(store),
             mirror=Manifest(p.out_dir / MANIFEST_NAME, sink),
-            timelines=timeline_store(config),
+            journals=journal_store(config),
         )
         report = _execute(job, settings)
         failed = len(report.failed)

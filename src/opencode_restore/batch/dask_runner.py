@@ -29,7 +29,7 @@ import anyio
 from ..config import Config, RateLimitConfig, RateLimitRule
 from ..llm.registry import close_provider
 from ..pipeline.restoration import UsageReport
-from .app import MANIFEST_NAME, RunSettings, _provider_for, timeline_store
+from .app import MANIFEST_NAME, RunSettings, _provider_for, journal_store
 from .items import BatchItem
 from .manifest import Manifest
 from .runner import BatchJob, BatchReport, Outcome
@@ -88,7 +88,7 @@ def run_partition(
             manifest,
             concurrency=settings.concurrency,
             options=settings.options(),
-            timelines=timeline_store(config),
+            journals=journal_store(config),
         )
 
         async def main() -> None:

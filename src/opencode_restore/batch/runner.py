@@ -8,10 +8,10 @@ its manifest line. A session whose manifest says ``done``
 with the same content hash and provider is skipped, so a batch killed at any point
 and started again redoes no finished session and loses none.
 
-With `BatchTimelines` (``[restore] resume``, the default) each restore continues the
-session's saved restore timeline under its lock (`timeline_lock`): a session that grew
+With `BatchJournals` (``[restore] resume``, the default) each restore continues the
+session's journal under its lock (`journal_lock`): a session that grew
 by a turn since it was last restored (by a batch, nightly or ``restore``) has only the
-new turn summarized. The timeline is written once, when the session's restore ends.
+new turn summarized. The journal is written once, when the session's restore ends.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from ..atomic import atomic_write, remove_stale_temporaries
 from ..config import Config
 from ..llm.base import Provider
 from ..model import Session
-from ..pipeline.journal.batch_store import BatchTimelines
-from ..pipeline.journal.lock import timeline_lock
+from ..pipeline.journal.batch_store import BatchJournals
+from ..pipeline.journal.lock import journal_lock
 from ..pipeline.restoration import Restoration, UsageReport
 from ..pipeline.run import RestoreOptions, restore_session
 from ..report.summary import summary_markdown
@@ -54,7 +54,7 @@ class Outcome:
     error: str | None = None
     usage: UsageReport = field(default_factory=UsageReport)
     duration: float = 0.0
-    #: Turns taken from the saved restore timeline instead of asking the model again.
+    #: Turns taken from the saved journal instead of asking the model again.
     turns_reused: int = 0
 
     @property
@@ -130,8 +130,8 @@ class BatchJob:
     #: Called in the event loop when a session starts and when it ends.
     on_start: Callable[[BatchItem], None] | None = None
     on_finish: Callable[[Outcome], None] | None = None
-    #: Saved restore timelines to continue (None: every restore starts from turn 1).
-    timelines: BatchTimelines | None = None
+    #: Saved journals to continue (None: every restore starts from turn 1).
+    journals: BatchJournals | None = None
 
     @property
     def provider_spec(self) -> str:
@@ -239,17 +239,17 @@ class BatchJob:
             self.on_finish(outcome)
 
     async def _restore_session(self, item: BatchItem, session: Session) -> Restoration:
-        store = self.timelines
+        store = self.journals
         if store is None:
             return await restore_session(session, self.config, self.provider, options=self.options)
-        # The session id names the timeline, as for `restore`, so every command continues
+        # The session id names the journal, as for `restore`, so every command continues
         # one another's work; another session with the same id (an eval log reusing a
-        # sample id) gets a timeline of its own under its batch key.
+        # sample id) gets a journal of its own under its batch key.
         options = self.options
         if item.key != safe_name(item.session_id):
-            options = replace(options, timeline_key=item.key)
-        key = options.timeline_key or session.id
-        async with timeline_lock(store, key):
+            options = replace(options, journal_key=item.key)
+        key = options.journal_key or session.id
+        async with journal_lock(store, key):
             try:
                 return await restore_session(
                     session, self.config, self.provider, options=options, store=store

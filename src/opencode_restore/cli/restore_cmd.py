@@ -1,7 +1,7 @@
 """The `restore` command: config, provider, progress bar, output.
 
-With ``[restore] resume`` (the default) a restore holds its session's timeline lock
-(`timeline_lock`, as batch and nightly do): a second ``restore`` of the session started
+With ``[restore] resume`` (the default) a restore holds its session's journal lock
+(`journal_lock`, as batch and nightly do): a second ``restore`` of the session started
 meanwhile waits, then continues from what the first saved instead of asking the
 model for the same turns again.
 """
@@ -23,8 +23,8 @@ from ..config import Config, load_config
 from ..llm.registry import close_provider, get_provider
 from ..llm.settings import ModelPrice, ProviderSettings
 from ..llm.usage import UsageLedger
-from ..pipeline.journal.lock import timeline_lock
-from ..pipeline.journal.store import TimelineStore
+from ..pipeline.journal.lock import journal_lock
+from ..pipeline.journal.store import JournalStore, journal_dir
 from ..pipeline.restoration import Restoration
 from ..pipeline.run import RestoreOptions, restore_session
 from ..report.html import session_html
@@ -70,9 +70,9 @@ def render(restoration: Restoration, fmt: str, dump_turns: bool, references: boo
 
 
 def session_lock(
-    store: TimelineStore | None, key: str, console: Console | None
+    store: JournalStore | None, key: str, console: Console | None
 ) -> AbstractAsyncContextManager[object]:
-    """The timeline lock of ``key`` (nothing to lock without a store); says when it waits."""
+    """The journal lock of ``key`` (nothing to lock without a store); says when it waits."""
     if store is None:
         return nullcontext()
 
@@ -84,7 +84,7 @@ def session_lock(
                 highlight=False,
             )
 
-    return timeline_lock(store, key, on_wait=waiting)
+    return journal_lock(store, key, on_wait=waiting)
 
 
 def run_restore(
@@ -122,9 +122,9 @@ def run_restore(
     provider = get_provider(config.llm.model, provider_settings(config))
     sink = command_sink(quiet)
     session = select_branch(open_session(paths, sink, agent, session_id), leaf, label)
-    # Another branch is another restore: it must not overwrite the main line's timeline.
+    # Another branch is another restore: it must not overwrite the main line's journal.
     key = f"{session.id}@{label or leaf}" if leaf is not None or label is not None else None
-    store = TimelineStore(config.data_dir / "timelines") if config.restore.resume else None
+    store = JournalStore(journal_dir(config.data_dir)) if config.restore.resume else None
     show_progress = not quiet and sys.stderr.isatty()
     console = Console(stderr=True)
     with Progress(
@@ -156,7 +156,7 @@ def run_restore(
                             max_turns,
                             fresh=fresh,
                             debug_render=sys.stderr if debug_render else None,
-                            timeline_key=key,
+                            journal_key=key,
                         ),
                         progress=progress,
                         store=store,
@@ -189,7 +189,7 @@ def run_restore(
         console.print(f"[dim]{note}[/]")
         if restoration.timeline is not None and restoration.timeline.path:
             console.print(
-                f"[dim]timeline: {restoration.timeline.note} ({restoration.timeline.path})[/]",
+                f"[dim]journal: {restoration.timeline.note} ({restoration.timeline.path})[/]",
                 highlight=False,
                 soft_wrap=True,
             )
@@ -258,7 +258,7 @@ def _check_workspace(ctx: click.Context, param: click.Parameter, value: str | No
 @click.option("--base-url", default=None, help="OpenAI-compatible server URL (Ollama, vLLM, ...).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or warnings on stderr.")
 @click.option(
-    "--fresh", is_flag=True, help="Ignore the saved restore timeline; start from the first turn."
+    "--fresh", is_flag=True, help="Ignore the saved journal; start from the first turn."
 )
 @click.option(
     "--debug-render",
@@ -292,9 +292,9 @@ def restore(
     LOG...: one session's files, oldest first; or a session id (or a unique prefix),
     looked up in the store and the agents' default locations; or --latest.
 
-    The restore timeline is saved per session in the data directory after every turn; a
-    later run (after a crash, or on a grown log) continues it and only summarizes what is
-    new or changed.
+    The restore's saved state (its journal) is kept per session in the data directory
+    after every turn; a later run (after a crash, or on a grown log) continues it and only
+    summarizes what is new or changed.
     """
     code = run_restore(
         list(paths),

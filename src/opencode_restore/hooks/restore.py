@@ -13,7 +13,7 @@ output, ``{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalCo
 
 The restore runs as a child process (its own session, so it outlives the hook) with
 the configured provider; the hook waits for it at most ``[hooks] budget_seconds``. Past
-that it prints nothing: the child goes on and saves the restore timeline, so the next
+that it prints nothing: the child goes on and saves the journal, so the next
 SessionStart costs little. Nothing but the JSON ever reaches stdout; every problem is one
 line in ``hook.log``, and the agent always sees exit 0.
 """
@@ -93,7 +93,7 @@ def run_restore(command: list[str], budget: float, log_path: str) -> tuple[str |
     """The child's stdout when it finishes within ``budget`` seconds, or None and why not.
 
     The child keeps running past the budget (own session; its output pipe is simply
-    closed when the hook exits), so the restore timeline is saved for the next time.
+    closed when the hook exits), so the journal is saved for the next time.
     """
     with open(log_path, "ab") as errors:
         child = subprocess.Popen(

@@ -7,9 +7,9 @@ A problem the caller can fix (an unknown session, an ambiguous prefix, a bad reg
 `ToolFailure` with a one-line reason; the server turns it into an MCP tool error.
 
 Labels: ``[M#]`` are issued by a restore as it renders the turns, so ``get_messages`` and
-``search_log`` take them from the session's saved restore timeline, the same map the
+``search_log`` take them from the session's saved journal, the same map the
 restoration cited. A session never restored is restored first (offline by default; with a
-saved timeline an unchanged session costs no model call).
+saved journal an unchanged session costs no model call).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from ..llm.registry import close_provider, get_provider
 from ..model import Message, Session
 from ..pipeline.evidence.log_search import Limits, LogSearch
 from ..pipeline.evidence.sandbox import Matcher, Refused
-from ..pipeline.journal.store import SourceFile, TimelineStore, file_change
+from ..pipeline.journal.store import JournalStore, SourceFile, file_change, journal_dir
 from ..pipeline.prompting.render import CHARS_PER_TOKEN
 from ..pipeline.restoration import Restoration
 from ..pipeline.run import RestoreOptions, restore_session
@@ -147,7 +147,7 @@ class HistoryTools:
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.timelines = TimelineStore(config.data_dir / "timelines")
+        self.journals = JournalStore(journal_dir(config.data_dir))
 
     def _store(self) -> Store:
         return open_store(self.config.data_dir)
@@ -201,12 +201,12 @@ class HistoryTools:
         return _Opened(session, agent or session.agent)
 
     async def _restore(self, session: Session) -> Restoration:
-        """Restore through the saved timeline, under the session's lock, and store it."""
+        """Restore through the saved journal, under the session's lock, and store it."""
         provider = get_provider(self.config.llm.model, provider_settings(self.config))
         try:
-            async with session_lock(self.timelines, session.id, None):
+            async with session_lock(self.journals, session.id, None):
                 restoration = await restore_session(
-                    session, self.config, provider, options=RestoreOptions(), store=self.timelines
+                    session, self.config, provider, options=RestoreOptions(), store=self.journals
                 )
         finally:
             await close_provider(provider)
@@ -256,14 +256,14 @@ class HistoryTools:
             saved = self._saved_numbering(session)
         if saved is None:  # `[restore] resume = false`: nothing is saved, number afresh
             raise ToolFailure(
-                f"{session.id}: no saved restore timeline to take labels from "
+                f"{session.id}: no saved journal to take labels from "
                 "(is [restore] resume turned off?)"
             )
         return saved
 
     def _saved_numbering(self, session: Session) -> Numbering | None:
         """The saved map, if it was saved from the session's files as they are now."""
-        data = self.timelines.load(session.id)
+        data = self.journals.load(session.id)
         if data is None or not isinstance(data.get("numbering"), dict):
             return None
         try:

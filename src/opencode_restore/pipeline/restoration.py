@@ -121,8 +121,11 @@ class EvidenceItem(BaseModel):
     citations: list[str] = Field(default_factory=list)
 
 
-class TimelineInfo(BaseModel):
-    """The saved restore timeline behind this restoration, and what this run reused."""
+class JournalInfo(BaseModel):
+    """The journal behind this restoration, and what this run reused.
+
+    Its key in the JSON stays ``timeline`` (the restoration's v1 schema), as do the notes.
+    """
 
     path: str | None = None
     note: str = ""
@@ -152,7 +155,7 @@ class Restoration(BaseModel):
     usage: UsageReport = Field(default_factory=UsageReport)
     redactions: int = 0
     warnings: list[str] = Field(default_factory=list)
-    timeline: TimelineInfo | None = None
+    timeline: JournalInfo | None = None
 
     @property
     def complete(self) -> bool:

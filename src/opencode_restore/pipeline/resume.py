@@ -1,4 +1,4 @@
-"""Opening a restore on its saved timeline: what can be reused and the state it implies.
+"""Opening a restore on its journal: what can be reused and the state it implies.
 
 A saved turn is reused when the turn at the same position has the same content hash; the
 first turn that differs (or is new, or failed last time) and every turn after it are
@@ -21,8 +21,9 @@ from typing import Any
 from ..model import Session, Turn
 from ..timeline.numbering import Numbering
 from .context import StageContext
-from .journal.data import SCHEMA, Clock, RestoreTimeline, TimelineFormatError
-from .journal.store import TimelineStore, chain_hash, file_change, source_file, turn_hash
+from .journal.data import Clock, Journal
+from .journal.persist import SCHEMA, JournalFormatError, from_payload
+from .journal.store import JournalStore, chain_hash, file_change, source_file, turn_hash
 from .schemas import TurnSummary
 from .state import RestoreState
 
@@ -45,10 +46,11 @@ def fingerprint(ctx: StageContext) -> str:
 
 @dataclass
 class Resume:
-    """The timeline to continue, how many turns it keeps, and what to tell the user."""
+    """The journal to continue, how many turns it keeps, and what to tell the user."""
 
-    timeline: RestoreTimeline
+    journal: Journal
     kept: int = 0
+    #: Shown in `restore --format json` as ``timeline.note``: its words are kept with the v1 schema.
     note: str = "new timeline"
     save: bool = True
     #: Saved turns were dropped (changed, or beyond ``--max-turns``): the saved state is stale.
@@ -78,25 +80,25 @@ def _describe(saved: int, kept: int, total: int, changes: list[str], failed: boo
     return f"resumed at turn {kept + 1}: it changed since the last run; {kept} turns reused"
 
 
-def open_timeline(
+def open_journal(
     session: Session,
     turns: list[Turn],
     ctx: StageContext,
-    store: TimelineStore | None,
+    store: JournalStore | None,
     *,
     fresh: bool = False,
     limited: bool = False,
     key: str | None = None,
     clock: Clock = time.time,
 ) -> Resume:
-    """The saved timeline to continue (or a new one), cut at the first changed turn.
+    """The saved journal to continue (or a new one), cut at the first changed turn.
 
     ``limited`` says ``turns`` is a prefix chosen by ``--max-turns``: then a saved
-    timeline with more turns is used but not overwritten.
+    journal with more turns is used but not overwritten.
     """
     fp = fingerprint(ctx)
     hashes = [turn_hash(t) for t in turns]
-    new = RestoreTimeline(session, fp, key=key, clock=clock)
+    new = Journal(session, fp, key=key, clock=clock)
     new.source_files = [f for p in session.files if (f := source_file(p)) is not None]
     if store is None:
         return Resume(new, note="not saved", save=False, hashes=hashes)
@@ -106,35 +108,37 @@ def open_timeline(
     if data is None:
         return Resume(new, hashes=hashes)
     try:
-        tl = RestoreTimeline.from_dict(data, session, key=key, clock=clock)
-    except TimelineFormatError as exc:
+        journal = from_payload(data, session, key=key, clock=clock)
+    except JournalFormatError as exc:
         return Resume(new, note=f"saved timeline not usable ({exc}); starting again", hashes=hashes)
-    if tl.fingerprint != fp:
+    if journal.fingerprint != fp:
         return Resume(
             new, note="saved timeline used another model or settings; starting again", hashes=hashes
         )
-    changes = [file_change(f) for f in tl.source_files]
+    changes = [file_change(f) for f in journal.source_files]
     kept, failed = 0, False
-    for record, turn, digest in zip(tl.turns, turns, hashes, strict=False):
+    for record, turn, digest in zip(journal.turns, turns, hashes, strict=False):
         if record.number != turn.number or record.hash != digest:
             break
         if record.summary is None:
             failed = True
             break
         kept += 1
-    saved = len(tl.turns)
+    saved = len(journal.turns)
     note = _describe(saved, kept, len(turns), changes, failed)
     save = not (limited and saved > len(turns) and kept == len(turns))
     if kept < saved:
-        tl.keep_turns(kept)
-    tl.source_files = new.source_files
-    return Resume(tl, kept, note, save, cut=kept < saved, hashes=hashes)
+        journal.keep_turns(kept)
+    journal.source_files = new.source_files
+    return Resume(journal, kept, note, save, cut=kept < saved, hashes=hashes)
 
 
 def stage_keys(resume: Resume, options: dict[str, Any]) -> dict[str, str]:
     """One key per stage: files, turns and options it depends on."""
-    tl = resume.timeline
-    base = chain_hash(tl.fingerprint, *(f.sha256 for f in tl.source_files), *resume.hashes)
+    journal = resume.journal
+    base = chain_hash(
+        journal.fingerprint, *(f.sha256 for f in journal.source_files), *resume.hashes
+    )
     keys: dict[str, str] = {}
     previous = base
     for name in STAGES:
@@ -147,27 +151,30 @@ def prepare(
     resume: Resume, turns: list[Turn], ctx: StageContext, keys: dict[str, str]
 ) -> RestoreState:
     """Numbering, redaction counts and state as of the last reused turn or stage."""
-    tl = resume.timeline
+    journal = resume.journal
     kept = resume.kept
-    if kept == len(turns) == len(tl.turns):
+    if kept == len(turns) == len(journal.turns):
         for name in STAGES:
-            record = tl.stages.get(name)
+            record = journal.stages.get(name)
             if record is None or record.key != keys[name]:
                 break
             resume.reusable.append(name)
-    for name in list(tl.stages):
+    for name in list(journal.stages):
         if name not in resume.reusable:
-            del tl.stages[name]
+            del journal.stages[name]
     if "evidence" not in resume.reusable:
-        tl.drop_evidence()
+        journal.drop_evidence()
     if resume.reusable:
-        last = tl.stages[resume.reusable[-1]]
+        last = journal.stages[resume.reusable[-1]]
         labels_end, redactions = last.labels_end, last.data.get("redactions", {})
     elif kept:
-        labels_end, redactions = tl.turns[kept - 1].labels_end, tl.turns[kept - 1].redactions
+        labels_end, redactions = (
+            journal.turns[kept - 1].labels_end,
+            journal.turns[kept - 1].redactions,
+        )
     else:
         labels_end, redactions = 0, {}
-    labels = tl.numbering.get("labels", [])[:labels_end]
+    labels = journal.numbering.get("labels", [])[:labels_end]
     ctx.numbering = Numbering.from_dict(
         {"version": 1, "labels": labels}, ctx.numbering.preprocessor
     )
@@ -176,20 +183,20 @@ def prepare(
     ctx.redactor.by_kind = Counter(ctx.redactor.by_kind | Counter(redactions))
     if kept == 0:
         return RestoreState()
-    if not resume.cut and tl.state:
+    if not resume.cut and journal.state:
         try:
-            return RestoreState.from_dict(tl.state)
+            return RestoreState.from_dict(journal.state)
         except ValueError:
             pass
-    return replay(tl, turns, ctx.numbering)
+    return replay(journal, turns, ctx.numbering)
 
 
-def replay(tl: RestoreTimeline, turns: list[Turn], numbering: Numbering) -> RestoreState:
+def replay(journal: Journal, turns: list[Turn], numbering: Numbering) -> RestoreState:
     """The state the kept turns produced, rebuilt from their records (no LLM call)."""
     state = RestoreState()
-    for record, turn in zip(tl.turns, turns, strict=False):
+    for record, turn in zip(journal.turns, turns, strict=False):
         label_of = {m.id: lab for m in turn.messages if (lab := numbering.label_for(m.id))}
         state.add_parsed_turn(turn, label_of)
-        # open_timeline keeps no failed turn, so every kept record has its summary.
+        # open_journal keeps no failed turn, so every kept record has its summary.
         state.add_summary(TurnSummary.model_validate(record.summary))
     return state

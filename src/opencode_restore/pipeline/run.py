@@ -15,7 +15,8 @@ from ..model import Message, Session, Turn
 from ..redact import redact_session
 from .context import StageContext
 from .journal.data import Clock, StageRecord, TurnRecord
-from .journal.store import TimelineStore
+from .journal.persist import persist
+from .journal.store import JournalStore
 from .prompting.budget import TokenEstimator, Window
 from .prompting.facts import MAX_REQUEST_CHARS, cap_middle, compaction_text
 from .restoration import (
@@ -27,14 +28,14 @@ from .restoration import (
     EvidenceItem,
     FailedTurnRow,
     FileRow,
+    JournalInfo,
     Quote,
     ReferenceRow,
     Restoration,
     SessionInfo,
-    TimelineInfo,
     UsageReport,
 )
-from .resume import Resume, open_timeline, prepare, stage_keys
+from .resume import Resume, open_journal, prepare, stage_keys
 from .schemas import SessionSummary
 from .stages.branch_summarizer import summarize_branches
 from .stages.evidence_gatherer import EvidenceOptions, gather_evidence
@@ -55,10 +56,10 @@ class RestoreOptions:
     skip_evidence_search: bool | None = None
     max_searches: int | None = None
     workspace: str | None = None
-    #: Ignore a saved timeline and start from the first turn (the new one is still saved).
+    #: Ignore a saved journal and start from the first turn (the new one is still saved).
     fresh: bool = False
-    #: The saved timeline's name (default the session id; a branch restore adds its leaf).
-    timeline_key: str | None = None
+    #: The saved journal's name (default the session id; a branch restore adds its leaf).
+    journal_key: str | None = None
     #: Where ``--debug-render`` prints every rendered request (checkpoints marked).
     debug_render: TextIO | None = None
 
@@ -159,7 +160,7 @@ def make_context(
 
 
 def _usage_dict(prior: dict[str, Any], ledger: UsageLedger) -> dict[str, Any]:
-    """The timeline's usage over all runs: what earlier runs spent plus this run."""
+    """The journal's usage over all runs: what earlier runs spent plus this run."""
     now = _usage(ledger).model_dump()
     out = dict(prior)
     for key, value in now.items():
@@ -172,46 +173,46 @@ def _usage_dict(prior: dict[str, Any], ledger: UsageLedger) -> dict[str, Any]:
 
 
 class _Run:
-    """One restore over its timeline: saves after each turn and each stage."""
+    """One restore over its journal: saves after each turn and each stage."""
 
     def __init__(
         self,
         resume: Resume,
         ctx: StageContext,
         state: RestoreState,
-        store: TimelineStore | None,
+        store: JournalStore | None,
         keys: dict[str, str],
     ) -> None:
         self.resume = resume
-        self.timeline = resume.timeline
+        self.journal = resume.journal
         self.ctx = ctx
         self.state = state
         self.store = store if resume.save else None
         self.keys = keys
-        self.prior_usage = dict(self.timeline.usage)
+        self.prior_usage = dict(self.journal.usage)
 
     async def save(self, *, after_turn: bool = False) -> None:
-        """Persist the timeline with the numbering, state and usage as they are now.
+        """Persist the journal with the numbering, state and usage as they are now.
 
-        After a turn only what the turn added is saved (the store's journal) and the
+        After a turn only what the turn added is saved (the store's change file) and the
         state is left out: it is replayed from the turn records on resume
         (``resume.replay``, no LLM call). Dumping everything after every turn made a
         long restore quadratic. After a stage, the whole artifact is written.
         """
         if self.store is None:
             return
-        tl = self.timeline
-        tl.labels = self.ctx.numbering
-        tl.state = {} if after_turn else self.state.to_dict()
-        tl.usage = _usage_dict(self.prior_usage, self.ctx.ledger)
-        await tl.persist(self.store, snapshot=not after_turn)
+        journal = self.journal
+        journal.labels = self.ctx.numbering
+        journal.state = {} if after_turn else self.state.to_dict()
+        journal.usage = _usage_dict(self.prior_usage, self.ctx.ledger)
+        await persist(journal, self.store, snapshot=not after_turn)
         # Written: a second copy of every turn summary need not stay in memory (a stage
         # save is always a snapshot, which builds the state afresh).
-        tl.state = {}
+        journal.state = {}
 
     async def on_turn(self, outcome: TurnOutcome) -> None:
         turn = outcome.turn
-        await self.timeline.add_turn(
+        await self.journal.add_turn(
             TurnRecord(
                 number=turn.number,
                 id=turn.messages[0].id if turn.messages else f"turn-{turn.number}",
@@ -228,13 +229,13 @@ class _Run:
     def reused(self, name: str) -> dict[str, Any] | None:
         """The saved output of stage ``name`` when it may be reused."""
         if name in self.resume.reusable:
-            return self.timeline.stages[name].data
+            return self.journal.stages[name].data
         return None
 
     async def finish(self, name: str, data: dict[str, Any]) -> None:
         """Record stage ``name`` as done and save."""
         data["redactions"] = dict(self.ctx.redactor.by_kind)
-        self.timeline.stages[name] = StageRecord(self.keys[name], len(self.ctx.numbering), data)
+        self.journal.stages[name] = StageRecord(self.keys[name], len(self.ctx.numbering), data)
         await self.save()
 
 
@@ -258,12 +259,12 @@ async def _evidence(
             ),
         )
         items, warnings = found.items, found.warnings
-    tl = run.timeline
+    journal = run.journal
     for number, item in enumerate(items, start=1):
         source = {"id": f"S{number}", **item.model_dump()}
-        tl.sources_pool.append(source)
+        journal.sources_pool.append(source)
         cites = f" [{', '.join(item.citations)}]" if item.citations else ""
-        await tl.contribute(
+        await journal.contribute(
             "evidence",
             f"[EVIDENCE S{number}] {item.tool} {item.query!r}{cites}\n{item.result}",
             meta={"source": f"S{number}"},
@@ -292,11 +293,11 @@ async def _branches(run: _Run, session: Session) -> list[BranchSummaryRow]:
     return rows
 
 
-def _timeline_info(run: _Run, store: TimelineStore | None) -> TimelineInfo:
-    tl = run.timeline
-    ranges = [b for b in tl.blocks if b.kind == "range.summary"]
-    return TimelineInfo(
-        path=str(store.path_for(tl.key)) if run.store is not None and store else None,
+def _journal_info(run: _Run, store: JournalStore | None) -> JournalInfo:
+    journal = run.journal
+    ranges = [b for b in journal.blocks if b.kind == "range.summary"]
+    return JournalInfo(
+        path=str(store.path_for(journal.key)) if run.store is not None and store else None,
         note=run.resume.note,
         turns_reused=run.resume.kept,
         stages_reused=list(run.resume.reusable),
@@ -311,32 +312,32 @@ async def restore_session(
     *,
     options: RestoreOptions | None = None,
     progress: ProgressFn | None = None,
-    store: TimelineStore | None = None,
+    store: JournalStore | None = None,
     clock: Clock = time.time,
 ) -> Restoration:
     """Restore one session: summaries per turn, then the cited SESSION SUMMARY.
 
-    With a ``store`` the restore timeline is saved after every turn and stage, and a
+    With a ``store`` the journal is saved after every turn and stage, and a
     saved one is continued: finished turns and stages are not asked again.
     """
     options = options or RestoreOptions()
     ctx = make_context(session, config, provider)
     if config.restore.redact:
         # Once, on the decoded strings, before any of them is parsed into a turn,
-        # rendered, saved in the timeline or sent: everything below sees no secret.
+        # rendered, saved in the journal or sent: everything below sees no secret.
         redact_session(session, ctx.redactor.redact, cap=True)
     turns = parse_turns(session)
     limited = options.max_turns is not None and len(turns) > options.max_turns
     if options.max_turns is not None:
         turns = turns[: options.max_turns]
-    resume = open_timeline(
+    resume = open_journal(
         session,
         turns,
         ctx,
         store,
         fresh=options.fresh,
         limited=limited,
-        key=options.timeline_key,
+        key=options.journal_key,
         clock=clock,
     )
     keys = stage_keys(
@@ -354,9 +355,9 @@ async def restore_session(
     state = prepare(resume, turns, ctx, keys)
     debug = options.debug_render
     window = Window(
-        resume.timeline,
+        resume.journal,
         ctx,
-        TokenEstimator(resume.timeline.token_factor),
+        TokenEstimator(resume.journal.token_factor),
         debug=(lambda text: print(text, file=debug, flush=True)) if debug is not None else None,
     )
     run = _Run(resume, ctx, state, store, keys)
@@ -430,5 +431,5 @@ async def restore_session(
         cited_text + " " + " ".join(f"[{label}]" for label in labels), ctx, session
     )
     restoration.usage = _usage(ctx.ledger)
-    restoration.timeline = _timeline_info(run, store)
+    restoration.timeline = _journal_info(run, store)
     return restoration

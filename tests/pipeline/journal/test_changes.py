@@ -1,4 +1,4 @@
-"""The restore timeline's journal: turns are appended, stages write a snapshot."""
+"""A journal's change file: turns are appended, stages write a snapshot."""
 
 from __future__ import annotations
 
@@ -8,18 +8,18 @@ from pathlib import Path
 import pytest
 
 from opencode_restore.llm.offline import OfflineProvider
-from opencode_restore.pipeline.journal.store import TimelineStore
+from opencode_restore.pipeline.journal.store import JournalStore
 
-from ..timeline_helpers import Counting, Crash, restore, session_of
+from ..journal_helpers import Counting, Crash, restore, session_of
 
 KEY = "sess/1"
 
 
 def _files(data: Path) -> tuple[dict, list[dict]]:
-    store = TimelineStore(data)
+    store = JournalStore(data)
     snapshot = json.loads(store.path_for(KEY).read_text())
-    journal = store.journal_for(KEY)
-    lines = [json.loads(x) for x in journal.read_text().splitlines()] if journal.exists() else []
+    changes = store.changes_for(KEY)
+    lines = [json.loads(x) for x in changes.read_text().splitlines()] if changes.exists() else []
     return snapshot, lines
 
 
@@ -27,12 +27,12 @@ def test_turns_go_to_the_journal_and_a_finished_run_leaves_one_snapshot(tmp_path
     session = session_of(5)
     with pytest.raises(Crash):
         restore(session, Counting(crash_at=5), tmp_path)  # turns 1-4 done
-    snapshot, journal = _files(tmp_path)
+    snapshot, changes = _files(tmp_path)
     # The first turn writes a snapshot; each later one is one small line after it.
     assert snapshot["turn_ids"] == ["u1"]
-    assert [c["append"]["turn_ids"] for c in journal] == [["u2"], ["u3"], ["u4"]]
-    assert {c["generation"] for c in journal} == {snapshot["generation"]}
-    merged = TimelineStore(tmp_path).load(KEY)
+    assert [c["append"]["turn_ids"] for c in changes] == [["u2"], ["u3"], ["u4"]]
+    assert {c["generation"] for c in changes} == {snapshot["generation"]}
+    merged = JournalStore(tmp_path).load(KEY)
     assert merged is not None
     assert merged["turn_ids"] == ["u1", "u2", "u3", "u4"]
     assert [b["parent_id"] for b in merged["blocks"][1:]] == [
@@ -42,8 +42,8 @@ def test_turns_go_to_the_journal_and_a_finished_run_leaves_one_snapshot(tmp_path
     again = Counting()
     restore(session, again, tmp_path)
     assert again.turn_calls() == [5]
-    snapshot, journal = _files(tmp_path)
-    assert journal == []
+    snapshot, changes = _files(tmp_path)
+    assert changes == []
     assert snapshot["turn_ids"] == ["u1", "u2", "u3", "u4", "u5"]
     assert "synthesis" in snapshot["stages"]
 
@@ -52,9 +52,9 @@ def test_a_torn_last_line_loses_only_that_turn(tmp_path: Path) -> None:
     session = session_of(4)
     with pytest.raises(Crash):
         restore(session, Counting(crash_at=4), tmp_path)  # turns 1-3 done
-    journal = TimelineStore(tmp_path).journal_for(KEY)
-    text = journal.read_text()
-    journal.write_text(text[: len(text) - 40])  # the kill landed inside the last write
+    changes = JournalStore(tmp_path).changes_for(KEY)
+    text = changes.read_text()
+    changes.write_text(text[: len(text) - 40])  # the kill landed inside the last write
     again = Counting()
     r = restore(session, again, tmp_path)
     assert again.turn_calls() == [3, 4]
@@ -67,12 +67,12 @@ def test_a_torn_last_line_loses_only_that_turn(tmp_path: Path) -> None:
 def test_lines_of_an_older_generation_are_ignored(tmp_path: Path) -> None:
     session = session_of(3)
     with pytest.raises(Crash):
-        restore(session, Counting(crash_at=3), tmp_path)  # turns 1-2 done: u2 in the journal
-    store = TimelineStore(tmp_path)
-    stale = store.journal_for(KEY).read_text()
+        restore(session, Counting(crash_at=3), tmp_path)  # turns 1-2 done: u2 in the change file
+    store = JournalStore(tmp_path)
+    stale = store.changes_for(KEY).read_text()
     restore(session, Counting(), tmp_path)  # finishes with a new snapshot
-    # A crash between the snapshot's rename and the journal's removal leaves old lines.
-    store.journal_for(KEY).write_text(stale)
+    # A crash between the snapshot's rename and the change file's removal leaves old lines.
+    store.changes_for(KEY).write_text(stale)
     loaded = store.load(KEY)
     assert loaded is not None
     assert loaded["turn_ids"] == ["u1", "u2", "u3"]
@@ -97,12 +97,12 @@ def test_a_turn_saves_only_its_own_labels_and_never_the_whole_map(
     session = session_of(5)
     with pytest.raises(Crash):
         restore(session, Counting(crash_at=5), tmp_path)  # turns 1-4 done
-    # The first turn's snapshot holds the map; later turns journal their 4 labels each.
+    # The first turn's snapshot holds the map; later turns add their 4 labels each.
     assert built == [4]
-    snapshot, journal = _files(tmp_path)
+    snapshot, changes = _files(tmp_path)
     assert len(snapshot["numbering"]["labels"]) == 4
-    assert [len(c["append"]["numbering.labels"]) for c in journal] == [4, 4, 4]
-    starts = [c["append"]["numbering.labels"][0]["id"] for c in journal]
+    assert [len(c["append"]["numbering.labels"]) for c in changes] == [4, 4, 4]
+    starts = [c["append"]["numbering.labels"][0]["id"] for c in changes]
     assert len(set(starts)) == 3
 
 

@@ -1,5 +1,5 @@
-"""The restore timeline: blocks, contribute/announce, rendering with cache checkpoints,
-TTL pruning, compaction bookkeeping, the saved payload and its atomic store."""
+"""The journal: blocks, contributions, rendering with cache checkpoints, TTL pruning,
+compaction bookkeeping, the saved payload and its atomic store."""
 
 from __future__ import annotations
 
@@ -12,22 +12,24 @@ import anyio
 import pytest
 
 from opencode_restore.llm.base import LLMRequest
-from opencode_restore.pipeline.journal.data import (
+from opencode_restore.pipeline.journal import policy
+from opencode_restore.pipeline.journal.data import Journal, TurnRecord
+from opencode_restore.pipeline.journal.persist import (
     SCHEMA,
-    RestoreTimeline,
-    TimelineFormatError,
-    TurnRecord,
+    JournalFormatError,
+    from_payload,
+    to_payload,
 )
 from opencode_restore.pipeline.journal.store import (
+    JournalStore,
     SourceFile,
-    TimelineStore,
     file_change,
     safe_name,
     source_file,
 )
 from opencode_restore.pipeline.prompting import render
 
-from ..timeline_helpers import session_of
+from ..journal_helpers import session_of
 
 
 class Clock:
@@ -52,8 +54,8 @@ def record(n: int, **extra: Any) -> TurnRecord:
                       summary=summary(n, **extra))  # fmt: skip
 
 
-def timeline(turns: int = 0, clock: Clock | None = None) -> RestoreTimeline:
-    tl = RestoreTimeline(session_of(1), "fp", clock=clock or Clock())
+def timeline(turns: int = 0, clock: Clock | None = None) -> Journal:
+    tl = Journal(session_of(1), "fp", clock=clock or Clock())
 
     async def fill() -> None:
         for n in range(1, turns + 1):
@@ -63,9 +65,10 @@ def timeline(turns: int = 0, clock: Clock | None = None) -> RestoreTimeline:
     return tl
 
 
-def rendered(tl: RestoreTimeline, **kw: Any) -> LLMRequest:
+def rendered(tl: Journal, **kw: Any) -> LLMRequest:
     async def go() -> LLMRequest:
-        return await tl.render(
+        return await policy.render(
+            tl,
             LLMRequest(messages=[], stage="turn_summary"),
             system="SYSTEM",
             header="HEADER",
@@ -108,24 +111,13 @@ def test_two_checkpoints_move_with_the_tail() -> None:
     assert sum(m.cache_breakpoint for m in three.messages) == 2
 
 
-def test_announce_is_rendered_once_and_never_saved() -> None:
-    tl = timeline(1)
-    tl.announce("searching the log for errors")
-    first = rendered(tl)
-    assert first.messages[-2].content == "[NOTICE] searching the log for errors"
-    assert not first.messages[-2].cache_breakpoint  # after the checkpoints
-    assert "[NOTICE]" not in json.dumps(tl.to_dict())
-    second = rendered(tl)
-    assert all("[NOTICE]" not in m.content for m in second.messages)
-
-
 def test_contribute_appends_a_persistent_block() -> None:
     tl = timeline(1)
     block = anyio.run(lambda: tl.contribute("system.message", "note", meta={"k": 1}))
     assert block.parent_id == "b2"
     assert block.id == "b3"
     assert rendered(tl).messages[2].content == "[SYSTEM MESSAGE] note"
-    assert tl.to_dict()["blocks"][-1]["meta"] == {"k": 1}
+    assert to_payload(tl)["blocks"][-1]["meta"] == {"k": 1}
 
 
 def test_summary_text_lists_every_field() -> None:
@@ -157,7 +149,7 @@ def test_summary_text_lists_every_field() -> None:
 
 
 def test_failed_turn_block() -> None:
-    tl = RestoreTimeline(session_of(1), "fp", clock=Clock())
+    tl = Journal(session_of(1), "fp", clock=Clock())
     anyio.run(lambda: tl.add_turn(TurnRecord(1, "u1", "h", None, 0, error="HTTP 503\nboom")))
     assert tl.blocks[0].text == "[TURN 1]"
     assert tl.blocks[1].text == "(this turn could not be summarized: HTTP 503 boom)"
@@ -167,14 +159,14 @@ def test_failed_turn_block() -> None:
 def test_ttl_expiry_prunes_old_bulky_blocks_once() -> None:
     clock = Clock()
     long = ["a long outcome " * 10] * 6
-    tl = RestoreTimeline(session_of(1), "fp", clock=clock)
+    tl = Journal(session_of(1), "fp", clock=clock)
 
     async def fill() -> None:
         for n in range(1, 8):
             await tl.add_turn(record(n, key_outcomes=long))
 
     anyio.run(fill)
-    tl.touch(300)
+    policy.touch(tl, 300)
     clock.now += 200
     assert all(not b.meta.get("pruned") for b in tl.blocks)
     rendered(tl, ttl_seconds=300, prune_buffer_seconds=30)
@@ -199,14 +191,14 @@ def test_first_render_after_load_uses_the_saved_ttl() -> None:
     tl = timeline(6, clock)
     for b in tl.blocks:
         b.text += " padding" * 100
-    tl.touch(60)
-    payload = tl.to_dict()
+    policy.touch(tl, 60)
+    payload = to_payload(tl)
     assert payload["cache_last_ttl_seconds"] == 60
     clock.now += 120
-    loaded = RestoreTimeline.from_dict(payload, session_of(1), clock=clock)
+    loaded = from_payload(payload, session_of(1), clock=clock)
     rendered(loaded, ttl_seconds=3600, prune_buffer_seconds=0)  # saved 60 s wins
     assert any(b.meta.get("pruned") for b in loaded.blocks)
-    fresh = RestoreTimeline.from_dict(payload, session_of(1), clock=clock)
+    fresh = from_payload(payload, session_of(1), clock=clock)
     fresh.cache.loaded = False
     rendered(fresh, ttl_seconds=3600, prune_buffer_seconds=0)
     assert not any(b.meta.get("pruned") for b in fresh.blocks)
@@ -215,7 +207,7 @@ def test_first_render_after_load_uses_the_saved_ttl() -> None:
 def test_no_ttl_never_prunes() -> None:
     clock = Clock()
     tl = timeline(6, clock)
-    tl.touch(300)
+    policy.touch(tl, 300)
     clock.now += 10_000
     rendered(tl, ttl_seconds=0)
     assert not any(b.meta.get("pruned") for b in tl.blocks)
@@ -230,7 +222,7 @@ def test_compact_puts_the_summary_at_the_cut() -> None:
     request = rendered(tl)
     assert request.messages[1].content == "[SUMMARY OF TURNS 1–2]\nturns one and two"
     # Saved and loaded: the chain still checks, every turn record is still there.
-    loaded = RestoreTimeline.from_dict(tl.to_dict(), session_of(1))
+    loaded = from_payload(to_payload(tl), session_of(1))
     assert [t.number for t in loaded.turns] == [1, 2, 3, 4]
     assert loaded.blocks[0].meta["replaced"] == 4
 
@@ -243,7 +235,7 @@ def test_keep_turns_drops_later_turns_and_stale_range_summaries() -> None:
     tl.keep_turns(1)  # the range summary covered turn 2: rebuilt from the records
     assert [(b.kind, b.turn) for b in tl.blocks] == [("turn.header", 1), ("turn.summary", 1)]
     assert tl.blocks[0].parent_id is None
-    RestoreTimeline.from_dict(tl.to_dict(), session_of(1))
+    from_payload(to_payload(tl), session_of(1))
 
 
 def test_drop_evidence() -> None:
@@ -260,22 +252,22 @@ def test_payload_round_trip_and_checks() -> None:
     tl = timeline(2)
     tl.source_files = [SourceFile("/x/log.jsonl", 10, "ab" * 32)]
     tl.numbering = {"version": 1, "labels": []}
-    payload = tl.to_dict()
+    payload = to_payload(tl)
     assert payload["schema"] == SCHEMA
     assert payload["version"] == 1
     assert payload["turn_ids"] == ["u1", "u2"]
     assert payload["turns"][0]["labels"] == ["M1", "M2"]
-    loaded = RestoreTimeline.from_dict(json.loads(json.dumps(payload)), session_of(1))
-    assert loaded.to_dict() | {"ts": 0} == payload | {"ts": 0}
-    with pytest.raises(TimelineFormatError, match=r"not a restore\.timeline\.v1"):
-        RestoreTimeline.from_dict(payload | {"version": 2}, session_of(1))
-    with pytest.raises(TimelineFormatError, match="bad"):
-        RestoreTimeline.from_dict({k: v for k, v in payload.items() if k != "turns"},
+    loaded = from_payload(json.loads(json.dumps(payload)), session_of(1))
+    assert to_payload(loaded) | {"ts": 0} == payload | {"ts": 0}
+    with pytest.raises(JournalFormatError, match=r"not a restore\.timeline\.v1"):
+        from_payload(payload | {"version": 2}, session_of(1))
+    with pytest.raises(JournalFormatError, match="bad"):
+        from_payload({k: v for k, v in payload.items() if k != "turns"},
                                   session_of(1))  # fmt: skip
     broken = json.loads(json.dumps(payload))
     broken["blocks"][2]["parent_id"] = "b9"
-    with pytest.raises(TimelineFormatError, match="does not follow"):
-        RestoreTimeline.from_dict(broken, session_of(1))
+    with pytest.raises(JournalFormatError, match="does not follow"):
+        from_payload(broken, session_of(1))
 
 
 def test_debug_view_marks_checkpoints() -> None:
@@ -306,7 +298,7 @@ def test_safe_names() -> None:
 
 
 def test_store_cleans_temporary_files_of_dead_runs(tmp_path: Path) -> None:
-    store = TimelineStore(tmp_path)
+    store = JournalStore(tmp_path)
     path = store.path_for("s")
     path.parent.mkdir(parents=True, exist_ok=True)
     dead = path.with_name(f".{path.name}.999999999.tmp")

@@ -11,11 +11,11 @@ import pytest
 
 from opencode_restore.errors import ProviderError
 from opencode_restore.llm.base import LLMRequest, LLMResult
-from opencode_restore.pipeline.journal.store import TimelineStore
+from opencode_restore.pipeline.journal.store import JournalStore
 from opencode_restore.pipeline.prompting.budget import TokenEstimator, _cap_lines, fallback_summary
 from opencode_restore.pipeline.prompting.render import raw_tokens, request_chars
 
-from ..timeline_helpers import Counting, config, restore, session_of
+from ..journal_helpers import Counting, config, restore, session_of
 
 BUDGET = 3000
 
@@ -37,7 +37,7 @@ def _budget(tokens: int = BUDGET) -> Any:
 
 
 def _saved(data: Path) -> dict[str, Any]:
-    return json.loads(TimelineStore(data).path_for("sess/1").read_text())
+    return json.loads(JournalStore(data).path_for("sess/1").read_text())
 
 
 def test_long_session_compacts_and_every_prompt_fits(tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ def test_a_sub_agent_file_is_its_own_session() -> None:
     assert parent.id == "258c7280-ae70-4798-800f-63464d01a85d"
 
 
-def test_restoring_the_sub_agent_keeps_the_parents_timeline(data_dir: Path) -> None:
+def test_restoring_the_sub_agent_keeps_the_parents_journal(data_dir: Path) -> None:
     runner = CliRunner()
     for path in (PARENT, AGENT):
         result = runner.invoke(cli, ["restore", str(path), "-q", "--format", "json"])
@@ -41,5 +41,5 @@ def test_restoring_the_sub_agent_keeps_the_parents_timeline(data_dir: Path) -> N
     assert again.exit_code == 0
     # The parent's saved turns are reused: no turn is summarized again.
     assert json.loads(again.stdout)["session"]["id"] == "258c7280-ae70-4798-800f-63464d01a85d"
-    assert "timeline: resumed: all 2 turns unchanged" in again.stderr
+    assert "journal: resumed: all 2 turns unchanged" in again.stderr
     assert "0 calls" in again.stderr

@@ -1,10 +1,10 @@
-"""One restore at a time per saved timeline, across tasks and processes.
+"""One restore at a time per journal, across tasks and processes.
 
-A restore reads its session's timeline, adds turns and saves it after each one. Two
+A restore reads its session's journal, adds turns and saves it after each one. Two
 restores of one session at once (two copies of a log in one batch, a batch and a
 nightly run, the Dask workers of two partitions) would each start from the same saved
-state and overwrite each other's saves. A lock on ``<timeline>.lock`` makes the second
-wait; it then continues from the first one's saved timeline instead of asking the model
+state and overwrite each other's saves. A lock on ``<journal>.lock`` makes the second
+wait; it then continues from the first one's saved journal instead of asking the model
 again. The lock is ``filelock``'s (``flock`` on POSIX, ``LockFileEx`` on Windows): it
 belongs to the open file, so it also separates two tasks of one process, and it dies
 with the process: a killed batch never leaves it held.
@@ -20,7 +20,7 @@ import anyio
 from anyio import to_thread
 from filelock import FileLock, Timeout
 
-from .store import TimelineStore
+from .store import JournalStore
 
 #: Waiting is polled (a blocking acquire would hold a worker thread and ignore
 #: cancellation); the wait doubles from the first to the last value.
@@ -28,8 +28,8 @@ _FIRST_WAIT = 0.01
 _LONGEST_WAIT = 0.25
 
 
-def lock_path(store: TimelineStore, key: str) -> Path:
-    """The lock file next to ``key``'s timeline."""
+def lock_path(store: JournalStore, key: str) -> Path:
+    """The lock file next to ``key``'s journal."""
     return store.path_for(key).with_suffix(".lock")
 
 
@@ -48,10 +48,10 @@ def _first_try(lock: FileLock, path: Path) -> bool:
 
 
 @asynccontextmanager
-async def timeline_lock(
-    store: TimelineStore, key: str, on_wait: Callable[[], object] | None = None
+async def journal_lock(
+    store: JournalStore, key: str, on_wait: Callable[[], object] | None = None
 ) -> AsyncIterator[Path]:
-    """Hold the lock of ``key``'s timeline for the ``async with`` block (waiting for it).
+    """Hold the lock of ``key``'s journal for the ``async with`` block (waiting for it).
 
     ``on_wait`` is called once if another holder makes this one wait.
     """

@@ -1,6 +1,9 @@
-"""Where restore timelines live on disk, and the hashes that tell what changed.
+"""Where journals live on disk, and the hashes that tell what changed.
 
-One JSON file per session, ``<data_dir>/timelines/<safe session id>.json``. A write goes
+One JSON file per session, ``<data_dir>/timelines/<safe session id>.json`` (the directory
+keeps the name it had before the saved restore state was called a journal, so saved
+journals still resume), plus ``<id>.journal``: the changes made since that snapshot,
+one line each (the suffix is kept for the same reason). A snapshot write goes
 to a temporary file in the same directory, is fsynced, renamed over the old file and the
 directory is fsynced, so a reader (or a run killed with SIGKILL at any point) sees either
 the previous complete file or the new complete file, never a torn one.
@@ -23,6 +26,9 @@ from ...model import Message, Turn
 
 log = logging.getLogger(__name__)
 
+#: The journals' directory under the data dir (its name predates "journal"; kept on disk).
+JOURNAL_DIR = "timelines"
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _CHUNK = 1 << 20
 
@@ -38,7 +44,7 @@ def safe_name(session_id: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class SourceFile:
-    """A log file as it was when the timeline was saved."""
+    """A log file as it was when the journal was saved."""
 
     path: str
     size: int
@@ -144,8 +150,13 @@ def chain_hash(*parts: str) -> str:
     return h.hexdigest()
 
 
-class TimelineStore:
-    """The directory of saved timelines (``config.data_dir / "timelines"``)."""
+def journal_dir(data_dir: Path) -> Path:
+    """The directory of the journals kept under ``data_dir``."""
+    return data_dir / JOURNAL_DIR
+
+
+class JournalStore:
+    """The directory of saved journals (`journal_dir`)."""
 
     #: True when ``save`` and ``append`` only keep data in memory (no I/O to wait for).
     in_memory = False
@@ -157,7 +168,7 @@ class TimelineStore:
         self._swept = False
 
     def path_for(self, session_id: str) -> Path:
-        """The file that holds ``session_id``'s timeline."""
+        """The file that holds ``session_id``'s journal snapshot."""
         return self.directory / f"{safe_name(session_id)}.json"
 
     def load(self, session_id: str) -> dict[str, Any] | None:
@@ -174,17 +185,17 @@ class TimelineStore:
         try:
             data = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
-            log.warning("%s: unreadable timeline (%s); starting again", path, exc)
+            log.warning("%s: unreadable journal (%s); starting again", path, exc)
             path.replace(path.with_suffix(".corrupt"))
-            self.journal_for(session_id).unlink(missing_ok=True)
+            self.changes_for(session_id).unlink(missing_ok=True)
             return None
         if not isinstance(data, dict):
             return None
-        _replay_journal(data, self.journal_for(session_id))
+        _replay_changes(data, self.changes_for(session_id))
         return data
 
     def save(self, session_id: str, payload: dict[str, Any]) -> Path:
-        """Write ``payload`` atomically and start an empty journal after it.
+        """Write ``payload`` atomically and start an empty change file after it.
 
         Stale temporary files of killed runs are removed.
         """
@@ -193,24 +204,24 @@ class TimelineStore:
         atomic_write(path, data, mode=SESSION_FILE_MODE)
         # A crash before this unlink leaves lines of the previous generation, which
         # load skips: the snapshot already holds them.
-        self.journal_for(session_id).unlink(missing_ok=True)
+        self.changes_for(session_id).unlink(missing_ok=True)
         if not self._swept:
             self._swept = True
             remove_stale_temporaries(path.parent)
         return path
 
-    def journal_for(self, session_id: str) -> Path:
+    def changes_for(self, session_id: str) -> Path:
         """The append-only file of changes made since ``session_id``'s last snapshot."""
         return self.directory / f"{safe_name(session_id)}.journal"
 
     def append(self, session_id: str, change: dict[str, Any]) -> None:
-        """Add one change to the journal: one line, written and fsynced.
+        """Add one change to the change file: one line, written and fsynced.
 
         ``change`` holds the snapshot ``generation`` it follows, lists to ``append`` to
         the payload (dotted keys reach into nested maps) and values to ``set``. A line
         torn by a crash is ignored on load, with every line after it.
         """
-        path = self.journal_for(session_id)
+        path = self.changes_for(session_id)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, SESSION_FILE_MODE)
         try:
@@ -220,8 +231,8 @@ class TimelineStore:
             os.close(fd)
 
 
-def _replay_journal(data: dict[str, Any], path: Path) -> None:
-    """Apply the journal's changes of the snapshot's generation to ``data``, in order."""
+def _replay_changes(data: dict[str, Any], path: Path) -> None:
+    """Apply the changes of the snapshot's generation to ``data``, in order."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -238,7 +249,7 @@ def _replay_journal(data: dict[str, Any], path: Path) -> None:
 
 
 def apply_change(data: dict[str, Any], change: dict[str, Any]) -> None:
-    """Apply one journal change (see `TimelineStore.append`) to a payload in place."""
+    """Apply one change (see `JournalStore.append`) to a payload in place."""
     for key, items in change.get("append", {}).items():
         *parents, last = key.split(".")
         target = data

@@ -1,4 +1,4 @@
-"""The context window: every request rendered from the timeline stays under the budget.
+"""The context window: every request rendered from the journal stays under the budget.
 
 Tokens are estimated offline (characters / 3.5) and corrected by a running factor learned
 from the usage the provider reports. When a rendered request would exceed
@@ -21,7 +21,8 @@ from ...errors import ProviderError, RestoreError
 from ...llm.base import LLMRequest, LLMResult
 from ...llm.retry import call_with_retry
 from ..context import StageContext
-from ..journal.data import Block, RestoreTimeline
+from ..journal import policy
+from ..journal.data import Block, Journal
 from .prompts import RenderedPrompt, quote_log
 from .prompts import render as render_prompt
 from .render import (
@@ -107,9 +108,9 @@ def _units(blocks: list[Block]) -> list[tuple[int, int]]:
 
 @dataclass
 class Window:
-    """Renders stage requests from the timeline within the budget."""
+    """Renders stage requests from the journal within the budget."""
 
-    timeline: RestoreTimeline
+    journal: Journal
     ctx: StageContext
     estimator: TokenEstimator = field(default_factory=TokenEstimator)
     debug: Callable[[str], None] | None = None
@@ -129,7 +130,8 @@ class Window:
     async def _render(
         self, prompt: RenderedPrompt, base: LLMRequest, notes: list[str]
     ) -> LLMRequest:
-        request = await self.timeline.render(
+        request = await policy.render(
+            self.journal,
             base,
             system=prompt.system,
             header=prompt.context,
@@ -166,7 +168,7 @@ class Window:
         if not self._last_chars:
             return []
         tokens = self.estimator.tokens(self._last_chars)
-        ranges = [b for b in self.timeline.blocks if b.kind == "range.summary"]
+        ranges = [b for b in self.journal.blocks if b.kind == "range.summary"]
         note = f"Context budget: the previous request used about {tokens} of {self.budget} tokens."
         if ranges:
             note += f" Turns 1–{ranges[-1].meta.get('last_turn')} are compacted into a summary."
@@ -181,13 +183,13 @@ class Window:
         schema: type[BaseModel] | None = None,
         refit: Refit | None = None,
     ) -> LLMRequest:
-        """The stage's request over the timeline, compacting or cutting to fit the budget."""
+        """The stage's request over the journal, compacting or cutting to fit the budget."""
         facts = facts or {}
         notes = self._notices()
         request = await self._render(prompt, self._base(prompt, stage, facts, schema), notes)
         chars = request_chars(request)
         if self.estimator.tokens(chars) > self.budget:
-            stream = sum(len(t) for t in stream_texts([b.view() for b in self.timeline.blocks]))
+            stream = sum(len(t) for t in stream_texts([b.view() for b in self.journal.blocks]))
             if await self._compact(chars - stream):
                 notes = self._notices()
                 request = await self._render(
@@ -201,7 +203,7 @@ class Window:
             prompt = refit(excess)
             request = await self._render(prompt, self._base(prompt, stage, facts, schema), notes)
             chars = request_chars(request)
-        self.timeline.clear_announcements()
+        self.journal.notices.clear()
         self._last_chars = chars
         if self.debug is not None:
             self.debug(debug_view(request, self.estimator.tokens(chars), self.budget))
@@ -211,9 +213,9 @@ class Window:
         """Learn from the reported usage; a network provider's cache was touched."""
         u = result.usage
         self.estimator.observe(request_chars(request), u.input + u.cache_read + u.cache_write)
-        self.timeline.token_factor = self.estimator.factor
+        self.journal.token_factor = self.estimator.factor
         if self.ttl:
-            self.timeline.touch(self.ttl)
+            policy.touch(self.journal, self.ttl)
 
     # -- compaction ----------------------------------------------------------------
 
@@ -222,7 +224,7 @@ class Window:
 
     async def _compact(self, fixed_chars: int) -> bool:
         """Fold the earlier blocks into one range summary; False when nothing can go."""
-        blocks = self.timeline.blocks
+        blocks = self.journal.blocks
         room = int(self.budget * LOW_WATER) - self.estimator.tokens(fixed_chars)
         room -= self.estimator.tokens(self._range_cap_chars())
         cut = len(blocks)
@@ -243,7 +245,7 @@ class Window:
         turns = [b.turn for b in folded if b.turn is not None]
         first = int(previous.meta["first_turn"]) if previous else min(turns, default=1)
         last = max(turns, default=int(previous.meta["last_turn"]) if previous else 0)
-        await self.timeline.compact(
+        await self.journal.compact(
             cut, text, {"first_turn": first, "last_turn": last, "fallback": fallback}
         )
         return True
@@ -253,7 +255,7 @@ class Window:
         fresh = folded[1:] if previous else folded
         numbers = sorted({b.turn for b in fresh if b.turn is not None})
         records = [
-            r.summary for r in self.timeline.turns if r.number in numbers and r.summary is not None
+            r.summary for r in self.journal.turns if r.number in numbers and r.summary is not None
         ]
         ctx = self.ctx
         prompt = render_prompt(

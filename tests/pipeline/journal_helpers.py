@@ -1,4 +1,4 @@
-"""Sessions of any length and counting providers for the restore timeline tests."""
+"""Sessions of any length and counting providers for the journal and resume tests."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from opencode_restore.config import Config, load_config
 from opencode_restore.llm.base import LLMRequest, LLMResult
 from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.model import Message, Session
-from opencode_restore.pipeline.journal.store import TimelineStore
+from opencode_restore.pipeline.journal.store import JournalStore
 from opencode_restore.pipeline.prompting.render import raw_tokens, request_chars
 from opencode_restore.pipeline.restoration import Restoration
 from opencode_restore.pipeline.run import RestoreOptions, restore_session
@@ -106,7 +106,7 @@ def restore(
     cfg: Config | None = None,
     **options: Any,
 ) -> Restoration:
-    store = TimelineStore(data) if data is not None else None
+    store = JournalStore(data) if data is not None else None
     return anyio.run(
         lambda: restore_session(
             session, cfg or config(), provider, options=RestoreOptions(**options), store=store

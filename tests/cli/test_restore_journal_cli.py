@@ -29,7 +29,7 @@ def test_second_run_reuses_everything(fixtures: Path, data: Path) -> None:
     code, first, err = invoke(str(fixtures / EXPORT), "--skip-evidence-search")
     assert code == 0
     assert "3 turns, 4 calls" in err
-    assert "timeline: new timeline" in err
+    assert "journal: new timeline" in err
     [saved] = list(data.glob("*.json"))
     payload = json.loads(saved.read_text())
     assert payload["schema"] == "restore.timeline.v1"
@@ -37,7 +37,7 @@ def test_second_run_reuses_everything(fixtures: Path, data: Path) -> None:
     code, second, err = invoke(str(fixtures / EXPORT), "--skip-evidence-search")
     assert code == 0
     assert "3 turns, 0 calls" in err
-    assert "timeline: resumed: all 3 turns unchanged" in err
+    assert "journal: resumed: all 3 turns unchanged" in err
     # The summary is the same; only the usage line differs.
     same = [line for line in first.splitlines() if "LLM calls" not in line]
     assert same == [line for line in second.splitlines() if "LLM calls" not in line]
