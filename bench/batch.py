@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             # Start-up cost: the same command on one session, every call answered at once
             # is not possible with a fixed latency, so subtract one session's share instead.
-            # Its own data dir: the main run must not find this session's restore timeline.
+            # Its own data dir: the main run must not find this session's journal.
             one_env = dict(env, OPENCODE_RESTORE_DATA_DIR=str(tmp / "data-one"))
             _, base_cpu, _ = run_batch(tmp / "one", tmp / "out-one", url, 1, one_env)
             log_start = (tmp / "requests.jsonl").stat().st_size

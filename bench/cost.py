@@ -1,4 +1,4 @@
-"""Cost benchmark: the restore timeline's prompt-cache rendering at list prices.
+"""Cost benchmark: the journal's prompt-cache rendering at list prices.
 
 Restores 60- and 200-turn sessions (real turns of the bundled logs, see ``tokens.py``)
 with the real Anthropic SDK against the fake server, which reports Anthropic usage:

@@ -91,7 +91,7 @@ def test_a_manifest_keyed_by_file_stems_costs_one_rerun_from_the_saved_timeline(
 ) -> None:
     # Before session ids were keys, a named file was keyed by its stem. Its line does
     # not match the new key: the first run restores it again under the session id,
-    # continuing the saved restore timeline (named by the session id all along), so
+    # continuing the saved journal (named by the session id all along), so
     # no turn is summarized twice; later runs skip it.
     out = tmp_path / "out"
     code, _, _ = _batch(str(TREE_V3), "--out", str(out), "-q")

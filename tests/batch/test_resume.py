@@ -1,4 +1,4 @@
-"""batch and nightly continue the restore timeline: a grown session costs only its new turn.
+"""batch and nightly continue the journal: a grown session costs only its new turn.
 
 The LLM calls are counted at the fake server (real HTTP, the real OpenAI SDK): a turn
 summary request carries the ``TurnSummary`` schema, the synthesis ``SessionSummary``.

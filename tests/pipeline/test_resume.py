@@ -1,4 +1,4 @@
-"""Resume, incremental re-runs and stage reuse over the saved restore timeline."""
+"""Resume, incremental re-runs and stage reuse over the saved journal."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ The log is a Claude Code JSONL session: each secret kind gets one turn and sits 
 of four places in turn (the user's prompt, a Bash command, a `.env` written with the
 Write tool, a tool result), so both decoded text and JSON-encoded tool inputs are
 exercised. The sinks are what issue 14 names: the provider request (a fake OpenAI
-server, real HTTP), the markdown, JSON and HTML outputs, the saved restore timeline,
+server, real HTTP), the markdown, JSON and HTML outputs, the saved journal,
 the store (titles), the API (`/messages`) and hook.log.
 """
 

@@ -257,9 +257,7 @@ def _check_workspace(ctx: click.Context, param: click.Parameter, value: str | No
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None)
 @click.option("--base-url", default=None, help="OpenAI-compatible server URL (Ollama, vLLM, ...).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or warnings on stderr.")
-@click.option(
-    "--fresh", is_flag=True, help="Ignore the saved journal; start from the first turn."
-)
+@click.option("--fresh", is_flag=True, help="Ignore the saved journal; start from the first turn.")
 @click.option(
     "--debug-render",
     is_flag=True,

@@ -121,7 +121,7 @@ class RestoreState:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        """Everything, as JSON-ready data (saved in the restore timeline)."""
+        """Everything, as JSON-ready data (saved in the journal)."""
         return {
             "artifacts": [asdict(r) for r in self.artifacts.values()],
             "commands": [asdict(c) for c in self.commands],

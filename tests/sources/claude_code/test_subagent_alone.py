@@ -1,6 +1,6 @@
 """A Claude Code sub-agent file restored on its own keeps its own id, linked to its parent.
 
-It took the parent's session id, so its saved restore timeline replaced the parent's
+It took the parent's session id, so its saved journal replaced the parent's
 (and the parent was then summarized again from scratch).
 """
 

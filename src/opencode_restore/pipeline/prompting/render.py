@@ -1,4 +1,4 @@
-"""Rendering the restore timeline into one LLM request, ordered for the prompt cache.
+"""Rendering the journal into one LLM request, ordered for the prompt cache.
 
 The order runs from the most stable part to the most volatile one:
 

@@ -1,4 +1,4 @@
-"""turn_summarizer: one LLM call per turn, over the restore timeline.
+"""turn_summarizer: one LLM call per turn, over the journal.
 
 Each call renders the timeline (instructions, session header, range summary, earlier
 turns) and ends with the current turn: accumulated state, parsed facts, transcript.
