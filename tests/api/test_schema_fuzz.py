@@ -60,6 +60,7 @@ def api_app(tmp_path_factory: pytest.TempPathFactory) -> object:
     return create_app(store, token=TOKEN, config=config, allowed_hosts=["testserver"])
 
 
+@pytest.mark.slow
 def test_no_server_errors(api_app: object) -> None:
     """Every operation, positive and negative examples: never a 5xx, answers as documented.
 

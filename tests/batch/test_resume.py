@@ -148,6 +148,7 @@ def test_batch_continues_the_timeline_force_starts_again_and_resume_off_never_sa
     assert not (tmp_path / "data" / "timelines").exists()
 
 
+@pytest.mark.slow
 def test_two_batches_of_one_session_at_once_ask_the_model_once(tmp_path: Path) -> None:
     # Two processes (two batches into two folders, one data dir) restore the same
     # session at the same time: the second waits for the timeline lock, then reuses.

@@ -14,6 +14,9 @@ import pytest
 
 from tests.fakes.process import fake_server_process
 
+# Each test starts the fake server and the CLI as processes (seconds each).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 EXPORT = ROOT / "fixtures" / "opencode" / "recorded" / "tui-compact" / "export.json"
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 
 from opencode_restore.cli.restore_cmd import session_lock
 from opencode_restore.pipeline.journal.lock import journal_lock, lock_path
@@ -35,6 +36,7 @@ def _requests(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line)["body"] for line in whole.splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 def test_a_second_restore_waits_and_reuses_every_turn(tmp_path: Path) -> None:
     log = tmp_path / FIXTURE.name
     shutil.copy(FIXTURE, log)

@@ -266,6 +266,7 @@ async def test_json_step_without_a_forced_tool_is_text_for_anthropic() -> None:
     assert body["content"] == [{"type": "text", "text": '{"a": 1}'}]
 
 
+@pytest.mark.slow
 async def test_subprocess_mode(tmp_path: Path) -> None:
     script = tmp_path / "script.json"
     script.write_text(json.dumps([{"status": 500}, {"json": {"title": "t", "lines": [1]}}]))

@@ -131,6 +131,7 @@ def test_list_restore_messages_and_search_agree_on_labels(home: Path) -> None:
     run(main)
 
 
+@pytest.mark.slow
 def test_an_unchanged_session_is_answered_without_a_model_call(home: Path) -> None:
     async def main(url: str) -> None:
         async with connect(home, "-m", "openai:fake", "--base-url", url) as client:
@@ -181,6 +182,7 @@ def test_an_ambiguous_prefix_lists_the_candidates(home: Path) -> None:
     run(main)
 
 
+@pytest.mark.slow
 def test_a_regex_that_runs_away_stops_at_the_time_limit(home: Path) -> None:
     # A session whose first request is one long run of "a": `(a|aa)+$` backtracks on it.
     runaway = "7e57a11a-0000-4000-8000-000000000001"
@@ -201,6 +203,7 @@ def test_a_regex_that_runs_away_stops_at_the_time_limit(home: Path) -> None:
     run(main)
 
 
+@pytest.mark.slow
 def test_answers_stay_within_their_caps_on_a_large_session(home: Path) -> None:
     async def main() -> None:
         async with connect(home) as client:

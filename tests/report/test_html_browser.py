@@ -239,6 +239,7 @@ def _big_pi_session(path: Path, pairs: int) -> None:
             parent = entry_id
 
 
+@pytest.mark.slow
 def test_twenty_thousand_messages_open_as_a_window(browser: Any, tmp_path: Path) -> None:
     log = tmp_path / "big.jsonl"
     _big_pi_session(log, 10_000)

@@ -78,6 +78,7 @@ EXPECTED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_hostile_input_is_bounded(tmp_path: Path, name: str) -> None:
     args = CASES[name](tmp_path, SCALE.get(name, 1.0))

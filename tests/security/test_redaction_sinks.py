@@ -14,6 +14,7 @@ from .corpus import secret_cases
 from .sinks import SINKS, collect, leaks, plant_log
 
 
+@pytest.mark.slow
 def test_the_planted_corpus_is_redacted_in_every_sink(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -85,6 +85,7 @@ def test_a_flood_of_bad_lines_prints_a_bounded_number_of_warnings(tmp_path: Path
     assert lines[-1] == f"warning: {bad - SHOWN_WARNINGS} more warnings not shown ({bad} in all)"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("command", "name"),
     [

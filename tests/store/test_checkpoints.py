@@ -52,6 +52,7 @@ def _fetch(store: Store, sid: str, since: datetime) -> tuple[list[dict[str, obje
     return _records(fetch.messages), fetch.mode
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", CLAUDE_FILES, ids=lambda p: str(p.relative_to(FIXTURES)))
 def test_since_read_equals_filtered_full_read(store: Store, path: Path) -> None:
     """Every Claude Code fixture, at every 1/40th of its timestamps: identical output."""
