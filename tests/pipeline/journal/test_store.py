@@ -5,11 +5,15 @@ from __future__ import annotations
 import hashlib
 import sys
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
 
 import orjson
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from opencode_restore.model import Compaction, Message, Turn
-from opencode_restore.pipeline.journal.store import turn_hash
+from opencode_restore.pipeline.journal.store import JournalStore, json_chunks, turn_hash
 
 
 def _hash_as_first_written(turn: Turn) -> str:
@@ -59,3 +63,29 @@ def test_hashing_leaves_no_utf8_copy_inside_the_log_text() -> None:
     digest = turn_hash(turn)
     assert [sys.getsizeof(s) for s in (text, arg, summary)] == sizes
     assert digest == _hash_as_first_written(turn)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=30,
+)  # fmt: skip
+
+
+@given(_JSON)
+@example({"turns": [{"summary": {"text": "a\nb", "n": []}}], "labels": [[1, {}]], "x": {}})
+def test_a_snapshot_is_written_in_pieces_as_it_would_be_dumped_whole(value: Any) -> None:
+    # The memory-saving writer (json_chunks, bench/scale.py's RSS target) must give the
+    # same bytes as the plain dump at every nesting level.
+    plain = orjson.dumps(value, option=orjson.OPT_INDENT_2)
+    for levels in range(5):
+        assert b"".join(json_chunks(value, levels=levels)) == plain
+
+
+def test_a_saved_snapshot_reads_back_as_its_payload(tmp_path: Path) -> None:
+    store = JournalStore(tmp_path)
+    payload = {"turns": [{"n": i, "s": "é" * i} for i in range(3000)], "empty": []}
+    path = store.save("s", payload)
+    assert path.read_bytes() == orjson.dumps(payload, option=orjson.OPT_INDENT_2)
+    assert store.load("s") == payload

@@ -15,6 +15,7 @@ import hashlib
 import logging
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -200,8 +201,7 @@ class JournalStore:
         Stale temporary files of killed runs are removed.
         """
         path = self.path_for(session_id)
-        data = orjson.dumps(payload, option=orjson.OPT_INDENT_2)
-        atomic_write(path, data, mode=SESSION_FILE_MODE)
+        atomic_write(path, _buffered(json_chunks(payload)), mode=SESSION_FILE_MODE)
         # A crash before this unlink leaves lines of the previous generation, which
         # load skips: the snapshot already holds them.
         self.changes_for(session_id).unlink(missing_ok=True)
@@ -229,6 +229,47 @@ class JournalStore:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+#: Levels of a snapshot written item by item (the payload, its maps, their lists: the
+#: turns, the labels, the state's summaries); deeper values are dumped whole.
+_CHUNKED_LEVELS = 3
+
+
+def json_chunks(value: Any, level: int = 0, levels: int = _CHUNKED_LEVELS) -> Iterator[bytes]:
+    """``orjson.dumps(value, option=OPT_INDENT_2)`` in pieces, byte for byte.
+
+    A snapshot of a long restore is tens of megabytes of JSON (bench/scale.py: 23 MB at
+    a 200 MB log); dumped whole, its bytes sat in memory beside the payload at every
+    stage. Here the containers of the first ``levels`` levels are written item by item
+    and each item is dumped alone, re-indented to its depth (a raw line break never
+    occurs inside a JSON string, so indenting after every one is safe).
+    """
+    if levels == 0 or not isinstance(value, dict | list | tuple) or not value:
+        data = orjson.dumps(value, option=orjson.OPT_INDENT_2)
+        yield data.replace(b"\n", b"\n" + b"  " * level) if level else data
+        return
+    pad = b"\n" + b"  " * (level + 1)
+    items = value.items() if isinstance(value, dict) else ((None, v) for v in value)
+    yield b"{" if isinstance(value, dict) else b"["
+    for index, (key, item) in enumerate(items):
+        yield (b"," if index else b"") + pad
+        if key is not None:
+            yield orjson.dumps(key) + b": "
+        yield from json_chunks(item, level + 1, levels - 1)
+    yield b"\n" + b"  " * level + (b"}" if isinstance(value, dict) else b"]")
+
+
+def _buffered(chunks: Iterator[bytes], size: int = _CHUNK) -> Iterator[bytes]:
+    """``chunks`` joined into blocks of about ``size`` bytes (one write each)."""
+    block = bytearray()
+    for chunk in chunks:
+        block += chunk
+        if len(block) >= size:
+            yield bytes(block)
+            block.clear()
+    if block:
+        yield bytes(block)
 
 
 def _replay_changes(data: dict[str, Any], path: Path) -> None:
