@@ -124,6 +124,37 @@ async def test_no_choices_and_no_usage() -> None:
     assert result.usage.total == 0
 
 
+async def test_a_minimal_compatible_reply_reads_as_the_sdk_type_with_fields_missing() -> None:
+    # No id, created, object, finish_reason, model or usage (some local servers): the SDK's
+    # ChatCompletion is built unvalidated, and what is missing reads as empty, not an error.
+    body = {"choices": [{"message": {"content": "hi", "tool_calls": [{"id": None}]}}]}
+    recorder = Recorder([httpx2.Response(200, json=body)])
+    result = await provider(recorder).complete(request())
+    assert (result.text, result.tool_calls, result.finish_reason) == ("hi", [], None)
+    assert result.model == "gpt-test"
+    assert result.usage.total == 0
+
+
+async def test_a_refusal_is_the_text_and_cache_writes_are_counted() -> None:
+    message = {"role": "assistant", "content": None, "refusal": "I can't help with that."}
+    usage = {
+        "prompt_tokens": 3000,
+        "completion_tokens": 5,
+        "prompt_tokens_details": {"cached_tokens": 1024, "cache_write_tokens": 1500},
+    }
+    body = {"model": "m", "choices": [{"message": message, "finish_reason": "stop"}]}
+    recorder = Recorder([httpx2.Response(200, json={**body, "usage": usage})])
+    result = await provider(recorder).complete(request(response_schema=Verdict))
+    assert (result.text, result.parsed) == ("I can't help with that.", None)
+    usage_ = result.usage
+    assert (usage_.input, usage_.cache_read, usage_.cache_write, usage_.output) == (
+        476,
+        1024,
+        1500,
+        5,
+    )
+
+
 @pytest.mark.parametrize("body", [b"<html>502 Bad Gateway</html>", b"[1, 2]"])
 async def test_a_2xx_that_is_no_json_object_is_a_clear_error(
     policy: RetryPolicy, body: bytes

@@ -10,9 +10,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx2
 import openai
-import orjson
+from openai.types.chat import (
+    ChatCompletion,
+    ChatCompletionMessageFunctionToolCall,
+    ChatCompletionMessageToolCallUnion,
+)
+from openai.types.completion_usage import CompletionUsage
 
 from opencode_restore.llm.base import (
     ChatMessage,
@@ -40,15 +44,8 @@ class OpenAIProvider(SDKProvider):
 
     async def _send(self, request: LLMRequest, params: dict[str, Any]) -> LLMResult:
         try:
-            # `post` rather than `chat.completions.create`: the SDK's request transform
-            # walks every message and schema node (about 1.5 ms a call, the largest CPU
-            # cost of a batch) and leaves these plain JSON params unchanged. They are
-            # encoded by orjson (the SDK's stdlib encoder cost 0.15 ms a call) and the
-            # reply is read as plain JSON too: building the `ChatCompletion` model cost
-            # another 0.3 ms a call for the few fields read here.
-            response = await self._client.post(
-                "/chat/completions", content=orjson.dumps(params), cast_to=httpx2.Response
-            )
+            # The raw response too: a 2xx whose body is no JSON object is reported with it.
+            raw = await self._client.chat.completions.with_raw_response.create(**params)
         except openai.BadRequestError as exc:
             if "tools" in params and self._tools_rejected(exc):
                 self.supports_native_tools = False
@@ -56,7 +53,16 @@ class OpenAIProvider(SDKProvider):
                     self.name, self.model, error_message(exc), exc.status_code
                 ) from exc
             raise
-        return self._result(request, _json_object(response))
+        completion: object = raw.parse()
+        if not isinstance(completion, ChatCompletion):
+            # The SDK hands back the text (or the list) of a body that is no JSON object.
+            response = raw.http_response
+            raise openai.APIResponseValidationError(
+                response,
+                completion,
+                message=f"the server's reply is not a JSON object: {response.text[:200]!r}",
+            )
+        return self._result(request, completion)
 
     def _build(self, request: LLMRequest) -> dict[str, Any]:
         messages: list[dict[str, Any]] = []
@@ -109,23 +115,19 @@ class OpenAIProvider(SDKProvider):
         # Ollama: 400 "registry.ollama.ai/library/x does not support tools".
         return self.settings.tool_mode == "auto" and "tool" in error_message(exc).lower()
 
-    def _result(self, request: LLMRequest, completion: dict[str, Any]) -> LLMResult:
+    def _result(self, request: LLMRequest, completion: ChatCompletion) -> LLMResult:
+        # The SDK builds its models without validating them (a compatible server's reply
+        # may lack fields the types call required): a missing field reads as None.
         text = ""
         finish_reason: str | None = None
         tool_calls: list[ToolCallRequest] = []
-        choices = completion.get("choices") or []
-        if choices:
-            choice = choices[0]
-            finish_reason = choice.get("finish_reason")
-            message = choice.get("message") or {}
-            text = message.get("content") or message.get("refusal") or ""
-            for call in message.get("tool_calls") or []:
-                function = call.get("function") or {}
-                if call.get("type") == "function" and function.get("name"):
-                    arguments = _arguments(function.get("arguments") or "")
-                    tool_calls.append(
-                        ToolCallRequest(call.get("id", ""), function["name"], arguments)
-                    )
+        if completion.choices:
+            choice = completion.choices[0]
+            finish_reason = choice.finish_reason
+            message = choice.message
+            if message is not None:
+                text = message.content or message.refusal or ""
+                tool_calls = _tool_calls(message.tool_calls or [])
         if request.tools and not tool_calls and self.settings.tool_mode == "auto":
             tool_calls = parse_text_tool_calls(text)
             if tool_calls:
@@ -138,10 +140,23 @@ class OpenAIProvider(SDKProvider):
             text=text,
             parsed=parsed,
             tool_calls=tool_calls,
-            usage=_usage(completion.get("usage")),
-            model=completion.get("model") or self.model,
+            usage=_usage(completion.usage),
+            model=completion.model or self.model,
             finish_reason=finish_reason,
         )
+
+
+def _tool_calls(calls: list[ChatCompletionMessageToolCallUnion]) -> list[ToolCallRequest]:
+    """The function calls of a reply; a call without a type or a name is skipped."""
+    found = []
+    for call in calls:
+        if not isinstance(call, ChatCompletionMessageFunctionToolCall) or call.type != "function":
+            continue
+        function = call.function
+        if function is not None and function.name:
+            arguments = _arguments(function.arguments or "")
+            found.append(ToolCallRequest(call.id or "", function.name, arguments))
+    return found
 
 
 def _message(message: ChatMessage) -> dict[str, Any]:
@@ -163,21 +178,6 @@ def _message(message: ChatMessage) -> dict[str, Any]:
     return {"role": message.role, "content": message.content}
 
 
-def _json_object(response: httpx2.Response) -> dict[str, Any]:
-    """The reply body; a 2xx that is no JSON object is a retryable protocol error."""
-    try:
-        body = orjson.loads(response.content)
-    except orjson.JSONDecodeError:
-        body = None
-    if not isinstance(body, dict):
-        raise openai.APIResponseValidationError(
-            response,
-            body,
-            message=f"the server's reply is not a JSON object: {response.text[:200]!r}",
-        )
-    return body
-
-
 def _arguments(raw: str) -> dict[str, Any]:
     for value in json_candidates(raw):
         if isinstance(value, dict):
@@ -185,15 +185,15 @@ def _arguments(raw: str) -> dict[str, Any]:
     return {}
 
 
-def _usage(usage: dict[str, Any] | None) -> Usage:
-    if not usage:
+def _usage(usage: CompletionUsage | None) -> Usage:
+    if usage is None:
         return Usage()
-    details = usage.get("prompt_tokens_details") or {}
-    cached = details.get("cached_tokens") or 0
-    written = details.get("cache_write_tokens") or 0
+    details = usage.prompt_tokens_details
+    cached = (details.cached_tokens if details is not None else None) or 0
+    written = (details.cache_write_tokens if details is not None else None) or 0
     return Usage(
-        input=max(0, (usage.get("prompt_tokens") or 0) - cached - written),
-        output=usage.get("completion_tokens") or 0,
+        input=max(0, (usage.prompt_tokens or 0) - cached - written),
+        output=usage.completion_tokens or 0,
         cache_read=cached,
         cache_write=written,
     )
