@@ -23,7 +23,8 @@ jobs may share the CPUs.
 
 Targets: >= 50 MB/s end to end, peak RSS < 200 MB.
 
-    python bench/terminal.py [--mb 50] [--fullscreen-mb 5] [--runs 3] [--only real,...] [--smoke]
+    python bench/terminal.py [--mb 50] [--fullscreen-mb 5] [--runs 3] [--only real,...] [--gate]
+                             [--smoke]
 """
 
 from __future__ import annotations
@@ -81,6 +82,25 @@ def run_stripper(path: Path) -> tuple[float, float, int, int]:
     return time.perf_counter() - start, time.process_time() - cpu, n, 0
 
 
+def run_reader(path: Path, gated: bool) -> tuple[float, float, int, int]:
+    """The terminal reader in this process, with the pattern gate on or off.
+
+    The gate (``sources/terminal/gate.py``) is the one speed trick of this reader:
+    ``docs/performance.md`` records what it is worth, from these two lines.
+    """
+    from dataclasses import replace
+
+    from opencode_restore.sources.base import WarningSink
+    from opencode_restore.sources.terminal.patterns import default_patterns
+    from opencode_restore.sources.terminal.reader import TerminalReader
+
+    patterns = default_patterns()
+    reader = TerminalReader(patterns if gated else replace(patterns, gate=None))
+    start, cpu = time.perf_counter(), time.process_time()
+    n = sum(1 for _ in reader.iter_messages([path], WarningSink()))
+    return time.perf_counter() - start, time.process_time() - cpu, n, 0
+
+
 def best(
     fn: Callable[[Path], tuple[float, float, int, int]], path: Path, runs: int
 ) -> tuple[float, float, int, int]:
@@ -94,6 +114,9 @@ def main() -> None:
     ap.add_argument("--fullscreen-mb", type=float, default=5, help="size of the replayed set")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--only", default=",".join(SOURCES), help="comma-separated data sets")
+    ap.add_argument(
+        "--gate", action="store_true", help="also time the reader in process, gate on and off"
+    )
     args = parse_args(ap, {"mb": 0.5, "fullscreen_mb": 0.3, "runs": 1})
 
     print(
@@ -116,6 +139,14 @@ def main() -> None:
             f"  messages end to end : {size_mb / wall:7.1f} MB/s  {lines / wall:10.0f} lines/s"
             f"  (cpu {size_mb / cpu:6.1f} MB/s)  peak RSS {rss / 1e6:6.1f} MB  {msgs} messages"
         )
+        if args.gate:
+            for gated in (True, False):
+                wall, cpu, msgs, _ = best(lambda p, g=gated: run_reader(p, g), path, args.runs)
+                print(
+                    f"  reader, gate {'on ' if gated else 'off'}  : {size_mb / wall:7.1f} MB/s"
+                    f"  {lines / wall:10.0f} lines/s  (cpu {size_mb / cpu:6.1f} MB/s)"
+                    f"  {msgs} messages"
+                )
     print("load average after: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 

@@ -371,7 +371,7 @@ def test_gate_without_literals_goes_by_the_first_character(pattern: str, yes: st
 
 
 def test_gate_first_character_of_unknown_class_is_admitted() -> None:
-    import sre_constants as sc
+    from re import _constants as sc  # type: ignore[attr-defined]
 
     from opencode_restore.sources.terminal.gate import _admits
 
@@ -386,3 +386,15 @@ def test_block_scan_skips_composer_and_ends_long_preamble() -> None:
     assert got == scan_lines(p, lines)
     assert [m.text for m in got][-1] == "after"
     assert not any("composer" in m.text for m in got)
+
+
+def test_gate_is_off_when_the_regex_parser_gives_an_unexpected_shape(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # re._parser is private: a tree of another shape must turn the gate off, not crash.
+    from opencode_restore.sources.terminal import gate
+
+    patterns = {"prompt": re.compile(r"^❯ (?P<text>.*)")}
+    assert line_gate(patterns) is not None
+    monkeypatch.setattr(gate._parser, "parse", lambda pattern, flags: object())
+    assert line_gate(patterns) is None

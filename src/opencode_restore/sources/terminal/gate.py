@@ -3,7 +3,7 @@
 The line scanner tries some twenty patterns on every line, yet in a real capture most
 lines are plain prose or tool output that none of them match. The patterns are user
 data (the ``[terminal]`` config section), so no fast path can be written by hand;
-instead each pattern is read apart (``sre_parse``) into top-level alternatives, and for
+instead each pattern is read apart (``re._parser``) into top-level alternatives, and for
 each alternative two necessary conditions are derived:
 
 * the literal strings of which a match must hold at least one (``Read``, ``M)``);
@@ -22,16 +22,15 @@ pattern, or an unanchored alternative with no literal makes the gate unavailable
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-with warnings.catch_warnings():
-    # The public names of the regex parser are deprecated aliases of re._parser.
-    warnings.simplefilter("ignore", DeprecationWarning)
-    import sre_constants as sc
-    import sre_parse
+# The parser behind ``re`` itself; ``sre_parse`` is only its deprecated alias (3.11). It
+# is private and untyped: should the shape of its trees change, ``line_gate`` gives None
+# and every line is tried against every pattern (the property tests pin both the same).
+from re import _constants as sc  # type: ignore[attr-defined]
+from re import _parser  # type: ignore[attr-defined]
+from typing import Any
 
 #: A predicate on a line (truthy: the line may match); None: no line can match.
 LinePredicate = Callable[[str], object] | None
@@ -231,7 +230,7 @@ def _spaced(items: list[Any]) -> bool:
 
 def _alternatives(pattern: re.Pattern[str]) -> Iterator[tuple[bool, list[Any]]]:
     """``(anchored, items)`` of each top-level alternative of ``pattern``."""
-    parsed = sre_parse.parse(pattern.pattern, pattern.flags)
+    parsed = _parser.parse(pattern.pattern, pattern.flags)
     if parsed.state.flags & _UNSAFE_FLAGS:
         raise _Unsupported("flags")
     items = list(_flat(parsed.data))
@@ -358,6 +357,6 @@ def line_gate(patterns: dict[str, re.Pattern[str]]) -> LineGate | None:
                 else:
                     for lit in literals:
                         anywhere.setdefault(lit, set()).add(name)
-    except (_Unsupported, re.error, RecursionError):
+    except (_Unsupported, re.error, RecursionError, AttributeError, TypeError, IndexError):
         return None
     return LineGate(anywhere, anchored)
