@@ -68,6 +68,14 @@ def clock(
 
 
 @pytest.fixture
+def scripted_enabled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Let `-m scripted` through: the test-only provider users are never offered."""
+    from opencode_restore.llm.registry import SCRIPTED_VARIABLE
+
+    monkeypatch.setenv(SCRIPTED_VARIABLE, "1")
+
+
+@pytest.fixture
 def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh data directory, also named by OPENCODE_RESTORE_DATA_DIR for subprocesses."""
     d = tmp_path / "data"

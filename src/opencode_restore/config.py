@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -155,9 +156,11 @@ _SHORTCUTS = {
 }
 
 
-def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
-    """``OPENCODE_RESTORE_MODEL`` and friends, or ``OPENCODE_RESTORE_<SECTION>_<KEY>``."""
+def _env_overrides(env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """``OPENCODE_RESTORE_MODEL`` and friends, or ``OPENCODE_RESTORE_<SECTION>_<KEY>``;
+    with the variable that set each ``section.key``."""
     out: dict[str, Any] = {}
+    names: dict[str, str] = {}
     sections = {"LLM", "RESTORE", "PATHS", "PROMPTS", "HOOKS"}
     for name, value in env.items():
         if not name.startswith(ENV_PREFIX):
@@ -171,7 +174,8 @@ def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
                 continue
             section, key = section.lower(), key.lower()
         out.setdefault(section, {})[key] = value
-    return out
+        names[f"{section}.{key}"] = name
+    return out, names
 
 
 def _without_none(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -185,6 +189,39 @@ def _without_none(values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class ConfigLayer:
+    """One source of settings, in precedence order (a later layer wins)."""
+
+    #: ``default``, ``user file``, ``--config file``, ``env`` or ``flag``.
+    source: str
+    values: dict[str, Any]
+    #: The file read, or per dotted key the variable that set it.
+    where: str = ""
+    names: dict[str, str] = field(default_factory=dict)
+
+
+def config_layers(
+    path: Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> list[ConfigLayer]:
+    """The layers `load_config` merges: packaged defaults, the user's file (or ``path``),
+    ``OPENCODE_RESTORE_*`` variables, then the command line's flags."""
+    packaged = data_path("config.toml")
+    layers = [ConfigLayer("default", _read_toml(packaged))]
+    user = path if path is not None else Path(os.path.expanduser(USER_CONFIG))
+    if path is not None or user.exists():
+        source = "--config file" if path is not None else "user file"
+        layers.append(ConfigLayer(source, _read_toml(user), str(user)))
+    values, names = _env_overrides(os.environ if env is None else env)
+    layers.append(ConfigLayer("env", values, names=names))
+    if overrides:
+        layers.append(ConfigLayer("flag", _without_none(overrides)))
+    return layers
+
+
 def load_config(
     path: Path | None = None,
     *,
@@ -192,16 +229,65 @@ def load_config(
     overrides: Mapping[str, Any] | None = None,
 ) -> Config:
     """Build the effective configuration (see the module docstring for precedence)."""
-    data = _read_toml(data_path("config.toml"))
-    user = path if path is not None else Path(os.path.expanduser(USER_CONFIG))
-    if path is not None or user.exists():
-        data = _merge(data, _read_toml(user))
-    data = _merge(data, _env_overrides(os.environ if env is None else env))
-    if overrides:
-        data = _merge(data, _without_none(overrides))
+    return _validate(config_layers(path, env=env, overrides=overrides))
+
+
+def _validate(layers: list[ConfigLayer]) -> Config:
+    data: dict[str, Any] = {}
+    for layer in layers:
+        data = _merge(data, layer.values)
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
         raise ConfigError(f"configuration {where}: {err['msg']}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One effective setting and the layer it came from."""
+
+    key: str
+    value: Any
+    source: str
+
+
+def _leaves(value: Any, prefix: str) -> Iterator[tuple[str, Any]]:
+    """Dotted keys and values; a table that is empty is a leaf of its own."""
+    if isinstance(value, Mapping) and value:
+        for key, inner in value.items():
+            yield from _leaves(inner, f"{prefix}.{key}" if prefix else str(key))
+    else:
+        yield prefix, value
+
+
+def _source(key: str, layers: list[ConfigLayer]) -> str:
+    """Where ``key`` was set last: the layer naming it or a table above it."""
+    parts = key.split(".")
+    for layer in reversed(layers):
+        node: Any = layer.values
+        for depth, part in enumerate(parts):
+            if not isinstance(node, Mapping) or part not in node:
+                break
+            node = node[part]
+            if depth == len(parts) - 1 or not isinstance(node, Mapping):
+                if layer.names:
+                    return f"{layer.source} {layer.names.get('.'.join(parts[:2]), '')}".strip()
+                return f"{layer.source} {layer.where}".strip()
+    return "default"
+
+
+def effective_settings(
+    path: Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> list[Setting]:
+    """Every setting of the effective configuration with the layer it came from."""
+    layers = config_layers(path, env=env, overrides=overrides)
+    config = _validate(layers)
+    return [
+        Setting(key, value, _source(key, layers))
+        for key, value in _leaves(config.model_dump(mode="json"), "")
+    ]

@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from opencode_restore.batch.nightly import NightlyBusy, nightly_lock, parse_window
+from opencode_restore.batch.nightly import NightlyBusy, nightly_lock
 from opencode_restore.cli import cli
-from opencode_restore.errors import UsageError
 
 from .helpers import ROOT, cli_env, read_manifest, server_process
 
@@ -184,20 +183,10 @@ def test_two_real_processes_contend_for_the_lock(tmp_path: Path) -> None:
         assert first.wait(120) == 0
 
 
-def test_windows() -> None:
-    assert parse_window("24h") == timedelta(hours=24)
-    assert parse_window(" 90m") == timedelta(minutes=90)
-    assert parse_window("1.5d") == timedelta(hours=36)
-    assert parse_window("2w") == timedelta(days=14)
-    for bad in ("", "24", "0h", "-1h", "1y"):
-        with pytest.raises(UsageError, match="expected a positive span"):
-            parse_window(bad)
-
-
 def test_bad_since_is_a_usage_error(env: dict[str, str], tmp_path: Path) -> None:
     code, output = _nightly(env, tmp_path, "--since", "yesterday")
     assert code == 2
-    assert "--since 'yesterday'" in output
+    assert "Invalid value for '--since': 'yesterday': expected an ISO 8601 time" in output
 
 
 def test_old_sessions_are_outside_the_window(
@@ -212,6 +201,19 @@ def test_old_sessions_are_outside_the_window(
     code, output = _nightly(env, tmp_path, "--dry-run", "--since", "4d")
     assert code == 0
     assert f"would restore {len(FILES)} sessions" in output
+    # The same windows given as times: one meaning for --since across commands.
+    for days, count in ((2, 0), (4, len(FILES))):
+        when = (clock[0] - timedelta(days=days)).isoformat()
+        code, output = _nightly(env, tmp_path, "--dry-run", "--since", when)
+        assert (code, f"would restore {count} sessions" in output) == (0, True), output
+
+
+def test_a_since_time_still_to_come_is_a_usage_error(
+    env: dict[str, str], tmp_path: Path, clock: Clock
+) -> None:
+    code, output = _nightly(env, tmp_path, "--since", (clock[0] + timedelta(hours=1)).isoformat())
+    assert code == 2
+    assert "that time is not in the past" in output
 
 
 def test_opencode_sessions_and_vanished_files(

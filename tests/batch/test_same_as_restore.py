@@ -52,6 +52,7 @@ def _outputs(tmp: Path, args: list[str]) -> tuple[str, dict[str, Any]]:
     return batch
 
 
+@pytest.mark.usefixtures("scripted_enabled")
 @pytest.mark.parametrize("model", ["offline", "scripted"])
 def test_batch_output_is_restore_output(tmp_path: Path, model: str) -> None:
     md, js = _outputs(tmp_path, ["-m", model])
@@ -98,6 +99,7 @@ def test_the_wrappers_are_found() -> None:
 
 
 @pytest.mark.parametrize("cls", _wrappers(), ids=lambda c: c.__name__)
+@pytest.mark.usefixtures("scripted_enabled")
 @pytest.mark.parametrize("spec", ["offline", "scripted"])
 def test_a_wrapper_shows_every_attribute_of_its_provider(cls: type[Any], spec: str) -> None:
     inner = get_provider(spec)

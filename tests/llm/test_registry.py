@@ -22,7 +22,6 @@ from opencode_restore.llm.settings import ProviderSettings
         ("anthropic:claude-sonnet-4-5", ("anthropic", "claude-sonnet-4-5")),
         ("OpenAI:qwen3:8b", ("openai", "qwen3:8b")),
         (" offline ", ("offline", "")),
-        ("scripted", ("scripted", "")),
     ],
 )
 def test_parse_spec(spec: str, expected: tuple[str, str]) -> None:
@@ -33,6 +32,19 @@ def test_parse_spec(spec: str, expected: tuple[str, str]) -> None:
 def test_unknown_provider(spec: str) -> None:
     with pytest.raises(ConfigError, match="unknown LLM provider"):
         parse_spec(spec)
+
+
+def test_the_scripted_test_double_is_hidden_from_users() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_spec("scripted")
+    assert str(info.value) == (
+        "unknown LLM provider 'scripted': use one of openai:MODEL, anthropic:MODEL, offline"
+    )
+
+
+@pytest.mark.usefixtures("scripted_enabled")
+def test_the_test_suite_can_ask_for_the_scripted_provider() -> None:
+    assert parse_spec("scripted") == ("scripted", "")
 
 
 def test_model_is_required_for_network_providers() -> None:
@@ -79,6 +91,7 @@ def test_local_openai_compatible_server_needs_no_key(monkeypatch: pytest.MonkeyP
     assert provider.model == "qwen3:8b"
 
 
+@pytest.mark.usefixtures("scripted_enabled")
 def test_scripted_spec_answers_automatically() -> None:
     provider = get_provider("scripted:fake-model")
     assert isinstance(provider, ScriptedProvider)

@@ -56,6 +56,13 @@ def test_sessions_scan_and_list(
     assert {s["agent"] for s in body["sessions"]} == {"codex"}
     assert all(s["files"] == 1 for s in body["sessions"])
 
+    every = json.loads(runner.invoke(cli, ["sessions", "list", "--format", "json"]).output)
+    times = sorted(s["updated_at"] for s in every["sessions"])
+    result = runner.invoke(cli, ["sessions", "list", "--since", times[2], "--format", "json"])
+    later = json.loads(result.output)
+    assert later["total"] == sum(t > times[2] for t in times) < 7
+    assert all(s["updated_at"] > times[2] for s in later["sessions"])
+
 
 def test_scan_root_and_bad_agent(runner: CliRunner, data_dir: Path, tmp_path: Path) -> None:
     fake_home(tmp_path / "backup")
@@ -67,8 +74,10 @@ def test_scan_root_and_bad_agent(runner: CliRunner, data_dir: Path, tmp_path: Pa
         "1 sessions found, 2 new transcript files registered",
     ]
     result = runner.invoke(cli, ["sessions", "scan", "--agent", "emacs"])
-    assert result.exit_code != 0
-    assert "unknown agent" in result.output
+    assert result.exit_code == 2
+    assert "'emacs' is not one of 'claude-code', 'codex', 'gemini', 'opencode', 'pi'" in (
+        result.output
+    )
 
 
 def test_serve_refuses_public_bind_without_token(runner: CliRunner, data_dir: Path) -> None:

@@ -11,23 +11,24 @@ from typing import Any
 
 import anyio
 import click
-from rich.console import Console
 
 from ..command_sink import command_sink
 from ..config import Config, load_config
+from ..consoles import console as make_console
 from ..errors import UsageError
 from ..llm.ratelimit import rate_limited
 from ..llm.registry import close_provider, get_provider
 from ..pipeline.journal.batch_store import BatchJournals
 from ..pipeline.journal.store import journal_dir
 from ..pipeline.run import RestoreOptions
+from ..since import Since, parse_since
 from ..store.paths import db_path
 from ..store.store import Store
 from .discover import discover
 from .display import print_report, progress_for
 from .items import BatchItem
 from .manifest import Manifest
-from .nightly import RUN_KIND, nightly_lock, parse_window, plan, state_manifest, store_hook
+from .nightly import RUN_KIND, nightly_lock, plan, state_manifest, store_hook
 from .runner import BatchJob, BatchReport
 
 MANIFEST_NAME = "manifest.jsonl"
@@ -82,7 +83,7 @@ def journal_store(config: Config) -> BatchJournals | None:
 
 def _execute(job: BatchJob, settings: RunSettings) -> BatchReport:
     """Run ``job`` with a progress bar on stderr; the provider closes inside the loop."""
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     show = not settings.quiet and sys.stderr.isatty()
 
     async def main() -> BatchReport:
@@ -95,7 +96,7 @@ def _execute(job: BatchJob, settings: RunSettings) -> BatchReport:
     with progress_for(job, console, show):
         report = anyio.run(main)
     if not settings.quiet:
-        print_report(report, Console())
+        print_report(report, make_console())
     return report
 
 
@@ -131,7 +132,7 @@ def run_batch(
         with dask_client(dask) as client:
             report = run_on_dask(items, out, settings, client)
         if not settings.quiet:
-            print_report(report, Console())
+            print_report(report, make_console())
         return report.exit_code
     job = BatchJob(
         items,
@@ -159,20 +160,23 @@ def _plan_lines(items: list[BatchItem], reasons: dict[str, str], unchanged: int)
 def run_nightly(
     settings: RunSettings,
     *,
-    since: str = "24h",
+    since: Since | None = None,
     out: Path | None = None,
     root: Path | None = None,
     dry_run: bool = False,
 ) -> int:
-    """``opencode-restore nightly``: 0 when every changed session was restored."""
-    window = parse_window(since)
+    """``opencode-restore nightly``: 0 when every changed session was restored.
+
+    ``since`` (default 24 h back) bounds the sessions taken, or the last good run does.
+    """
+    now = clock()
+    window = (since if since is not None else parse_since("24h")).window(now)
     config = settings.config()
     data_dir = config.data_dir
     out = out if out is not None else data_dir / "nightly"
     sink = command_sink(settings.quiet)
     provider = _provider_for(config)
     spec = f"{provider.name}:{provider.model}"
-    now = clock()
     if dry_run:
         # Writes nothing: no lock, no scan into the store, not even a new store file.
         with tempfile.TemporaryDirectory() as empty:

@@ -18,7 +18,6 @@ second time. ``--dry-run`` takes no lock, registers nothing and says what it wou
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from ..errors import RestoreError, UsageError
+from ..errors import RestoreError
 from ..pipeline.restoration import Restoration
 from ..report.summary import summary_markdown
 from ..sources.base import WarningSink
@@ -43,8 +42,6 @@ LOCK_NAME = "nightly.lock"
 #: holder cannot be written into the lock file itself there.
 HOLDER_NAME = "nightly.holder"
 RUN_KIND = "nightly"
-_WINDOW = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _PAGE = 1000
 
 
@@ -53,14 +50,6 @@ class NightlyBusy(RestoreError):
 
     #: EX_TEMPFAIL: cron and systemd treat it as "try again later", not as a crash.
     exit_code = 75
-
-
-def parse_window(text: str) -> timedelta:
-    """``24h``, ``90m``, ``7d``, ``2w``, ``3600s`` as a time span (usage error otherwise)."""
-    match = _WINDOW.match(text)
-    if match is None or float(match.group(1)) <= 0:
-        raise UsageError(f"--since {text!r}: expected a positive span like 24h, 90m, 7d or 2w")
-    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
 
 
 @contextmanager

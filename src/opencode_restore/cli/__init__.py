@@ -11,6 +11,7 @@ import click
 from .. import __version__
 from .batch_cmds import batch, nightly
 from .check_cmd import check
+from .config_cmds import config_group
 from .eval_cmd import eval_command
 from .install_cmds import install_cmd, uninstall_cmd
 from .mcp_cmd import mcp_command
@@ -20,10 +21,22 @@ from .store_cmds import hook, serve, sessions
 from .tree_cmds import export_branch, migrate, report, tree
 
 
-@click.group()
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="opencode-restore")
-def cli() -> None:
-    """Restore coding-agent sessions into cited session summaries."""
+@click.option(
+    "--color/--no-color",
+    default=None,
+    help="Colour the output or not (default: on a terminal, unless NO_COLOR is set).",
+)
+@click.pass_context
+def cli(ctx: click.Context, color: bool | None) -> None:
+    """Restore coding-agent sessions into cited session summaries.
+
+    \b
+    Shell completion (bash; zsh_source or fish_source for the others):
+      eval "$(_OPENCODE_RESTORE_COMPLETE=bash_source opencode-restore)"
+    """
+    ctx.color = color
 
 
 for _command in (
@@ -45,6 +58,7 @@ for _command in (
     nightly,
     eval_command,
     mcp_command,
+    config_group,
 ):
     cli.add_command(_command)
 

@@ -9,23 +9,14 @@ from typing import Any
 
 import click
 
+from ..since import Since
 from .exits import friendly_errors
-
-_agent_option = click.option(
-    "--agent", default=None, help="Force a log format (see `opencode-restore formats`)."
-)
+from .options import SINCE, agent_option, provider_options
 
 
 def _run_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """The options `batch` and `nightly` share."""
+    """The options `batch` and `nightly` share (the provider's first)."""
     options = [
-        click.option(
-            "-m",
-            "--model",
-            default=None,
-            help="provider:model, e.g. openai:gpt-4o (default offline).",
-        ),
-        click.option("--base-url", default=None, help="OpenAI-compatible server URL."),
         click.option(
             "--concurrency",
             type=click.IntRange(min=1),
@@ -45,12 +36,11 @@ def _run_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             default=None,
             help="Evidence calls at most.",
         ),
-        click.option("--config", "config_path", type=click.Path(path_type=Path), default=None),
         click.option("-q", "--quiet", is_flag=True, help="No progress bar, warnings or table."),
     ]
     for option in reversed(options):
         fn = option(fn)
-    return fn
+    return provider_options(fn)
 
 
 def _settings(kwargs: dict[str, Any]) -> Any:
@@ -77,7 +67,7 @@ def _settings(kwargs: dict[str, Any]) -> Any:
     required=True,
     help="Output folder: <session>.md, <session>.json and manifest.jsonl.",
 )
-@_agent_option
+@agent_option
 @click.option("--force", is_flag=True, help="Restore sessions the manifest says are done, too.")
 @click.option(
     "--dask",
@@ -109,9 +99,11 @@ def batch(
 @click.command()
 @click.option(
     "--since",
+    type=SINCE,
     default="24h",
     show_default=True,
-    help="Sessions updated within this span (24h, 90m, 7d), or since the last good run.",
+    help="Sessions updated after this time (ISO 8601, or a span back from now: 90m, 24h, 7d),"
+    " or since the last good run.",
 )
 @click.option(
     "--out",
@@ -128,7 +120,9 @@ def batch(
 @click.option("--dry-run", is_flag=True, help="Say what would be restored; write nothing.")
 @_run_options
 @friendly_errors
-def nightly(since: str, out: Path | None, root: Path | None, dry_run: bool, **kwargs: Any) -> None:
+def nightly(
+    since: Since, out: Path | None, root: Path | None, dry_run: bool, **kwargs: Any
+) -> None:
     """Restore the sessions that changed since the last run into OUT/YYYY-MM-DD/ (for cron).
 
     A second run while one is going exits with code 75 and does nothing.

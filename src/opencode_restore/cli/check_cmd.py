@@ -28,6 +28,7 @@ from ..llm.sdk_provider import SDKProvider
 from ..pipeline.evidence.tools import TOOL_SPECS
 from ..pipeline.schemas import TurnSummary
 from .exits import friendly_errors
+from .options import provider_options
 from .restore_cmd import provider_settings
 
 # Parts of the body that are the conversation, not parameters to check.
@@ -156,9 +157,7 @@ def run_check(
 
 
 @click.command()
-@click.option("-m", "--model", default=None, help="provider:model, e.g. openai:gpt-5.1.")
-@click.option("--base-url", default=None, help="OpenAI-compatible server URL (Ollama, vLLM, ...).")
-@click.option("--config", "config_path", type=click.Path(path_type=Path), default=None)
+@provider_options
 @friendly_errors
 def check(model: str | None, base_url: str | None, config_path: Path | None) -> None:
     """Send one tiny request with the parameters a restore would use; say what the server

@@ -26,7 +26,7 @@ from ..report.summary import summary_markdown
 from ..sources import open_session
 from ..sources.base import WarningSink
 from .exits import friendly_errors
-from .options import output_option
+from .options import output_option, provider_options
 from .restore_cmd import provider_settings
 
 
@@ -133,9 +133,7 @@ def evaluate(
     multiple=True,
     help="Score only this recording of the facts file (repeatable; default all).",
 )
-@click.option("-m", "--model", default=None, help="provider:model (default from config: offline).")
-@click.option("--base-url", default=None, help="OpenAI-compatible server URL (Ollama, vLLM, ...).")
-@click.option("--config", "config_path", type=click.Path(path_type=Path), default=None)
+@provider_options
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
 @click.option(
     "--min-kept", type=click.FloatRange(0, 100), default=None, help="Percent; exit 1 below."

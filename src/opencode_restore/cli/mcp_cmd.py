@@ -9,6 +9,7 @@ import click
 
 from ..errors import UsageError
 from .exits import friendly_errors
+from .options import provider_options
 
 INSTALL_HINT = (
     "the MCP server needs the mcp extra: pip install 'opencode-restore[mcp]' "
@@ -17,20 +18,7 @@ INSTALL_HINT = (
 
 
 @click.command("mcp")
-@click.option(
-    "-m",
-    "--model",
-    default=None,
-    help="provider:model for restores (default: the configured one, offline unless set).",
-)
-@click.option("--base-url", default=None, help="OpenAI-compatible server URL (Ollama, vLLM, ...).")
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="A config file instead of ~/.config/opencode-restore/config.toml.",
-)
+@provider_options
 @friendly_errors
 def mcp_command(model: str | None, base_url: str | None, config_path: Path | None) -> None:
     """Serve the session history to an agent over MCP (stdio): list_sessions,

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from ..sources.base import parse_timestamp
+from ..errors import UsageError
+from ..since import Since, parse_since
+from ..sources import reader_names
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 paths_argument = click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 agent_option = click.option(
-    "--agent", default=None, help="Force a log format (see `opencode-restore formats`)."
+    "--agent",
+    type=click.Choice(reader_names()),
+    default=None,
+    help="Force a log format (see `opencode-restore formats`).",
 )
 session_option = click.option(
     "--session",
@@ -58,11 +62,47 @@ def output_option(help_text: str = "Write here.", *, required: bool = False) -> 
     )
 
 
-def parse_since(value: str | None) -> datetime | None:
-    """Parse ``--since`` or fail with a usage error naming the expected format."""
-    if value is None:
-        return None
-    ts = parse_timestamp(value)
-    if ts is None:
-        raise click.BadParameter(f"{value!r} is not an ISO 8601 time (e.g. 2026-02-11T10:30:00Z)")
-    return ts
+class SinceType(click.ParamType[Since, Any]):
+    """``--since``: an ISO 8601 time or a span back from now (see `opencode_restore.since`)."""
+
+    name = "time|span"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> Since:
+        if isinstance(value, Since):
+            return value
+        try:
+            return parse_since(str(value))
+        except UsageError as exc:
+            self.fail(str(exc).removeprefix("--since "), param, ctx)
+
+
+SINCE = SinceType()
+
+
+def provider_options(fn: F) -> F:
+    """``-m/--model``, ``--base-url`` and ``--config``: which model, where, and which config."""
+    options = [
+        click.option(
+            "-m",
+            "--model",
+            default=None,
+            metavar="PROVIDER:MODEL",
+            help="The model, e.g. openai:gpt-4o or anthropic:claude-sonnet-4-5 "
+            "(default: the configured one, offline unless set).",
+        ),
+        click.option(
+            "--base-url", default=None, help="OpenAI-compatible server URL (Ollama, vLLM, ...)."
+        ),
+        click.option(
+            "--config",
+            "config_path",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=None,
+            help="Read this config file instead of the user's config.toml.",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn

@@ -8,17 +8,21 @@ from pathlib import Path
 import click
 
 from ..command_sink import command_sink
+from ..since import Since
 from ..sources import filter_messages, iter_messages, open_session, readers
 from .exits import friendly_errors
-from .options import agent_option, parse_since, session_option
-from .targets import session_inputs
+from .options import SINCE
+from .targets import input_options
 
 
 @click.command()
-@session_inputs
-@agent_option
-@session_option
-@click.option("--since", default=None, help="Only messages after this ISO 8601 time.")
+@input_options
+@click.option(
+    "--since",
+    type=SINCE,
+    default=None,
+    help="Only messages after this time (ISO 8601, or a span back from now: 90m, 24h, 7d).",
+)
 @click.option("--include-tools", is_flag=True, help="Include tool calls and results.")
 @click.option("--include-thinking", is_flag=True, help="Include thinking/reasoning blocks.")
 @click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "markdown"]), default="jsonl")
@@ -27,7 +31,7 @@ def messages(
     paths: tuple[Path, ...],
     agent: str | None,
     session_id: str | None,
-    since: str | None,
+    since: Since | None,
     include_tools: bool,
     include_thinking: bool,
     fmt: str,
@@ -36,12 +40,11 @@ def messages(
     from ..report.messages import iter_json, iter_jsonl, write_markdown
     from ..sources import resolve
 
-    since_ts = parse_since(since)
     sink = command_sink()
     reader = resolve(list(paths), agent)
     stream = filter_messages(
         iter_messages(list(paths), sink, agent, session_id),
-        since=since_ts,
+        since=since.cutoff() if since is not None else None,
         include_tools=include_tools,
         include_thinking=include_thinking,
     )
@@ -60,9 +63,7 @@ def messages(
 
 
 @click.command()
-@session_inputs
-@agent_option
-@session_option
+@input_options
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown")
 @friendly_errors
 def turns(paths: tuple[Path, ...], agent: str | None, session_id: str | None, fmt: str) -> None:

@@ -20,6 +20,7 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from ..atomic import write_output
 from ..command_sink import command_sink
 from ..config import Config, load_config
+from ..consoles import console as make_console
 from ..llm.registry import close_provider, get_provider
 from ..llm.settings import ModelPrice, ProviderSettings
 from ..llm.usage import UsageLedger
@@ -32,8 +33,8 @@ from ..report.summary import summary_markdown, summary_prompt, turns_summary_mar
 from ..sources import open_session
 from ..tree import select_branch
 from .exits import friendly_errors
-from .options import agent_option, output_option, session_option
-from .targets import session_inputs
+from .options import output_option, provider_options
+from .targets import input_options
 
 
 def provider_settings(config: Config) -> ProviderSettings:
@@ -126,7 +127,7 @@ def run_restore(
     key = f"{session.id}@{label or leaf}" if leaf is not None or label is not None else None
     store = JournalStore(journal_dir(config.data_dir)) if config.restore.resume else None
     show_progress = not quiet and sys.stderr.isatty()
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     with Progress(
         TextColumn("[bold]restore[/] turn {task.completed}/{task.total}"),
         BarColumn(),
@@ -209,12 +210,8 @@ def _check_workspace(ctx: click.Context, param: click.Parameter, value: str | No
 
 
 @click.command()
-@session_inputs
-@agent_option
-@session_option
-@click.option(
-    "-m", "--model", default=None, help="provider:model, e.g. openai:gpt-4o (default offline)."
-)
+@input_options
+@provider_options
 @click.option(
     "--max-turns", type=click.IntRange(min=1), default=None, help="Summarize at most N turns."
 )
@@ -254,8 +251,6 @@ def _check_workspace(ctx: click.Context, param: click.Parameter, value: str | No
 @click.option("--leaf", default=None, help="Restore the branch ending at this entry id.")
 @click.option("--label", default=None, help="Restore the branch through this labelled entry.")
 @output_option()
-@click.option("--config", "config_path", type=click.Path(path_type=Path), default=None)
-@click.option("--base-url", default=None, help="OpenAI-compatible server URL (Ollama, vLLM, ...).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or warnings on stderr.")
 @click.option("--fresh", is_flag=True, help="Ignore the saved journal; start from the first turn.")
 @click.option(

@@ -8,7 +8,10 @@ from pathlib import Path
 import click
 
 from ..errors import UsageError
+from ..since import Since
+from ..store.discovery import AGENTS
 from .exits import friendly_errors
+from .options import SINCE
 
 #: The import names of the ``api`` extra's packages (and what they bring: starlette).
 API_EXTRA = {"fastapi", "starlette", "uvicorn", "fastapi_offline"}
@@ -44,7 +47,7 @@ def _store() -> object:
 
 
 @sessions.command("scan")
-@click.option("--agent", default=None, help="Only this agent (claude-code, codex, gemini, ...).")
+@click.option("--agent", type=click.Choice(AGENTS), default=None, help="Only this agent.")
 @click.option(
     "--root",
     type=click.Path(path_type=Path, exists=True, file_okay=False),
@@ -71,12 +74,20 @@ def scan_cmd(agent: str | None, root: Path | None) -> None:
 
 
 @sessions.command("list")
-@click.option("--agent", default=None, help="Only this agent's sessions.")
+@click.option(
+    "--agent", type=click.Choice(AGENTS), default=None, help="Only this agent's sessions."
+)
 @click.option(
     "--cwd",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     help="Only the sessions of this working directory.",
+)
+@click.option(
+    "--since",
+    type=SINCE,
+    default=None,
+    help="Only sessions active after this time (ISO 8601, or a span back from now: 24h, 7d).",
 )
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
@@ -87,11 +98,14 @@ def scan_cmd(agent: str | None, root: Path | None) -> None:
     help="Find new sessions in the agents' default locations first (file heads only).",
 )
 @friendly_errors
-def list_cmd(agent: str | None, cwd: Path | None, limit: int, fmt: str, scan: bool) -> None:
+def list_cmd(
+    agent: str | None, cwd: Path | None, since: Since | None, limit: int, fmt: str, scan: bool
+) -> None:
     """List sessions, most recently active first, titled by their first request."""
     import orjson
 
     from ..command_sink import command_sink
+    from ..store.db import iso_utc
     from ..store.discovery import scan as scan_sessions
     from ..store.lookup import chain_size, cwd_variants
     from ..store.store import Store
@@ -101,7 +115,8 @@ def list_cmd(agent: str | None, cwd: Path | None, limit: int, fmt: str, scan: bo
     if scan:
         scan_sessions(store, agent=agent, sink=command_sink())
     cwds = cwd_variants(cwd) if cwd is not None else None
-    rows, total = store.sessions(agent=agent, cwds=cwds, limit=limit)
+    after = iso_utc(since.cutoff()) if since is not None else None
+    rows, total = store.sessions(agent=agent, cwds=cwds, since=after, limit=limit)
     if fmt == "json":
         out = []
         for r in rows:

@@ -21,7 +21,7 @@ import click
 from ..errors import UsageError
 from ..resources import demo_sample
 from .exits import friendly_errors
-from .options import merge_option
+from .options import agent_option, merge_option, session_option
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -130,3 +130,10 @@ def session_inputs(fn: F) -> F:
         return fn(*args, paths=tuple(paths), **kw)
 
     return wrapper  # type: ignore[return-value]
+
+
+def input_options(fn: F) -> F:
+    """The session a command reads: ``LOG...|SESSION-ID``, ``--latest``, ``--cwd``,
+    ``--merge``, ``--demo``, ``--agent`` and ``--session``; ``fn`` gets ``paths``,
+    ``agent`` and ``session_id``."""
+    return session_inputs(agent_option(session_option(fn)))

@@ -13,7 +13,7 @@ from ..errors import UsageError
 from ..sources import open_session, resolve
 from .exits import friendly_errors
 from .options import agent_option, merge_option, output_option, paths_argument, session_option
-from .targets import session_inputs
+from .targets import input_options
 
 leaf_option = click.option(
     "--leaf", default=None, help="Follow the branch ending at this entry (or message) id."
@@ -66,9 +66,7 @@ def export_branch(file: Path, leaf: str, output: Path, agent: str | None, force:
 
 
 @click.command()
-@session_inputs
-@agent_option
-@session_option
+@input_options
 @leaf_option
 @label_option
 @output_option()

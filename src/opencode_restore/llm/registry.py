@@ -13,7 +13,10 @@ if TYPE_CHECKING:
     import httpx2
 
 KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-PROVIDERS = ("openai", "anthropic", "offline", "scripted")
+PROVIDERS = ("openai", "anthropic", "offline")
+#: The scripted provider answers from a script or fills schemas with placeholders: a test
+#: double, accepted only when the test suite sets this variable, never offered to users.
+SCRIPTED_VARIABLE = "OPENCODE_RESTORE_SCRIPTED_PROVIDER"
 # Local OpenAI-compatible servers ignore the key, but the SDK insists on one.
 _LOCAL_DUMMY_KEY = "not-needed"
 
@@ -22,10 +25,10 @@ def parse_spec(spec: str) -> tuple[str, str]:
     """Split `"openai:gpt-5-mini"` into `("openai", "gpt-5-mini")`; the model may be empty."""
     kind, _, model = spec.strip().partition(":")
     kind = kind.lower()
-    if kind not in PROVIDERS:
+    scripted = kind == "scripted" and os.environ.get(SCRIPTED_VARIABLE) == "1"
+    if kind not in PROVIDERS and not scripted:
         raise ConfigError(
-            f"unknown LLM provider {spec!r}: use one of "
-            "openai:MODEL, anthropic:MODEL, offline, scripted"
+            f"unknown LLM provider {spec!r}: use one of openai:MODEL, anthropic:MODEL, offline"
         )
     if kind in KEY_VARIABLES and not model:
         raise ConfigError(f"LLM provider {spec!r} needs a model, e.g. {kind}:MODEL")
@@ -50,8 +53,8 @@ def get_provider(
     settings: ProviderSettings | None = None,
     http_client: httpx2.AsyncClient | None = None,
 ) -> Provider:
-    """Build the provider named by `spec` (`openai:MODEL`, `anthropic:MODEL`, `offline`,
-    `scripted`). `http_client` lets tests inject a transport under the real SDK."""
+    """Build the provider named by `spec` (`openai:MODEL`, `anthropic:MODEL`, `offline`;
+    `scripted` in tests). `http_client` lets tests inject a transport under the real SDK."""
     settings = settings or ProviderSettings()
     kind, model = parse_spec(spec)
     if kind == "openai":

@@ -30,6 +30,11 @@ _READER_MODULES = {
 _readers: list[Reader] | None = None
 
 
+def reader_names() -> tuple[str, ...]:
+    """The names ``--agent`` accepts, in detection order (no reader module is imported)."""
+    return tuple(_READER_MODULES)
+
+
 def readers() -> list[Reader]:
     """Every available reader, in detection order."""
     global _readers

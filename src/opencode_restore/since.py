@@ -1,0 +1,54 @@
+"""``--since``: one meaning for every command that takes it.
+
+A value is either a point in time (ISO 8601, ``2026-02-11T10:30:00Z``; a time without a
+zone is UTC) or a span back from now (``90m``, ``24h``, ``7d``, ``2w``, ``3600s``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from .errors import UsageError
+from .sources.base import parse_timestamp
+
+_SPAN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+EXPECTED = "an ISO 8601 time (e.g. 2026-02-11T10:30:00Z) or a span back from now (90m, 24h, 7d, 2w)"
+
+
+@dataclass(frozen=True, slots=True)
+class Since:
+    """A parsed ``--since``: a fixed time (``at``) or a span back from now (``span``)."""
+
+    text: str
+    at: datetime | None = None
+    span: timedelta | None = None
+
+    def cutoff(self, now: datetime | None = None) -> datetime:
+        """The earliest time included, as an aware UTC datetime."""
+        if self.at is not None:
+            return self.at
+        assert self.span is not None
+        return (now if now is not None else datetime.now(UTC)) - self.span
+
+    def window(self, now: datetime) -> timedelta:
+        """The span from the cutoff to ``now`` (a usage error when the time is not past)."""
+        window = now - self.cutoff(now)
+        if window <= timedelta(0):
+            raise UsageError(f"--since {self.text!r}: that time is not in the past")
+        return window
+
+
+def parse_since(text: str) -> Since:
+    """Parse a ``--since`` value, or raise a `UsageError` naming both accepted forms."""
+    match = _SPAN.match(text)
+    if match is not None:
+        if float(match.group(1)) <= 0:
+            raise UsageError(f"--since {text!r}: a span must be positive (e.g. 24h)")
+        return Since(text, span=timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)]))
+    at = parse_timestamp(text) if text.strip() else None
+    if at is None:
+        raise UsageError(f"--since {text!r}: expected {EXPECTED}")
+    return Since(text, at=at)
