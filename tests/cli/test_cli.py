@@ -117,8 +117,8 @@ def test_usage_errors_exit_2(fixtures: Path) -> None:
     code, _, err = invoke("restore", str(fixtures / EXPORT), "-m", "nonsense:model")
     assert code == 2
     code, _, err = invoke("messages", str(fixtures / EXPORT), "--agent", "nope")
-    assert code != 0
-    assert "choose one of" in err
+    assert code == 2
+    assert "'nope' is not one of 'claude-code', 'codex'," in err
 
 
 def test_missing_api_key_names_the_variable(

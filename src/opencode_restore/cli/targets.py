@@ -3,8 +3,8 @@
 ``LOG...`` may be log files (one session's chain, oldest first) or one session id (or a
 unique prefix of one); ``--latest`` picks the most recently active session, narrowed by
 ``--cwd`` (default: the current directory when it has sessions) and ``--agent``;
-``--demo`` reads the sample session shipped in the package. Every command using it also
-takes ``--session`` (``options.session_option``).
+``--demo`` reads the sample session shipped in the package. `input_options` adds
+``--agent`` and ``--session`` (``options``): the decorator those commands use.
 """
 
 from __future__ import annotations
