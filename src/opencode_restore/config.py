@@ -15,7 +15,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
-from .llm.model_rules import Effort, ModelRule
 from .resources import data_path
 
 ENV_PREFIX = "OPENCODE_RESTORE_"
@@ -24,6 +23,27 @@ USER_CONFIG = Path("~/.config/opencode-restore/config.toml")
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+LimitParam = Literal["max_tokens", "max_completion_tokens"]
+
+
+class ModelRule(_Section):
+    """One ``[llm.models."PATTERN"]`` row (see `llm.model_rules`); unset fields keep what
+    the family table says.
+
+    `reasoning = true` means: no sampling parameters, `max_completion_tokens`, room for
+    reasoning tokens and `reasoning_effort` when one is configured.
+    """
+
+    reasoning: bool | None = None
+    #: Whether `temperature` (and `top_p`) may be sent at all.
+    sampling: bool | None = None
+    limit_param: LimitParam | None = None
+    reasoning_effort: Effort | None = None
+    #: Tokens added to the answer's limit for hidden reasoning.
+    reasoning_tokens: int | None = Field(default=None, ge=0)
 
 
 class LLMConfig(_Section):

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from opencode_restore.cli.restore_cmd import provider_settings
-from opencode_restore.config import load_config
+from opencode_restore.config import ModelRule, load_config
 from opencode_restore.errors import ConfigError
-from opencode_restore.llm.model_rules import ModelRule, model_params, output_limit
+from opencode_restore.llm.model_rules import model_params, output_limit
 from opencode_restore.llm.registry import get_provider
 from opencode_restore.llm.sdk_provider import SDKProvider
 

@@ -18,12 +18,8 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
-Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
-LimitParam = Literal["max_tokens", "max_completion_tokens"]
+from ..config import Effort, LimitParam, ModelRule
 
 # Room for hidden reasoning on top of the answer's own limit, by reasoning effort
 # (OpenAI advises reserving about 25,000 tokens at first; a summary of one turn needs
@@ -37,24 +33,6 @@ REASONING_TOKENS: dict[str | None, int] = {
     "high": 16384,
     "xhigh": 32768,
 }
-
-
-class ModelRule(BaseModel):
-    """One row of rules; unset fields keep what the family table says.
-
-    `reasoning = true` means: no sampling parameters, `max_completion_tokens`, room for
-    reasoning tokens and `reasoning_effort` when one is configured.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    reasoning: bool | None = None
-    #: Whether `temperature` (and `top_p`) may be sent at all.
-    sampling: bool | None = None
-    limit_param: LimitParam | None = None
-    reasoning_effort: Effort | None = None
-    #: Tokens added to the answer's limit for hidden reasoning.
-    reasoning_tokens: int | None = Field(default=None, ge=0)
 
 
 @dataclass(frozen=True, slots=True)

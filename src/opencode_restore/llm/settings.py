@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from opencode_restore.llm.model_rules import Effort, ModelRule
+from opencode_restore.config import Effort, ModelRule
 
 ToolMode = Literal["native", "text", "auto"]
 

@@ -1,0 +1,1 @@
+"""Batch and nightly restores: many sessions through one provider, resumable, with a manifest."""
