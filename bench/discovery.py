@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from opencode_restore.sources.base import WarningSink  # noqa: E402
+from opencode_restore.diagnostics import WarningSink  # noqa: E402
 from opencode_restore.store import open_store  # noqa: E402
 from opencode_restore.store.discovery import scan  # noqa: E402
 from opencode_restore.store.lookup import find_session  # noqa: E402

@@ -90,7 +90,7 @@ def run_reader(path: Path, gated: bool) -> tuple[float, float, int, int]:
     """
     from dataclasses import replace
 
-    from opencode_restore.sources.base import WarningSink
+    from opencode_restore.diagnostics import WarningSink
     from opencode_restore.sources.terminal.patterns import default_patterns
     from opencode_restore.sources.terminal.reader import TerminalReader
 

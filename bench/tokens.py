@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from common import parse_args  # noqa: E402
 from fakes.fake_llm_server import FakeLLMServer, tokens  # noqa: E402
 from opencode_restore.config import load_config  # noqa: E402
+from opencode_restore.diagnostics import WarningSink  # noqa: E402
 from opencode_restore.llm.offline import OfflineProvider  # noqa: E402
 from opencode_restore.llm.registry import close_provider, get_provider  # noqa: E402
 from opencode_restore.llm.settings import ProviderSettings  # noqa: E402
@@ -38,7 +39,6 @@ from opencode_restore.model import Message, Session, Timeline, TimelineEvent, Ti
 from opencode_restore.pipeline.run import RestoreOptions, restore_session  # noqa: E402
 from opencode_restore.pipeline.stages.turn_parser import parse_turns  # noqa: E402
 from opencode_restore.sources import open_session  # noqa: E402
-from opencode_restore.sources.base import WarningSink  # noqa: E402
 from opencode_restore.timeline.numbering import Numbering  # noqa: E402
 
 SOURCES = [

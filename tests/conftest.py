@@ -12,7 +12,7 @@ import pytest
 from hypothesis import settings
 
 from opencode_restore.batch import app as batch_app
-from opencode_restore.sources.base import WarningSink
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.store import open_store
 from opencode_restore.store.store import Store
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from .sources.base import WarningSink, stderr_sink
+from .diagnostics import WarningSink, stderr_sink
 
 
 def command_sink(quiet: bool = False) -> WarningSink:

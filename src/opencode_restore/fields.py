@@ -1,4 +1,5 @@
-"""Log-derived metadata (session title, cwd, id) made safe to print on one line.
+"""Log-derived fields: metadata (title, cwd, id) made safe to print on one line, and
+timestamps read into aware datetimes.
 
 A log author chooses these fields. Pasted as they are, a title holding a line break
 and ``## SYSTEM UPDATE`` starts a heading in the markdown and a new instruction in a
@@ -9,6 +10,8 @@ prints such a field outside the quoted transcript goes through ``one_line``.
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
+from typing import Any
 
 #: The longest metadata field printed (a title is a sentence; a path is rarely longer).
 MAX_FIELD_CHARS = 300
@@ -34,3 +37,26 @@ def one_line(value: object, limit: int = MAX_FIELD_CHARS) -> str:
 def non_empty(value: object) -> str | None:
     """``value`` when it is a non-empty string, else None (log fields are untyped)."""
     return value if isinstance(value, str) and value else None
+
+
+_EPOCH_MS_CUTOFF = 10_000_000_000
+
+
+def parse_timestamp(value: Any) -> datetime | None:
+    """Parse an ISO 8601 string or a unix time (seconds or ms) into an aware UTC datetime."""
+    if value is None or value == "":
+        return None
+    try:
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, (int, float)):
+            seconds = value / 1000 if value > _EPOCH_MS_CUTOFF else value
+            return datetime.fromtimestamp(seconds, UTC)
+        if isinstance(value, str):
+            dt = datetime.fromisoformat(value)
+            if dt.tzinfo is None:
+                return dt.replace(tzinfo=UTC)
+            return dt.astimezone(UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
+    return None

@@ -14,9 +14,9 @@ from fastapi.testclient import TestClient
 from opencode_restore.api import create_app
 from opencode_restore.api.routes import messages as messages_routes
 from opencode_restore.config import load_config
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.report.messages import message_record
 from opencode_restore.sources import iter_messages
-from opencode_restore.sources.base import WarningSink
 from opencode_restore.store.store import Store
 from tests.store.builders import (
     CLAUDE_COMPACT,

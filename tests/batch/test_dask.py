@@ -13,7 +13,7 @@ import pytest
 from opencode_restore.batch.app import RunSettings
 from opencode_restore.batch.discover import discover
 from opencode_restore.config import RateLimitConfig, RateLimitRule
-from opencode_restore.sources.base import WarningSink
+from opencode_restore.diagnostics import WarningSink
 
 from .helpers import CountingServer, calls_per_session, cli_env, make_sessions, read_manifest
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from opencode_restore.batch.discover import discover
 from opencode_restore.batch.items import BatchItem, FileHasher, finalize, safe_name
-from opencode_restore.sources.base import WarningSink
+from opencode_restore.diagnostics import WarningSink
 
 from .helpers import make_sessions, session_id
 

@@ -13,8 +13,8 @@ import pytest
 
 from opencode_restore.batch.discover import discover
 from opencode_restore.batch.items import BatchItem
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.errors import SourceError
-from opencode_restore.sources.base import WarningSink
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures"
 [ROLLOUT] = (FIX / "codex" / "recorded" / "exec-resume").glob("rollout-*.jsonl")

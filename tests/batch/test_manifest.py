@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from opencode_restore.batch.manifest import Manifest
-from opencode_restore.sources.base import WarningSink
+from opencode_restore.diagnostics import WarningSink
 
 
 def _line(

@@ -15,11 +15,11 @@ from opencode_restore.batch.manifest import Manifest
 from opencode_restore.batch.runner import BatchJob, BatchReport
 from opencode_restore.cli.restore_cmd import provider_settings
 from opencode_restore.config import Config, load_config
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.llm.ratelimit import RateLimitedProvider, rate_limited
 from opencode_restore.llm.registry import close_provider, get_provider
 from opencode_restore.pipeline.restoration import Restoration
 from opencode_restore.pipeline.run import RestoreOptions
-from opencode_restore.sources.base import WarningSink
 
 from .helpers import CountingServer, calls_per_session, make_sessions, session_id
 

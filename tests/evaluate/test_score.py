@@ -162,12 +162,12 @@ def test_a_minimal_model_answer_keeps_every_fact_the_rules_find(fixtures: Path) 
     import anyio
 
     from opencode_restore.config import load_config
+    from opencode_restore.diagnostics import WarningSink
     from opencode_restore.llm.offline import OfflineProvider
     from opencode_restore.llm.scripted import ScriptedProvider
     from opencode_restore.pipeline.run import RestoreOptions, restore_session
     from opencode_restore.pipeline.stages.turn_parser import parse_turns
     from opencode_restore.sources import open_session
-    from opencode_restore.sources.base import WarningSink
 
     class Minimal(ScriptedProvider):
         reads_facts = False  # a network model: it gets no parsed facts object

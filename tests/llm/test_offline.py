@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from opencode_restore.config import load_config
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.llm.base import ChatMessage, LLMRequest
 from opencode_restore.llm.offline import (
     DONE_ITEMS,
@@ -21,7 +22,6 @@ from opencode_restore.llm.offline import (
 from opencode_restore.pipeline.run import Restoration, RestoreOptions, restore_session
 from opencode_restore.pipeline.schemas import SessionSummary, TurnSummary
 from opencode_restore.sources import open_session
-from opencode_restore.sources.base import WarningSink
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 CODEX_TUI = (

@@ -15,12 +15,12 @@ from click.testing import CliRunner
 
 from opencode_restore.cli import cli
 from opencode_restore.config import load_config
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.llm.base import LLMRequest, LLMResult
 from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.llm.scripted import ScriptedProvider
 from opencode_restore.pipeline.run import RestoreOptions, restore_session
 from opencode_restore.sources import open_session
-from opencode_restore.sources.base import WarningSink
 
 SECRETS_LOG = Path("hostile") / "secrets.jsonl"
 INJECT_LOG = Path("hostile") / "inject2.jsonl"

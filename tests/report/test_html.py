@@ -10,12 +10,12 @@ from typing import Any
 import anyio
 
 from opencode_restore.config import load_config
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.model import Message
 from opencode_restore.pipeline.run import RestoreOptions, restore_session
 from opencode_restore.report.html import MAX_BLOCK_CHARS, embed_json, report_data, session_html
 from opencode_restore.sources import open_session
-from opencode_restore.sources.base import WarningSink
 from opencode_restore.tree import select_branch
 
 from ..pipeline.helpers import make_session

@@ -17,12 +17,12 @@ import anyio
 import pytest
 
 from opencode_restore.config import load_config
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.model import Message
 from opencode_restore.pipeline.run import RestoreOptions, restore_session
 from opencode_restore.report.html import session_html
 from opencode_restore.sources import open_session
-from opencode_restore.sources.base import WarningSink
 
 from ..pipeline.helpers import make_session
 

@@ -18,8 +18,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.llm.base import LLMRequest
-from opencode_restore.sources.base import WarningSink, iter_lines
+from opencode_restore.sources.base import iter_lines
 
 from .hostile_corpus import CASES
 

@@ -19,9 +19,9 @@ from click.testing import CliRunner
 from opencode_restore import atomic
 from opencode_restore.atomic import write_output
 from opencode_restore.cli import cli as cli_group
+from opencode_restore.diagnostics import SHOWN_WARNINGS, WarningSink
 from opencode_restore.errors import SourceError
 from opencode_restore.sources import open_session
-from opencode_restore.sources.base import SHOWN_WARNINGS, WarningSink
 
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINE = 60

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.model import Message, Session
 from opencode_restore.pipeline.stages.turn_parser import parse_turns
 from opencode_restore.sources import detect, filter_messages, iter_messages, open_session
-from opencode_restore.sources.base import WarningSink
 
 DEVSET = Path(__file__).resolve().parents[2] / "fixtures" / "devset"
 FACTS: dict[str, Any] = json.loads((DEVSET / "facts.json").read_text())

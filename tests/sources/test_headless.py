@@ -10,10 +10,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.model import TimelineSpan
 from opencode_restore.pipeline.stages.turn_parser import parse_turns
 from opencode_restore.sources import detect, iter_messages, open_session
-from opencode_restore.sources.base import WarningSink
 from opencode_restore.sources.codex.exec_json import EVENT_TYPES
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures"

@@ -6,15 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.sources import get_reader, is_container, readers
-from opencode_restore.sources.base import (
-    ContainerReader,
-    Found,
-    Reader,
-    TailReader,
-    WarningSink,
-    merge_slugs,
-)
+from opencode_restore.sources.base import ContainerReader, Found, Reader, TailReader, merge_slugs
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures"
 CLAUDE = FIX / "claude-code" / "scout" / "simple_conversation.jsonl"

@@ -17,9 +17,10 @@ from click.testing import CliRunner
 
 from opencode_restore.batch.discover import discover
 from opencode_restore.cli import cli
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.errors import SourceError
 from opencode_restore.sources import iter_messages, open_session
-from opencode_restore.sources.base import SessionChoice, WarningSink, choose_session
+from opencode_restore.sources.base import SessionChoice, choose_session
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures"
 THREE = FIX / "inspect" / "made" / "three_samples.json"

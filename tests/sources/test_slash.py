@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.model import Message
 from opencode_restore.pipeline.stages.turn_parser import parse_turns
-from opencode_restore.sources.base import WarningSink
 from opencode_restore.sources.claude_code.reader import READER as CLAUDE
 from opencode_restore.sources.slash import is_local_command
 from opencode_restore.sources.terminal.reader import READER as TERMINAL

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.report.messages import message_record
 from opencode_restore.sources import filter_messages, iter_messages
-from opencode_restore.sources.base import Checkpoint, WarningSink
+from opencode_restore.sources.base import Checkpoint
 from opencode_restore.sources.claude_code.reader import READER as CLAUDE
 from opencode_restore.sources.claude_code.tail import read_tail as claude_tail
 from opencode_restore.store import checkpoints as cp

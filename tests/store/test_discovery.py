@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.errors import SourceError
-from opencode_restore.sources.base import WarningSink
 from opencode_restore.store.discovery import AGENTS, default_roots, scan
 from opencode_restore.store.store import Store
 from tests.store.builders import GEMINI_CONTINUED, copy_to, fake_home

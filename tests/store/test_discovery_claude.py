@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.sources import open_session
-from opencode_restore.sources.base import Found, WarningSink, merge_slugs
+from opencode_restore.sources.base import Found, merge_slugs
 from opencode_restore.store.discovery import find_sessions, scan
 from opencode_restore.store.store import Store
 from tests.store.builders import FIXTURES

@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 
 from opencode_restore.config import load_config
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.errors import ProviderError
 from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.llm.scripted import ScriptedProvider
@@ -16,7 +17,6 @@ from opencode_restore.pipeline.run import RestoreOptions, make_context, restore_
 from opencode_restore.pipeline.stages.branch_summarizer import digest, summarize_branches
 from opencode_restore.report.summary import summary_markdown
 from opencode_restore.sources import open_session
-from opencode_restore.sources.base import WarningSink
 from opencode_restore.tree import select_branch
 
 from .test_tree import PiWriter

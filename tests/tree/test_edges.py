@@ -9,12 +9,12 @@ import anyio
 import pytest
 
 from opencode_restore.config import load_config
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.llm.scripted import ScriptedProvider
 from opencode_restore.model import Message, TimelineEvent, TimelineSpan
 from opencode_restore.pipeline.run import make_context
 from opencode_restore.pipeline.stages.branch_summarizer import MAX_BRANCH_CHARS, summarize_branches
 from opencode_restore.sources import open_session
-from opencode_restore.sources.base import WarningSink
 from opencode_restore.sources.pi.migrate import branch_lines, export_pi_branch
 from opencode_restore.sources.pi.tree import PiEntry
 from opencode_restore.tree import SessionTree, TreeNode, resolve_leaf, timeline_tree, tree_of

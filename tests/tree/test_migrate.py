@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from opencode_restore.atomic import backup_path
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.errors import SourceError, UsageError
 from opencode_restore.sources import open_session
-from opencode_restore.sources.base import WarningSink
 from opencode_restore.sources.pi import tree as pi_tree
 from opencode_restore.sources.pi.migrate import (
     default_migrated_path,

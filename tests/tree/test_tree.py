@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.errors import UsageError
 from opencode_restore.sources import open_session
-from opencode_restore.sources.base import WarningSink
 from opencode_restore.tree import (
     BranchNotFoundError,
     SessionTree,

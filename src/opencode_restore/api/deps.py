@@ -14,7 +14,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from ..config import Config
-from ..sources.base import parse_timestamp
+from ..fields import parse_timestamp
 from ..store.store import SessionRow, Store
 from .jobs import JobQueue
 

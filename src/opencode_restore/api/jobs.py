@@ -16,6 +16,7 @@ from anyio import to_thread
 
 from ..cli.restore_cmd import provider_settings, session_lock
 from ..config import Config
+from ..diagnostics import WarningSink
 from ..errors import SourceError
 from ..llm.registry import close_provider, get_provider
 from ..model import Session
@@ -23,7 +24,6 @@ from ..pipeline.journal.store import JournalStore, journal_dir
 from ..pipeline.run import RestoreOptions, restore_session
 from ..report.summary import summary_markdown
 from ..sources import is_container, open_session
-from ..sources.base import WarningSink
 from ..store.fetch import existing_files
 from ..store.store import RunRow, SessionRow, Store
 

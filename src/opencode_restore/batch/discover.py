@@ -31,10 +31,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..diagnostics import WarningSink
 from ..errors import SourceError
 from ..model import ReadWarning
 from ..sources import detect, get_reader, is_container
-from ..sources.base import ContainerReader, Found, Reader, WarningSink, found_order, merge_slugs
+from ..sources.base import ContainerReader, Found, Reader, found_order, merge_slugs
 from ..store.db import iso_utc
 from ..store.discovery import AGENTS, find_sessions
 from .items import BatchItem, FileHasher, finalize, safe_name

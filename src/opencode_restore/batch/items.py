@@ -15,10 +15,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..diagnostics import WarningSink
 from ..errors import SourceError
 from ..model import Session
 from ..sources import open_session
-from ..sources.base import WarningSink
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_NAME = 120

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from ..atomic import fsync_directory
-from ..sources.base import WarningSink
+from ..diagnostics import WarningSink
 
 
 def read_lines(path: Path, sink: WarningSink) -> Iterator[dict[str, Any]]:

@@ -26,10 +26,10 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from ..diagnostics import WarningSink
 from ..errors import RestoreError
 from ..pipeline.restoration import Restoration
 from ..report.summary import summary_markdown
-from ..sources.base import WarningSink
 from ..store.db import iso_utc
 from ..store.discovery import AGENTS, find_sessions, scan
 from ..store.fetch import existing_files

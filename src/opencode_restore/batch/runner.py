@@ -29,6 +29,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from ..atomic import atomic_write, remove_stale_temporaries
 from ..config import Config
+from ..diagnostics import WarningSink
 from ..llm.base import Provider
 from ..model import Session
 from ..pipeline.journal.batch_store import BatchJournals
@@ -36,7 +37,6 @@ from ..pipeline.journal.lock import journal_lock
 from ..pipeline.restoration import Restoration, UsageReport
 from ..pipeline.run import RestoreOptions, restore_session
 from ..report.summary import summary_markdown
-from ..sources.base import WarningSink
 from .items import BatchItem, safe_name
 from .manifest import Manifest
 

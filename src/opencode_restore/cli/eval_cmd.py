@@ -12,6 +12,7 @@ import click
 import orjson
 
 from ..config import Config, load_config
+from ..diagnostics import WarningSink
 from ..errors import UsageError
 from ..evaluate.facts_file import Fact, FactsFile, load_facts
 from ..evaluate.probes import ProbeResult, run_probes
@@ -24,7 +25,6 @@ from ..pipeline.run import RestoreOptions, restore_session
 from ..pipeline.stages.turn_parser import parse_turns
 from ..report.summary import summary_markdown
 from ..sources import open_session
-from ..sources.base import WarningSink
 from .exits import friendly_errors
 from .options import output_option, provider_options
 from .restore_cmd import provider_settings

@@ -25,7 +25,9 @@ from pydantic import BaseModel, Field
 from ..cli.restore_cmd import provider_settings, render, session_lock
 from ..cli.targets import resolve_inputs
 from ..config import Config
+from ..diagnostics import WarningSink
 from ..errors import RestoreError
+from ..fields import parse_timestamp
 from ..llm.registry import close_provider, get_provider
 from ..model import Message, Session
 from ..pipeline.evidence.log_search import Limits, LogSearch
@@ -39,7 +41,6 @@ from ..redact import redact
 from ..report.messages import message_record
 from ..report.summary import summary_markdown
 from ..sources import filter_messages, open_session
-from ..sources.base import WarningSink, parse_timestamp
 from ..store import open_store
 from ..store.lookup import cwd_variants
 from ..store.store import Store

@@ -12,9 +12,10 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 
+from ..diagnostics import WarningSink
 from ..errors import SourceError
 from ..model import Message, Session
-from .base import SNIFF_BYTES, ContainerReader, Reader, WarningSink
+from .base import SNIFF_BYTES, ContainerReader, Reader
 
 #: Reader names and their format packages, in detection order (ties go to the earlier one).
 _READER_MODULES = {

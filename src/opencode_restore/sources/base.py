@@ -1,66 +1,23 @@
-"""The reader protocol, the warning sink and the streaming line helpers every reader shares."""
+"""The reader protocol and the streaming line helpers every reader shares."""
 
 from __future__ import annotations
 
 import os
 import re
-import sys
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Protocol, runtime_checkable
 
 import orjson
 
+from ..diagnostics import WarningSink
 from ..errors import SourceError
-from ..model import Message, ReadWarning, Session
+from ..model import Message, Session
 
 #: How many bytes of a file ``sniff`` gets to look at.
 SNIFF_BYTES = 64 * 1024
-
-
-#: Warnings printed one by one on stderr; the rest are counted in one summary line.
-SHOWN_WARNINGS = 20
-
-
-@dataclass(slots=True)
-class WarningSink:
-    """Collects read warnings, and optionally reports each one as it happens.
-
-    ``shown`` caps how many are reported (a log with a million bad lines must not print a
-    million lines); `summary` then counts the rest.
-    """
-
-    report: Callable[[ReadWarning], None] | None = None
-    warnings: list[ReadWarning] = field(default_factory=list)
-    limit: int = 1000
-    shown: int | None = None
-    count: int = 0
-
-    def warn(self, path: str | Path, line: int, message: str) -> None:
-        """Record (and report) that ``path:line`` was skipped or misread."""
-        w = ReadWarning(str(path), line, message)
-        self.count += 1
-        if len(self.warnings) < self.limit:
-            self.warnings.append(w)
-        if self.report is not None and (self.shown is None or self.count <= self.shown):
-            self.report(w)
-
-    def summary(self) -> str | None:
-        """One line counting the warnings that were not reported, or None."""
-        if self.shown is None or self.count <= self.shown:
-            return None
-        hidden = self.count - self.shown
-        return f"{hidden} more warnings not shown ({self.count} in all)"
-
-
-def stderr_sink(shown: int = SHOWN_WARNINGS) -> WarningSink:
-    """A sink that prints the first ``shown`` warnings as lines on stderr.
-
-    The caller prints `WarningSink.summary` once reading is done.
-    """
-    return WarningSink(report=lambda w: print(f"warning: {w}", file=sys.stderr), shown=shown)
 
 
 @dataclass(slots=True)
@@ -396,29 +353,6 @@ def load_json(path: Path, sink: WarningSink) -> Any:
         sink.warn(path, 1, f"JSON nested more than {MAX_JSON_DEPTH} deep; not read")
         return None
     return value
-
-
-_EPOCH_MS_CUTOFF = 10_000_000_000
-
-
-def parse_timestamp(value: Any) -> datetime | None:
-    """Parse an ISO 8601 string or a unix time (seconds or ms) into an aware UTC datetime."""
-    if value is None or value == "":
-        return None
-    try:
-        if isinstance(value, bool):
-            return None
-        if isinstance(value, (int, float)):
-            seconds = value / 1000 if value > _EPOCH_MS_CUTOFF else value
-            return datetime.fromtimestamp(seconds, UTC)
-        if isinstance(value, str):
-            dt = datetime.fromisoformat(value)
-            if dt.tzinfo is None:
-                return dt.replace(tzinfo=UTC)
-            return dt.astimezone(UTC)
-    except (ValueError, OverflowError, OSError):
-        return None
-    return None
 
 
 def text_of(content: Any) -> str:

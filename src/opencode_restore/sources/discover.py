@@ -14,8 +14,9 @@ from typing import Any
 
 import orjson
 
+from ..diagnostics import WarningSink
 from ..titles import content_text, request_title
-from .base import Found, WarningSink
+from .base import Found
 
 #: How many lines of a file discovery reads at most.
 HEAD_LINES = 40

@@ -38,9 +38,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..diagnostics import WarningSink
 from ..errors import SourceError
 from ..sources import detect, get_reader, is_container
-from ..sources.base import ContainerReader, Found, Reader, WarningSink, found_order, merge_slugs
+from ..sources.base import ContainerReader, Found, Reader, found_order, merge_slugs
 from .db import iso_utc, write
 from .store import Store
 

@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from ..diagnostics import WarningSink
 from ..errors import SourceError
 from ..model import Message
 from ..redact import Redactor, redact_message
 from ..sources import filter_messages, is_container, iter_messages, readers
-from ..sources.base import Checkpoint, ContainerReader, Reader, TailReader, WarningSink
+from ..sources.base import Checkpoint, ContainerReader, Reader, TailReader
 from .checkpoints import tail_start, update_index
 from .store import SessionRow, Store
 

@@ -13,8 +13,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..diagnostics import WarningSink
 from ..errors import UsageError
-from ..sources.base import WarningSink
 from .discovery import AGENTS, scan
 from .store import SessionRow, Store
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..diagnostics import WarningSink
+from ..fields import parse_timestamp
 from ..model import Message, Session, TimelineEvent, TimelineSpan
-from ..sources.base import WarningSink, parse_timestamp
 from ..sources.pi import reader as pi_source
 from ..sources.pi import tree as pi_tree
 from .core import SessionTree, TreeNode

@@ -14,9 +14,10 @@ from pathlib import Path
 import orjson
 
 from ..atomic import SESSION_FILE_MODE, atomic_write
+from ..diagnostics import WarningSink
 from ..errors import UsageError
 from ..sources import get_reader
-from ..sources.base import WarningSink, iter_json_lines
+from ..sources.base import iter_json_lines
 from ..sources.pi.migrate import export_pi_branch
 from .build import timeline_tree
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..diagnostics import WarningSink
 from ..errors import UsageError
 from ..model import EventKind, Session, TimelineEvent, TimelineSpan
-from ..sources.base import WarningSink
 from .build import tree_of
 from .core import Branch, SessionTree, TreeNode
 

@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from opencode_restore.config import load_config
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.model import Message
 from opencode_restore.pipeline.evidence import log_search
@@ -21,7 +22,6 @@ from opencode_restore.pipeline.run import restore_session
 from opencode_restore.pipeline.stages.evidence_gatherer import ERROR_PATTERN
 from opencode_restore.report.summary import summary_markdown
 from opencode_restore.sources import open_session
-from opencode_restore.sources.base import WarningSink
 
 from ..helpers import make_session
 from .test_tools import tools_for

@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.model import Message, Session, Turn
 from opencode_restore.pipeline.evidence.log_search import Limits, LogSearch, line_addressed
 from opencode_restore.pipeline.evidence.sandbox import Workspace
@@ -25,7 +26,6 @@ from opencode_restore.pipeline.stages.turn_parser import parse_turns
 from opencode_restore.pipeline.state import RestoreState
 from opencode_restore.redact import Redactor
 from opencode_restore.sources import open_session
-from opencode_restore.sources.base import WarningSink
 from opencode_restore.timeline.numbering import Numbering
 
 from ..helpers import make_session

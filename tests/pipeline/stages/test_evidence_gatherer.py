@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from opencode_restore.config import Config, load_config
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.llm.base import (
     LLMRequest,
     LLMResult,
@@ -33,7 +34,6 @@ from opencode_restore.pipeline.stages.turn_parser import parse_turns
 from opencode_restore.pipeline.state import RestoreState
 from opencode_restore.report.summary import summary_markdown
 from opencode_restore.sources import open_session
-from opencode_restore.sources.base import WarningSink
 
 CLAUDE = "claude-code/recorded/print-continue/d703ad6a-fc57-46ca-94d6-a6af7cf0c933.jsonl"
 

@@ -11,13 +11,13 @@ import anyio
 import pytest
 
 from opencode_restore.config import load_config
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.llm.base import Provider
 from opencode_restore.llm.registry import close_provider, get_provider
 from opencode_restore.llm.settings import ProviderSettings
 from opencode_restore.pipeline.restoration import Restoration
 from opencode_restore.pipeline.run import RestoreOptions, restore_session
 from opencode_restore.sources import open_session
-from opencode_restore.sources.base import WarningSink
 from tests.fakes.fake_llm_server import FakeLLMServer
 
 CLAUDE = "claude-code/recorded/print-continue/d703ad6a-fc57-46ca-94d6-a6af7cf0c933.jsonl"

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.model import Message
 from opencode_restore.pipeline.stages.shell_files import (
     _lex,
@@ -18,7 +19,6 @@ from opencode_restore.pipeline.stages.shell_files import (
 )
 from opencode_restore.pipeline.stages.turn_parser import parse_turns
 from opencode_restore.sources import open_session
-from opencode_restore.sources.base import WarningSink
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.model import Message, TimelineEvent, TimelineSpan, Turn
 from opencode_restore.pipeline.stages.turn_parser import (
     _Files,
@@ -16,7 +17,6 @@ from opencode_restore.pipeline.stages.turn_parser import (
     parse_turns,
 )
 from opencode_restore.sources import open_session
-from opencode_restore.sources.base import WarningSink
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 CODEX_TUI = "rollout-2026-11-21T11-38-37-01a1fde6-b303-7f63-b067-d32dfaddcad9.jsonl"

@@ -7,8 +7,8 @@ from typing import Any
 
 import orjson
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.model import TimelineSpan
-from opencode_restore.sources.base import WarningSink
 from opencode_restore.sources.claude_code.convert import injected_reason
 from opencode_restore.sources.claude_code.reader import READER
 from opencode_restore.sources.claude_code.scan import scan

@@ -9,7 +9,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from opencode_restore.sources.base import WarningSink
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.sources.claude_code.reader import READER, split_transcripts
 
 from .tree_helpers import deadline

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.model import Message, Session, TimelineEvent, TimelineSpan
 from opencode_restore.sources import detect
-from opencode_restore.sources.base import SNIFF_BYTES, WarningSink
+from opencode_restore.sources.base import SNIFF_BYTES
 from opencode_restore.sources.claude_code.reader import READER
 
 CC = Path(__file__).resolve().parents[3] / "fixtures" / "claude-code"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import orjson
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.model import Session, TimelineEvent
-from opencode_restore.sources.base import WarningSink
 from opencode_restore.sources.claude_code.reader import READER, split_transcripts
 
 SCOUT = Path(__file__).resolve().parents[3] / "fixtures" / "claude-code" / "scout"

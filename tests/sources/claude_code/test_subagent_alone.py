@@ -12,8 +12,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from opencode_restore.cli import cli
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.sources import open_session
-from opencode_restore.sources.base import WarningSink
 
 SPOTTER = Path(__file__).resolve().parents[3] / "fixtures" / "claude-code" / "spotter"
 PARENT = SPOTTER / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"

@@ -9,8 +9,9 @@ from typing import Any
 import orjson
 import pytest
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.model import Session, TimelineEvent, TimelineSpan
-from opencode_restore.sources.base import SNIFF_BYTES, WarningSink
+from opencode_restore.sources.base import SNIFF_BYTES
 from opencode_restore.sources.claude_code.reader import READER
 
 TUI = (

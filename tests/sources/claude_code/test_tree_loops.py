@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from opencode_restore.sources.base import WarningSink
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.sources.claude_code.scan import NO_PARENT, scan
 from opencode_restore.sources.claude_code.tree import build_tree
 

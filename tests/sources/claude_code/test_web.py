@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.pipeline.stages.turn_parser import parse_turns
 from opencode_restore.sources import detect
-from opencode_restore.sources.base import WarningSink
 from opencode_restore.sources.claude_code.reader import READER
 
 EXPORT = (

@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.model import Session
-from opencode_restore.sources.base import WarningSink
 from opencode_restore.sources.claude_code.reader import READER
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import orjson
 import pytest
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.model import Message, TimelineSpan
-from opencode_restore.sources.base import WarningSink
 from opencode_restore.sources.codex import READER
 from opencode_restore.sources.codex import items as items_mod
 from opencode_restore.sources.codex import stream as stream_mod

@@ -10,7 +10,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from opencode_restore.sources.base import WarningSink
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.sources.codex import READER
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "codex"

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.model import Message, Session, TimelineEvent, TimelineSpan
 from opencode_restore.pipeline.stages.turn_parser import parse_turns
 from opencode_restore.sources import detect
-from opencode_restore.sources.base import SNIFF_BYTES, WarningSink
+from opencode_restore.sources.base import SNIFF_BYTES
 from opencode_restore.sources.codex import READER
 
 CCL = "claude-code-log"

@@ -10,7 +10,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from opencode_restore.sources.base import WarningSink
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.sources.gemini.reader import READER
 
 IDS = st.sampled_from(["m0", "m1", "m2", "m3", "m4", "m5"])

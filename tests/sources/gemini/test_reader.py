@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.model import Message, Usage
 from opencode_restore.sources import detect
-from opencode_restore.sources.base import SNIFF_BYTES, WarningSink
+from opencode_restore.sources.base import SNIFF_BYTES
 from opencode_restore.sources.gemini.reader import READER
 from opencode_restore.sources.gemini.replay import parts_text
 

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.errors import SourceError
 from opencode_restore.model import TimelineSpan
-from opencode_restore.sources.base import WarningSink
 from opencode_restore.sources.inspect.builder import build_timeline, total_tokens
 from opencode_restore.sources.inspect.reader import READER, iter_samples
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.model import Session, TimelineEvent, TimelineSpan
 from opencode_restore.sources import detect, readers
-from opencode_restore.sources.base import WarningSink
 from opencode_restore.sources.inspect.builder import total_tokens
 from opencode_restore.sources.inspect.reader import READER, iter_samples
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.model import Message
-from opencode_restore.sources.base import WarningSink
 from opencode_restore.sources.opencode.convert import PartConverter, RawMessage, part_sort_key
 
 T0 = 1_795_000_000_000

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.errors import SourceError
-from opencode_restore.sources.base import WarningSink
 from opencode_restore.sources.opencode.files import EventStore
 from opencode_restore.sources.opencode.reader import READER
 

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.errors import SourceError
 from opencode_restore.model import Message, Session
 from opencode_restore.sources import detect
-from opencode_restore.sources.base import SNIFF_BYTES, WarningSink
+from opencode_restore.sources.base import SNIFF_BYTES
 from opencode_restore.sources.opencode.reader import READER, list_sessions, read_session
 
 TURN1 = "Add a --shout flag to the greet CLI that upper-cases the greeting, and add a test for it."

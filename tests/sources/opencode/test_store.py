@@ -11,9 +11,9 @@ from typing import Any
 import orjson
 import pytest
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.errors import SourceError
 from opencode_restore.model import TimelineSpan
-from opencode_restore.sources.base import WarningSink
 from opencode_restore.sources.opencode import sqlite as opencode_sqlite
 from opencode_restore.sources.opencode.reader import READER, list_sessions, read_session
 

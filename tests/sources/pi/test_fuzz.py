@@ -11,8 +11,8 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.model import TimelineSpan
-from opencode_restore.sources.base import WarningSink
 from opencode_restore.sources.pi import tree as pi_tree
 from opencode_restore.sources.pi.reader import READER, context_messages
 from opencode_restore.sources.pi.tree import PiBranch

@@ -10,9 +10,10 @@ from typing import Any
 import orjson
 import pytest
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.model import Message, TimelineSpan, Usage
 from opencode_restore.sources import detect
-from opencode_restore.sources.base import SNIFF_BYTES, WarningSink
+from opencode_restore.sources.base import SNIFF_BYTES
 from opencode_restore.sources.pi import tree as pi_tree
 from opencode_restore.sources.pi.reader import READER, context_messages, entry_messages
 from opencode_restore.sources.pi.tree import PiEntry

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from opencode_restore.sources.base import WarningSink
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.sources.pi import tree as pi_tree
 from opencode_restore.sources.pi.tree import PiEntry, PiFile
 

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.model import Message
-from opencode_restore.sources.base import WarningSink
 from opencode_restore.sources.terminal.ansi import _emulate, _replay, iter_blocks, iter_lines
 from opencode_restore.sources.terminal.gate import line_gate
 from opencode_restore.sources.terminal.layout import cut_sidebar, cut_sidebar_blocks, dedent

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import orjson
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.report.messages import JSONL_BATCH, iter_jsonl, message_record
-from opencode_restore.sources.base import WarningSink
 from opencode_restore.sources.terminal.reader import READER
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "terminal"

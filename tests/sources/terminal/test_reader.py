@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.model import Message
 from opencode_restore.sources import detect
-from opencode_restore.sources.base import WarningSink
 from opencode_restore.sources.terminal.reader import READER
 
 FIX = Path(__file__).resolve().parents[3] / "fixtures" / "terminal"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from opencode_restore.sources.base import WarningSink
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.sources.terminal import screen as terminal_screen
 from opencode_restore.sources.terminal.layout import cut_sidebar
 from opencode_restore.sources.terminal.lines import LineScanner

@@ -9,9 +9,9 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.responses import StreamingResponse
 
+from ...diagnostics import WarningSink
 from ...errors import SourceError
 from ...report.messages import iter_json
-from ...sources.base import WarningSink
 from ...store.fetch import session_messages
 from ..deps import DATE_TIME, StoreDep, query_time, session_or_404
 from ..schemas import MessagesOut

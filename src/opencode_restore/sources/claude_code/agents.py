@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ...diagnostics import WarningSink
 from ...model import Session, TimelineEvent, TimelineSpan
-from ..base import WarningSink, load_json
+from ..base import load_json
 from .scan import Scan
 
 #: Reads one sub-agent file: its session and the agent links found in it.

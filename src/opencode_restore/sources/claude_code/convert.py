@@ -14,8 +14,9 @@ from typing import Any
 
 import orjson
 
+from ...fields import parse_timestamp
 from ...model import Compaction, Message, Usage
-from ..base import parse_timestamp, text_of, token_count
+from ..base import text_of, token_count
 from ..slash import is_local_command
 
 #: User text that is bookkeeping of a slash command, not a request.

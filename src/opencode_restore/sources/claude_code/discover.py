@@ -13,9 +13,9 @@ import os
 import re
 from pathlib import Path
 
-from ...fields import non_empty
+from ...fields import non_empty, parse_timestamp
 from ...titles import content_text, request_title
-from ..base import Found, parse_timestamp
+from ..base import Found
 from ..discover import head_objects, mtime
 
 PATTERNS = ("*.jsonl",)

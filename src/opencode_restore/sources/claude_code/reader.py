@@ -15,8 +15,9 @@ from pathlib import Path
 
 import orjson
 
+from ...diagnostics import WarningSink
 from ...model import Message, Session
-from ..base import Checkpoint, Found, WarningSink
+from ..base import Checkpoint, Found
 from ..chain import ChainLink
 from ..discover import Discovery
 from . import discover, tail

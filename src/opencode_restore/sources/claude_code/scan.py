@@ -18,7 +18,8 @@ from typing import IO, Any
 import msgspec
 import orjson
 
-from ..base import LINE_BUFFER, WarningSink, iter_lines
+from ...diagnostics import WarningSink
+from ..base import LINE_BUFFER, iter_lines
 from .line import DECODER, NOISE, SYSTEM, TOOL_RESULT, Line, classify, coerce
 
 #: Root marker in ``Scan.parent``.

@@ -9,15 +9,10 @@ from typing import Any
 
 import orjson
 
+from ...diagnostics import WarningSink
+from ...fields import parse_timestamp
 from ...model import EventKind, Message, Session, Timeline, TimelineEvent, TimelineSpan
-from ..base import (
-    LINE_BUFFER,
-    MAX_JSON_DEPTH,
-    WarningSink,
-    max_line_bytes,
-    parse_timestamp,
-    too_deep,
-)
+from ..base import LINE_BUFFER, MAX_JSON_DEPTH, max_line_bytes, too_deep
 from .agents import attach_agents
 from .convert import Converter, attach_summaries
 from .scan import NO_PARENT, Scan, scan

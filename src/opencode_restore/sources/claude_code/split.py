@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
+from ...diagnostics import WarningSink
 from ...model import Session, Timeline, TimelineEvent, TimelineSpan
-from ..base import WarningSink
 from .convert import is_clear_command
 from .session import read_session
 

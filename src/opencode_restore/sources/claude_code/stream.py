@@ -21,8 +21,9 @@ from typing import Any
 
 import orjson
 
+from ...diagnostics import WarningSink
 from ...model import EventKind, Message, Session, Timeline, TimelineEvent, TimelineSpan
-from ..base import SNIFF_BYTES, WarningSink, iter_json_lines
+from ..base import SNIFF_BYTES, iter_json_lines
 from .convert import Converter, attach_summaries
 
 #: Line types of the stream; ``stream_event`` (partial deltas) repeats what the

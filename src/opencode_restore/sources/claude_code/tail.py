@@ -19,8 +19,10 @@ from pathlib import Path
 import msgspec
 import orjson
 
+from ...diagnostics import WarningSink
+from ...fields import parse_timestamp
 from ...model import Message
-from ..base import Checkpoint, WarningSink, is_complete_line, parse_timestamp
+from ..base import Checkpoint, is_complete_line
 from .convert import Converter, attach_summaries
 from .line import DECODER, NOISE, PROMPT, Line, classify, coerce
 

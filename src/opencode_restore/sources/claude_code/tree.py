@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..base import WarningSink
+from ...diagnostics import WarningSink
 from .line import NOISE, PROMPT
 from .scan import NO_PARENT, Scan
 

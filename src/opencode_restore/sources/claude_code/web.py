@@ -14,8 +14,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ...diagnostics import WarningSink
+from ...fields import parse_timestamp
 from ...model import Message, Session, Timeline, TimelineEvent, TimelineSpan
-from ..base import SNIFF_BYTES, WarningSink, load_json, parse_timestamp
+from ..base import SNIFF_BYTES, load_json
 from .convert import Converter, attach_summaries
 
 _HEAD = re.compile(rb'^\s*\{\s*"loglines"\s*:\s*\[')

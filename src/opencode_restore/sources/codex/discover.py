@@ -11,8 +11,8 @@ import os
 import re
 from pathlib import Path
 
-from ...fields import non_empty
-from ..base import Found, parse_timestamp
+from ...fields import non_empty, parse_timestamp
+from ..base import Found
 from ..discover import first_request, head_objects, mtime
 
 PATTERNS = ("rollout-*.jsonl",)

@@ -21,8 +21,9 @@ from typing import Any
 
 import orjson
 
+from ...diagnostics import WarningSink
 from ...model import Message
-from ..base import WarningSink, iter_json_lines
+from ..base import iter_json_lines
 from .events import Header
 from .items import usage_of
 

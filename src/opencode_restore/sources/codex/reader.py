@@ -17,8 +17,9 @@ from typing import Any
 import orjson
 import regex
 
+from ...diagnostics import WarningSink
 from ...model import Message, Session, Timeline, TimelineSpan
-from ..base import SNIFF_BYTES, Found, WarningSink
+from ..base import SNIFF_BYTES, Found
 from ..chain import ChainLink
 from ..discover import Discovery
 from . import discover

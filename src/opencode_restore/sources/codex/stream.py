@@ -16,8 +16,10 @@ from typing import Any
 
 import orjson
 
+from ...diagnostics import WarningSink
+from ...fields import parse_timestamp
 from ...model import Message, Usage
-from ..base import WarningSink, iter_json_lines, parse_timestamp
+from ..base import iter_json_lines
 from . import items
 from .events import CHANNELS, Header, event_copy, is_compaction_event, parent_spawn
 

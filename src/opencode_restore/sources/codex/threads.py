@@ -15,8 +15,8 @@ from typing import Any
 
 import orjson
 
+from ...diagnostics import WarningSink
 from ...model import EventKind, Message, TimelineEvent, TimelineSpan
-from ..base import WarningSink
 from .events import Header, parent_spawn
 from .stream import iter_thread
 

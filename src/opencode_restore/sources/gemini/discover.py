@@ -11,8 +11,9 @@ from pathlib import Path
 
 import orjson
 
+from ...fields import parse_timestamp
 from ...titles import request_title
-from ..base import Found, parse_timestamp
+from ..base import Found
 from ..discover import mtime
 
 PATTERNS = ("session-*.json", "session-*.jsonl")

@@ -43,8 +43,10 @@ from typing import Any
 
 import orjson
 
+from ...diagnostics import WarningSink
+from ...fields import parse_timestamp
 from ...model import Message, Session, Timeline, TimelineEvent, TimelineSpan, Usage
-from ..base import Found, WarningSink, parse_timestamp, token_count
+from ..base import Found, token_count
 from ..chain import ChainLink
 from ..discover import Discovery
 from . import discover

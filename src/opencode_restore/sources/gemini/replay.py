@@ -14,8 +14,9 @@ from typing import Any
 
 import orjson
 
+from ...diagnostics import WarningSink
 from ...model import Compaction
-from ..base import WarningSink, iter_json_lines, load_json
+from ..base import iter_json_lines, load_json
 
 _METADATA_KEYS = frozenset(
     {"sessionId", "projectHash", "startTime", "lastUpdated", "kind", "directories", "summary"}

@@ -14,7 +14,7 @@ from typing import Any, cast, get_args
 
 import orjson
 
-from ...fields import non_empty
+from ...fields import non_empty, parse_timestamp
 from ...model import (
     Compaction,
     CompactionKind,
@@ -26,8 +26,8 @@ from ...model import (
     ToolCall,
     Usage,
 )
-from ..base import parse_timestamp, token_count
 from ..base import text_of as _text_of
+from ..base import token_count
 
 _ROLES: frozenset[str] = frozenset(get_args(Role))
 _COMPACTION_KINDS: frozenset[str] = frozenset(get_args(CompactionKind))

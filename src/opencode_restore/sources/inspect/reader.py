@@ -34,16 +34,16 @@ from typing import Any
 
 import orjson
 
+from ...diagnostics import WarningSink
 from ...errors import SourceError
+from ...fields import parse_timestamp
 from ...model import Message, Session, Timeline, TimelineEvent, TimelineSpan
 from ..base import (
     MAX_JSON_DEPTH,
     Found,
     SessionChoice,
-    WarningSink,
     choose_session,
     load_json,
-    parse_timestamp,
     text_of,
     too_deep,
 )

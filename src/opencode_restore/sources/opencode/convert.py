@@ -20,8 +20,10 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from ...diagnostics import WarningSink
+from ...fields import parse_timestamp
 from ...model import Compaction, Message, MessageType, Role, Usage
-from ..base import WarningSink, parse_timestamp, token_count
+from ..base import token_count
 
 #: A part with its 1-based ordinal in the session (or its line in an event stream).
 NumberedPart = tuple[int, dict[str, Any]]

@@ -23,8 +23,9 @@ from typing import Any
 
 import orjson
 
+from ...diagnostics import WarningSink
 from ...errors import SourceError
-from ..base import WarningSink, iter_json_lines
+from ..base import iter_json_lines
 from .convert import NumberedPart, RawMessage, as_dict, as_int, part_sort_key
 
 _INFO_KEY = re.compile(r'"info"\s*:\s*')

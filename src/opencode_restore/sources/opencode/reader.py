@@ -25,16 +25,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from ...diagnostics import WarningSink
 from ...errors import SourceError
+from ...fields import parse_timestamp
 from ...model import Message, Session, Timeline, TimelineEvent, TimelineSpan
-from ..base import (
-    SNIFF_BYTES,
-    Found,
-    SessionChoice,
-    WarningSink,
-    choose_session,
-    parse_timestamp,
-)
+from ..base import SNIFF_BYTES, Found, SessionChoice, choose_session
 from ..discover import Discovery
 from . import discover
 from .convert import PartConverter, RawMessage, as_dict, as_int

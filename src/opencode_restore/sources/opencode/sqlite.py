@@ -18,8 +18,8 @@ from typing import Any
 
 import orjson
 
+from ...diagnostics import WarningSink
 from ...errors import SourceError
-from ..base import WarningSink
 from .convert import NumberedPart, RawMessage, as_dict, part_sort_key
 
 SQLITE_MAGIC = b"SQLite format 3\x00"

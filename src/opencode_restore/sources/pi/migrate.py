@@ -21,8 +21,8 @@ from typing import Any
 import orjson
 
 from ...atomic import SESSION_FILE_MODE, atomic_write, backup_path
+from ...diagnostics import WarningSink
 from ...errors import SourceError, UsageError
-from ..base import WarningSink
 from . import tree
 
 

@@ -23,6 +23,8 @@ from typing import Any
 
 import orjson
 
+from ...diagnostics import WarningSink
+from ...fields import parse_timestamp
 from ...model import (
     Compaction,
     Message,
@@ -32,7 +34,7 @@ from ...model import (
     TimelineSpan,
     Usage,
 )
-from ..base import Found, WarningSink, parse_timestamp, text_of, token_count
+from ..base import Found, text_of, token_count
 from ..chain import ChainLink
 from ..discover import Discovery
 from . import discover, tree

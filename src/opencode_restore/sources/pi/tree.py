@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..base import WarningSink, iter_json_lines
+from ...diagnostics import WarningSink
+from ..base import iter_json_lines
 
 #: The session format version pi writes today; files are migrated up to it.
 CURRENT_VERSION = 3

@@ -23,8 +23,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
+from ...diagnostics import WarningSink
 from ...model import Message, Session, Timeline, TimelineEvent, TimelineSpan
-from ..base import WarningSink
 from ..discover import Discovery
 from . import screen
 from .ansi import Block, iter_blocks, remove_sequences
