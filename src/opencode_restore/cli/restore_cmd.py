@@ -158,6 +158,8 @@ def run_restore(
                             fresh=fresh,
                             debug_render=sys.stderr if debug_render else None,
                             journal_key=key,
+                            # Only the HTML page shows the session's messages afterwards.
+                            keep_messages=fmt == "html",
                         ),
                         progress=progress,
                         store=store,

@@ -14,11 +14,12 @@ from ..llm.usage import PriceTable, UsageLedger
 from ..model import Message, Session, Turn
 from ..redact import redact_session
 from .context import StageContext
+from .evidence.log_search import line_addressed
 from .journal.data import Clock, StageRecord, TurnRecord
 from .journal.persist import persist
 from .journal.store import JournalStore
 from .prompting.budget import TokenEstimator, Window
-from .prompting.facts import MAX_REQUEST_CHARS, cap_middle, compaction_text
+from .prompting.facts import MAX_REQUEST_CHARS, cap_middle, compaction_text, turn_facts
 from .restoration import (
     FALLBACK_WARNING,
     INTERRUPTED_WARNING,
@@ -62,6 +63,11 @@ class RestoreOptions:
     journal_key: str | None = None
     #: Where ``--debug-render`` prints every rendered request (checkpoints marked).
     debug_render: TextIO | None = None
+    #: False when the caller has no use for the session after the restore (the CLI
+    #: without ``--format html``): each turn's message bodies are dropped once the turn
+    #: is summarized, so a long log's text is not all held to the end (bench/scale.py's
+    #: RSS target; see ``_drop_bodies``). The restoration is the same either way.
+    keep_messages: bool = True
 
 
 def _last_request(turns: list[Turn], ctx: StageContext) -> Quote | None:
@@ -100,6 +106,34 @@ def _interrupted(turns: list[Turn]) -> list[str]:
     if not turns or not turns[-1].interrupted:
         return []
     return [f"{INTERRUPTED_WARNING} {turns[-1].number}, before its answer"]
+
+
+def _label_of(turn: Turn, ctx: StageContext) -> dict[str, str]:
+    return {m.id: lb for m in turn.messages if (lb := ctx.numbering.label_for(m.id))}
+
+
+def _held_elsewhere(session: Session) -> set[int] | None:
+    """The messages a span other than the active conversation holds (a branch, a
+    sub-agent may share them), or None when bodies must be kept: a log whose lines are
+    not its entries is searched by its messages' text in the evidence stage."""
+    if not all(line_addressed(session, f) for f in session.files):
+        return None
+    root = session.timeline.root
+    return {id(m) for span in root.walk() if span is not root for m in span.messages()}
+
+
+def _drop_bodies(turn: Turn, keep: set[int]) -> None:
+    """Empty the text and tool input of a summarized turn's messages.
+
+    What the stages after the turns read of a turn is kept: its requests (the last
+    request, the first), compactions, artifacts and commands, each message's id, role,
+    type and position (references), and its facts (``_Run.facts``). Messages another
+    span holds (``keep``) are left alone.
+    """
+    for m in turn.messages:
+        if not m.is_human and m.compaction is None and id(m) not in keep:
+            m.text = ""
+            m.tool_input = None
 
 
 def _usage(ledger: UsageLedger) -> UsageReport:
@@ -190,6 +224,16 @@ class _Run:
         self.store = store if resume.save else None
         self.keys = keys
         self.prior_usage = dict(self.journal.usage)
+        #: Every turn's parsed facts, in order (the synthesis reads them, not the turns).
+        self.facts: list[dict[str, Any]] = []
+        #: Messages whose bodies are never dropped; None keeps every body.
+        self.keep: set[int] | None = None
+
+    def done(self, turn: Turn, facts: dict[str, Any]) -> None:
+        """Keep ``turn``'s facts; drop its message bodies when they are not needed."""
+        self.facts.append(facts)
+        if self.keep is not None:
+            _drop_bodies(turn, self.keep)
 
     async def save(self, *, after_turn: bool = False) -> None:
         """Persist the journal with the numbering, state and usage as they are now.
@@ -225,6 +269,7 @@ class _Run:
             )
         )
         await self.save(after_turn=True)
+        self.done(turn, outcome.facts)
 
     def reused(self, name: str) -> dict[str, Any] | None:
         """The saved output of stage ``name`` when it may be reused."""
@@ -279,7 +324,7 @@ async def _synthesis(
     saved = run.reused("synthesis")
     if saved is not None:
         return SessionSummary.model_validate(saved["summary"]), saved["fallback"]
-    summary, fallback = await synthesize(turns, run.state, run.ctx, window, evidence)
+    summary, fallback = await synthesize(turns, run.state, run.ctx, window, evidence, run.facts)
     await run.finish("synthesis", {"summary": summary.model_dump(), "fallback": fallback})
     return summary, fallback
 
@@ -361,6 +406,10 @@ async def restore_session(
         debug=(lambda text: print(text, file=debug, flush=True)) if debug is not None else None,
     )
     run = _Run(resume, ctx, state, store, keys)
+    if not options.keep_messages:
+        run.keep = _held_elsewhere(session)
+    for turn in turns[: resume.kept]:
+        run.done(turn, turn_facts(turn, _label_of(turn, ctx)))
     if progress is not None:
         progress(resume.kept, len(turns), ctx.ledger)
     await summarize_turns(

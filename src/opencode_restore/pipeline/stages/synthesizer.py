@@ -18,7 +18,7 @@ from ...redact import redact_value
 from ...timeline.numbering import Numbering, citation_spans, cited_labels, uncite
 from ..context import StageContext
 from ..prompting.budget import Window
-from ..prompting.facts import MAX_REQUEST_CHARS, cap_middle, turn_facts
+from ..prompting.facts import MAX_REQUEST_CHARS, cap_middle
 from ..prompting.prompts import quote_log, render
 from ..restoration import CitationStats, EvidenceItem
 from ..schemas import SessionSummary, TurnSummary
@@ -76,17 +76,16 @@ async def synthesize(
     ctx: StageContext,
     window: Window,
     evidence: list[EvidenceItem],
+    parsed: list[dict[str, Any]],
 ) -> tuple[SessionSummary, str | None]:
     """synthesizer's entry point: the SESSION SUMMARY over the rendered timeline.
 
+    ``parsed`` holds every turn's ``turn_facts``, kept from the turn stage: the turns
+    may have dropped their message bodies since (``RestoreOptions.keep_messages``).
     Returns the summary as the model wrote it and, when the model failed and the
     deterministic fallback was used, the reason. ``clean_outputs`` checks the citations.
     """
     first = next((m for t in turns for m in t.messages if m.is_human), None)
-    parsed = [
-        turn_facts(t, {m.id: lb for m in t.messages if (lb := ctx.numbering.label_for(m.id))})
-        for t in turns
-    ]
     facts = {
         "parsed_turns": parsed,
         "first_request": (

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import orjson
 
@@ -68,6 +69,8 @@ class TurnOutcome:
     error: str | None
     labels: tuple[str, str] | None
     labels_end: int
+    #: The turn's parsed facts (``turn_facts``): the synthesis gets them without the turn.
+    facts: dict[str, Any]
 
 
 #: Facts the transcript already shows verbatim; the offline provider still gets them.
@@ -135,14 +138,14 @@ async def summarize_turn(
             )
         except (ProviderError, RestoreError) as exc:
             state.fail_turn(turn.number, str(exc))
-            return TurnOutcome(turn, None, str(exc), labels, last)
+            return TurnOutcome(turn, None, str(exc), labels, last, facts)
         window.observe(request, result)
         assert isinstance(result.parsed, TurnSummary)
         summary = result.parsed
     assert summary is not None
     summary.turn_number = turn.number
     state.add_summary(summary)
-    return TurnOutcome(turn, summary, None, labels, last)
+    return TurnOutcome(turn, summary, None, labels, last, facts)
 
 
 async def summarize_turns(
