@@ -9,7 +9,6 @@ unique prefix of one); ``--latest`` picks the most recently active session, narr
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from functools import wraps
 from importlib.resources import as_file
@@ -18,68 +17,13 @@ from typing import Any, TypeVar
 
 import click
 
-from ..errors import UsageError
+from ..command_sink import command_sink
 from ..resources import demo_sample
+from ..store.inputs import resolve_inputs
 from .exits import friendly_errors
 from .options import agent_option, merge_option, session_option
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _is_reference(ref: str) -> bool:
-    """A lone argument that names no existing file and does not look like a path."""
-    return not os.path.lexists(ref) and os.sep not in ref and "/" not in ref
-
-
-def resolve_inputs(
-    refs: tuple[str, ...],
-    agent: str | None,
-    latest: bool,
-    cwd: Path | None,
-    data_dir: Path | None = None,
-    merge: bool = False,
-) -> tuple[list[Path], str | None, str | None]:
-    """The files, format and (inside a container such as opencode.db) session id of the
-    session the command line names; ``data_dir``'s store (default: the configured one).
-
-    Several files are one session's chain: files of different sessions that do not
-    continue each other are refused unless ``merge`` (``sources.chain``).
-    """
-    if cwd is not None and not latest:
-        raise UsageError("--cwd narrows --latest; give --latest too")
-    if latest or (len(refs) == 1 and _is_reference(refs[0])):
-        from ..command_sink import command_sink
-        from ..config import load_config
-        from ..store import open_store
-        from ..store.lookup import find_session, latest_session
-
-        if latest and refs:
-            raise UsageError("give either LOG/SESSION-ID arguments or --latest, not both")
-        store = open_store(data_dir if data_dir is not None else load_config().data_dir)
-        try:
-            if latest:
-                here = None if cwd is not None else os.getcwd()
-                target = latest_session(
-                    store,
-                    cwd=str(cwd) if cwd is not None else None,
-                    agent=agent,
-                    here=here,
-                    sink=command_sink(),
-                )
-            else:
-                target = find_session(store, refs[0], agent=agent, sink=command_sink())
-        finally:
-            store.close()
-        return target.paths, agent or target.agent, target.id if target.container else None
-    if not refs:
-        raise UsageError("give a log file, a session id (or a prefix of one), or --latest")
-    paths = [Path(r) for r in refs]
-    if len(paths) > 1 and not merge:
-        from ..sources import resolve
-        from ..sources.chain import check_chain
-
-        check_chain(paths, resolve(paths, agent))
-    return paths, agent, None
 
 
 def session_inputs(fn: F) -> F:
@@ -122,7 +66,7 @@ def session_inputs(fn: F) -> F:
             sample = click.get_current_context().with_resource(as_file(demo_sample()))
             return fn(*args, paths=(sample,), **kw)
         paths, kw["agent"], inner = friendly_errors(resolve_inputs)(
-            refs, kw.get("agent"), latest, cwd, merge=merge
+            refs, kw.get("agent"), latest, cwd, command_sink(), merge=merge
         )
         # A session found inside a container (opencode.db, an Inspect log) is read there,
         # as `--session ID` would (an explicit --session still wins).

@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..cli.restore_cmd import provider_settings, render, session_lock
-from ..cli.targets import resolve_inputs
+from ..command_sink import command_sink
 from ..config import Config
 from ..diagnostics import WarningSink
 from ..errors import RestoreError
@@ -42,6 +42,7 @@ from ..report.messages import message_record
 from ..report.summary import summary_markdown
 from ..sources import filter_messages, open_session
 from ..store import open_store
+from ..store.inputs import resolve_inputs
 from ..store.lookup import cwd_variants
 from ..store.store import Store
 from ..timeline.numbering import Numbering
@@ -194,7 +195,7 @@ class HistoryTools:
         latest = ref == "latest"
         try:
             paths, agent, inner = resolve_inputs(
-                () if latest else (ref,), None, latest, None, self.config.data_dir
+                () if latest else (ref,), None, latest, None, command_sink(), self.config.data_dir
             )
             session = open_session(paths, WarningSink(), agent, inner)
         except RestoreError as exc:
