@@ -49,7 +49,7 @@ def test_cancelled_job_is_marked_failed(
     async def forever(*_a: object, **_k: object) -> None:
         await asyncio.sleep(3600)
 
-    monkeypatch.setattr(jobs, "restore_session", forever)
+    monkeypatch.setattr(jobs, "restore_locked", forever)
 
     async def main() -> None:
         task = asyncio.create_task(jobs.run_restore(store, load_config(env={}), row, run_id, None))

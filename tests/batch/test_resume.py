@@ -26,9 +26,9 @@ from opencode_restore.batch.items import BatchItem, finalize
 from opencode_restore.batch.manifest import Manifest
 from opencode_restore.batch.runner import BatchJob, BatchReport
 from opencode_restore.cli import cli
-from opencode_restore.cli.restore_cmd import provider_settings
 from opencode_restore.config import load_config
 from opencode_restore.llm.registry import close_provider, get_provider
+from opencode_restore.llm.settings import ProviderSettings
 from opencode_restore.pipeline.journal.batch_store import BatchJournals
 from opencode_restore.pipeline.journal.lock import journal_lock, lock_path
 from opencode_restore.pipeline.journal.store import JournalStore
@@ -190,7 +190,7 @@ def test_another_session_with_the_same_id_keeps_its_own_timeline(
             "restore": {"skip_evidence_search": True},
         },
     )
-    provider = get_provider(config.llm.model, provider_settings(config))
+    provider = get_provider(config.llm.model, ProviderSettings.from_config(config))
     store = journal_store(config)
     assert store is not None
     job = BatchJob(

@@ -13,11 +13,11 @@ from opencode_restore.batch.discover import discover
 from opencode_restore.batch.items import BatchItem, finalize
 from opencode_restore.batch.manifest import Manifest
 from opencode_restore.batch.runner import BatchJob, BatchReport
-from opencode_restore.cli.restore_cmd import provider_settings
 from opencode_restore.config import Config, load_config
 from opencode_restore.diagnostics import WarningSink
 from opencode_restore.llm.ratelimit import RateLimitedProvider, rate_limited
 from opencode_restore.llm.registry import close_provider, get_provider
+from opencode_restore.llm.settings import ProviderSettings
 from opencode_restore.pipeline.restoration import Restoration
 from opencode_restore.pipeline.run import RestoreOptions
 
@@ -43,7 +43,7 @@ def _run(job: BatchJob) -> BatchReport:
 
 def _job(tmp: Path, items: list[BatchItem], config: Config, **kw: Any) -> BatchJob:
     provider = rate_limited(
-        get_provider(config.llm.model, provider_settings(config)), config.ratelimit
+        get_provider(config.llm.model, ProviderSettings.from_config(config)), config.ratelimit
     )
     out = tmp / "out"
     return BatchJob(items, out, config, provider, Manifest(out / "manifest.jsonl"), **kw)

@@ -19,8 +19,7 @@ from typing import Any
 import anyio
 import pytest
 
-from opencode_restore.cli.restore_cmd import session_lock
-from opencode_restore.pipeline.journal.lock import journal_lock, lock_path
+from opencode_restore.pipeline.journal.lock import journal_lock
 from opencode_restore.pipeline.journal.store import JournalStore
 from tests.batch.helpers import CLAUDE_3_TURNS, ROOT, cli_env, server_process
 
@@ -88,13 +87,11 @@ def test_a_second_restore_waits_and_reuses_every_turn(tmp_path: Path) -> None:
     assert (tmp_path / "second.md").exists()
 
 
-def test_the_lock_is_only_taken_with_a_timeline_store(tmp_path: Path) -> None:
+def test_the_lock_is_held_until_released_and_told_once(tmp_path: Path) -> None:
     store = JournalStore(tmp_path / "timelines")
     waits: list[str] = []
 
     async def main() -> None:
-        async with session_lock(None, "s", None):
-            assert not lock_path(store, "s").exists()  # no store: nothing locked
         async with journal_lock(store, "s"):
             with anyio.move_on_after(0.2):
                 async with journal_lock(store, "s", on_wait=lambda: waits.append("s")):

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from opencode_restore.cli.restore_cmd import provider_settings
 from opencode_restore.config import ModelRule, load_config
 from opencode_restore.errors import ConfigError
 from opencode_restore.llm.model_rules import model_params, output_limit
 from opencode_restore.llm.registry import get_provider
 from opencode_restore.llm.sdk_provider import SDKProvider
+from opencode_restore.llm.settings import ProviderSettings
 
 
 @pytest.mark.parametrize(
@@ -81,7 +81,7 @@ def test_config_file_rows_reach_the_provider(
         encoding="utf-8",
     )
     config = load_config(user, env={})
-    provider = get_provider("openai:acme-think", provider_settings(config))
+    provider = get_provider("openai:acme-think", ProviderSettings.from_config(config))
     assert isinstance(provider, SDKProvider)
     assert provider.rules.reasoning_effort == "minimal"
     assert provider.rules.limit_param == "max_completion_tokens"

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -7,7 +8,15 @@ import anyio
 from opencode_restore.config import load_config
 from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.llm.scripted import ScriptedProvider, ScriptedStatusError
-from opencode_restore.pipeline.run import RestoreOptions, restore_session
+from opencode_restore.pipeline.journal.lock import journal_lock
+from opencode_restore.pipeline.journal.store import JournalStore
+from opencode_restore.pipeline.restoration import Restoration
+from opencode_restore.pipeline.run import (
+    RestoreOptions,
+    journal_store,
+    restore_locked,
+    restore_session,
+)
 from opencode_restore.report.summary import summary_markdown, turns_summary_markdown
 
 from .helpers import two_turn_session
@@ -177,3 +186,49 @@ def test_the_offline_fallback_gets_facts_a_network_provider_was_not_sent() -> No
     # Built from the facts parsed from the log: its first request.
     assert r.summary.goal == "Add a --shout flag to greet.py [M1]"
     assert "(no user request found" not in summary_markdown(r)
+
+
+def test_a_locked_restore_waits_for_the_holder_says_whose_lock_and_saves(tmp_path: Path) -> None:
+    config = load_config(env={})
+    store = JournalStore(tmp_path)
+    session = two_turn_session()
+    waited: list[str] = []
+
+    async def main() -> Restoration:
+        told = anyio.Event()
+
+        async def holder(*, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+            async with journal_lock(store, session.id):
+                task_status.started()
+                await told.wait()  # held until the restore says it waits
+
+        def on_wait(key: str) -> None:
+            waited.append(key)
+            told.set()
+
+        async with anyio.create_task_group() as tg:
+            await tg.start(holder)
+            restoration = await restore_locked(
+                session, config, OfflineProvider(), store=store, on_wait=on_wait
+            )
+        return restoration
+
+    restoration = anyio.run(main)
+    assert waited == [session.id]
+    assert restoration.timeline is not None
+    assert restoration.timeline.path == str(store.path_for(session.id))
+    assert store.load(session.id) is not None
+
+
+def test_without_resume_nothing_is_locked_or_saved(tmp_path: Path) -> None:
+    config = load_config(env={"OPENCODE_RESTORE_DATA_DIR": str(tmp_path)})
+    assert journal_store(config) is not None
+    config.restore.resume = False
+    assert journal_store(config) is None
+    restoration = anyio.run(
+        lambda: restore_locked(two_turn_session(), config, OfflineProvider(), store=None)
+    )
+    assert restoration.turn_count == 2
+    assert restoration.timeline is not None
+    assert restoration.timeline.path is None
+    assert list(tmp_path.iterdir()) == []

@@ -14,14 +14,13 @@ import asyncio
 
 from anyio import to_thread
 
-from ..cli.restore_cmd import provider_settings, session_lock
 from ..config import Config
 from ..diagnostics import WarningSink
 from ..errors import SourceError
 from ..llm.registry import close_provider, get_provider
+from ..llm.settings import ProviderSettings
 from ..model import Session
-from ..pipeline.journal.store import JournalStore, journal_dir
-from ..pipeline.run import RestoreOptions, restore_session
+from ..pipeline.run import RestoreOptions, journal_store, restore_locked
 from ..report.summary import summary_markdown
 from ..sources import is_container, open_session
 from ..store.fetch import existing_files
@@ -49,13 +48,15 @@ async def run_restore(
     try:
         await to_thread.run_sync(store.update_run, run_id, "running")
         session = await to_thread.run_sync(load_session, row)
-        journals = JournalStore(journal_dir(config.data_dir)) if config.restore.resume else None
-        provider = get_provider(config.llm.model, provider_settings(config))
+        provider = get_provider(config.llm.model, ProviderSettings.from_config(config))
         try:
-            async with session_lock(journals, session.id, None):
-                restoration = await restore_session(
-                    session, config, provider, options=RestoreOptions(max_turns), store=journals
-                )
+            restoration = await restore_locked(
+                session,
+                config,
+                provider,
+                store=journal_store(config),
+                options=RestoreOptions(max_turns),
+            )
         finally:
             await close_provider(provider)
         errors = {

@@ -18,6 +18,7 @@ from ..consoles import console as make_console
 from ..errors import UsageError
 from ..llm.ratelimit import rate_limited
 from ..llm.registry import close_provider, get_provider
+from ..llm.settings import ProviderSettings
 from ..pipeline.journal.batch_store import BatchJournals
 from ..pipeline.journal.store import journal_dir
 from ..pipeline.run import RestoreOptions
@@ -101,9 +102,9 @@ def _execute(job: BatchJob, settings: RunSettings) -> BatchReport:
 
 
 def _provider_for(config: Config) -> Any:
-    from ..cli.restore_cmd import provider_settings
-
-    return rate_limited(get_provider(config.llm.model, provider_settings(config)), config.ratelimit)
+    return rate_limited(
+        get_provider(config.llm.model, ProviderSettings.from_config(config)), config.ratelimit
+    )
 
 
 def run_batch(

@@ -25,11 +25,11 @@ from ..llm.base import ChatMessage, LLMRequest, LLMResult, SystemBlock, ToolsUns
 from ..llm.registry import close_provider, get_provider
 from ..llm.retry import RetryPolicy, call_with_retry
 from ..llm.sdk_provider import SDKProvider
+from ..llm.settings import ProviderSettings
 from ..pipeline.evidence.tools import TOOL_SPECS
 from ..pipeline.schemas import TurnSummary
 from .exits import friendly_errors
 from .options import provider_options
-from .restore_cmd import provider_settings
 
 # Parts of the body that are the conversation, not parameters to check.
 _CONVERSATION = frozenset({"model", "messages", "system"})
@@ -139,7 +139,7 @@ def run_check(
 ) -> tuple[int, list[str]]:
     """The `check` command: (exit code, report lines)."""
     config = load_config(config_path, overrides={"llm": {"model": model, "base_url": base_url}})
-    settings = provider_settings(config)
+    settings = ProviderSettings.from_config(config)
     provider = get_provider(config.llm.model, settings)
     if not isinstance(provider, SDKProvider):
         return 0, [f"{config.llm.model}: no server to check (it answers locally)"]

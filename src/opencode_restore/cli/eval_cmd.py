@@ -19,6 +19,7 @@ from ..evaluate.probes import ProbeResult, run_probes
 from ..evaluate.score import RecordingScore, score_restoration
 from ..llm.base import Provider
 from ..llm.registry import close_provider, get_provider
+from ..llm.settings import ProviderSettings
 from ..model import Session
 from ..pipeline.restoration import Restoration
 from ..pipeline.run import RestoreOptions, restore_session
@@ -27,7 +28,6 @@ from ..report.summary import summary_markdown
 from ..sources import open_session
 from .exits import friendly_errors
 from .options import output_option, provider_options
-from .restore_cmd import provider_settings
 
 
 def _pct(x: float) -> str:
@@ -114,11 +114,11 @@ def evaluate(
     for name in recordings:
         log = facts.log_path(name)
         session = open_session([log], WarningSink(), None)
-        provider = get_provider(config.llm.model, provider_settings(config))
+        provider = get_provider(config.llm.model, ProviderSettings.from_config(config))
         restoration = anyio.run(_restore, session, config, provider)
         scores.append(score_restoration(restoration, facts, name, parse_turns(session), log))
         if judge is not None:
-            judge_provider = get_provider(judge, provider_settings(config))
+            judge_provider = get_provider(judge, ProviderSettings.from_config(config))
             text = summary_markdown(restoration)
             probes[name] = anyio.run(_probe, judge_provider, text, facts.facts)
     return scores, probes

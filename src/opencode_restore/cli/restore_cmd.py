@@ -1,91 +1,35 @@
 """The `restore` command: config, provider, progress bar, output.
 
-With ``[restore] resume`` (the default) a restore holds its session's journal lock
-(`journal_lock`, as batch and nightly do): a second ``restore`` of the session started
-meanwhile waits, then continues from what the first saved instead of asking the
-model for the same turns again.
+The restore itself is `pipeline.run.restore_locked`: with ``[restore] resume`` (the
+default) a second ``restore`` of the session started meanwhile waits for the first, then
+continues from what it saved instead of asking the model for the same turns again.
 """
 
 from __future__ import annotations
 
 import sys
-from contextlib import AbstractAsyncContextManager, nullcontext
 from pathlib import Path
 
 import anyio
 import click
-from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
 from ..atomic import write_output
 from ..command_sink import command_sink
-from ..config import Config, load_config
+from ..config import load_config
 from ..consoles import console as make_console
 from ..llm.registry import close_provider, get_provider
-from ..llm.settings import ModelPrice, ProviderSettings
+from ..llm.settings import ProviderSettings
 from ..llm.usage import UsageLedger
-from ..pipeline.journal.lock import journal_lock
-from ..pipeline.journal.store import JournalStore, journal_dir
 from ..pipeline.restoration import Restoration
-from ..pipeline.run import RestoreOptions, restore_session
+from ..pipeline.run import RestoreOptions, journal_store, restore_locked
 from ..report.html import session_html
-from ..report.summary import summary_markdown, summary_prompt, turns_summary_markdown
+from ..report.summary import render_restoration
 from ..sources import open_session
 from ..tree import select_branch
 from .exits import friendly_errors
 from .options import output_option, provider_options
 from .targets import input_options
-
-
-def provider_settings(config: Config) -> ProviderSettings:
-    """The provider settings described by the configuration."""
-    llm = config.llm
-    return ProviderSettings(
-        base_url=llm.base_url,
-        timeout=llm.timeout,
-        max_attempts=llm.max_attempts,
-        retry_after_cap=llm.retry_max_wait,
-        max_tokens=llm.max_tokens,
-        max_tokens_ceiling=llm.max_tokens_ceiling,
-        temperature=llm.temperature,
-        reasoning_effort=llm.reasoning_effort,
-        models=llm.models,
-        tool_mode=llm.tool_mode,
-        prices={k: ModelPrice(**v.model_dump()) for k, v in config.prices.items()},
-    )
-
-
-def render(restoration: Restoration, fmt: str, dump_turns: bool, references: bool = False) -> str:
-    """The restoration in the requested output format."""
-    if fmt == "json":
-        if dump_turns:
-            return restoration.model_dump_json(
-                indent=2, include={"session", "turns", "failed_turns"}
-            )
-        return restoration.model_dump_json(indent=2)
-    if fmt == "prompt" and not dump_turns:
-        return summary_prompt(restoration)
-    if dump_turns:
-        return turns_summary_markdown(restoration)
-    return summary_markdown(restoration, references=references)
-
-
-def session_lock(
-    store: JournalStore | None, key: str, console: Console | None
-) -> AbstractAsyncContextManager[object]:
-    """The journal lock of ``key`` (nothing to lock without a store); says when it waits."""
-    if store is None:
-        return nullcontext()
-
-    def waiting() -> None:
-        if console is not None:
-            console.print(
-                f"[dim]another restore of {key} is running; "
-                "waiting for it, then reusing its turns[/]",
-                highlight=False,
-            )
-
-    return journal_lock(store, key, on_wait=waiting)
 
 
 def run_restore(
@@ -120,12 +64,12 @@ def run_restore(
         config_path,
         overrides={"llm": {"model": model, "base_url": base_url}, "restore": evidence},
     )
-    provider = get_provider(config.llm.model, provider_settings(config))
+    provider = get_provider(config.llm.model, ProviderSettings.from_config(config))
     sink = command_sink(quiet)
     session = select_branch(open_session(paths, sink, agent, session_id), leaf, label)
     # Another branch is another restore: it must not overwrite the main line's journal.
     key = f"{session.id}@{label or leaf}" if leaf is not None or label is not None else None
-    store = JournalStore(journal_dir(config.data_dir)) if config.restore.resume else None
+    store = journal_store(config)
     show_progress = not quiet and sys.stderr.isatty()
     console = make_console(stderr=True)
     with Progress(
@@ -145,25 +89,31 @@ def run_restore(
             cost = f"${t.cost:.4f}" if t.cost else ""
             bar.update(task, completed=done, total=total, tokens=t.usage.total, cost=cost)
 
+        def waiting(held: str) -> None:
+            console.print(
+                f"[dim]another restore of {held} is running; "
+                "waiting for it, then reusing its turns[/]",
+                highlight=False,
+            )
+
         async def job() -> Restoration:
             try:
-                lock = session_lock(store, key or session.id, None if quiet else console)
-                async with lock:
-                    return await restore_session(
-                        session,
-                        config,
-                        provider,
-                        options=RestoreOptions(
-                            max_turns,
-                            fresh=fresh,
-                            debug_render=sys.stderr if debug_render else None,
-                            journal_key=key,
-                            # Only the HTML page shows the session's messages afterwards.
-                            keep_messages=fmt == "html",
-                        ),
-                        progress=progress,
-                        store=store,
-                    )
+                return await restore_locked(
+                    session,
+                    config,
+                    provider,
+                    store=store,
+                    options=RestoreOptions(
+                        max_turns,
+                        fresh=fresh,
+                        debug_render=sys.stderr if debug_render else None,
+                        journal_key=key,
+                        # Only the HTML page shows the session's messages afterwards.
+                        keep_messages=fmt == "html",
+                    ),
+                    progress=progress,
+                    on_wait=None if quiet else waiting,
+                )
             finally:
                 # SDK connection pools must close inside the event loop that opened them.
                 await close_provider(provider)
@@ -172,7 +122,7 @@ def run_restore(
     text = (
         session_html(session, restoration)
         if fmt == "html"
-        else render(restoration, fmt, dump_turns, references)
+        else render_restoration(restoration, fmt, dump_turns, references)
     )
     if output is not None:
         write_output(output, text)

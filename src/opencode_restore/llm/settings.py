@@ -1,4 +1,4 @@
-"""Provider settings, filled by the config layer from config.toml (keys never live here)."""
+"""Provider settings, read from the config (keys never live here)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from opencode_restore.config import Effort, ModelRule
+from ..config import Config, Effort, ModelRule
 
 ToolMode = Literal["native", "text", "auto"]
 
@@ -49,3 +49,21 @@ class ProviderSettings(BaseModel):
     temperature: float | None = None
     tool_mode: ToolMode = "auto"
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, config: Config) -> ProviderSettings:
+        """The provider settings the configuration describes (``[llm]`` and ``[prices]``)."""
+        llm = config.llm
+        return cls(
+            base_url=llm.base_url,
+            timeout=llm.timeout,
+            max_attempts=llm.max_attempts,
+            retry_after_cap=llm.retry_max_wait,
+            max_tokens=llm.max_tokens,
+            max_tokens_ceiling=llm.max_tokens_ceiling,
+            temperature=llm.temperature,
+            reasoning_effort=llm.reasoning_effort,
+            models=llm.models,
+            tool_mode=llm.tool_mode,
+            prices={k: ModelPrice(**v.model_dump()) for k, v in config.prices.items()},
+        )

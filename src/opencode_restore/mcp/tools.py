@@ -22,24 +22,24 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ..cli.restore_cmd import provider_settings, render, session_lock
 from ..command_sink import command_sink
 from ..config import Config
 from ..diagnostics import WarningSink
 from ..errors import RestoreError
 from ..fields import parse_timestamp
 from ..llm.registry import close_provider, get_provider
+from ..llm.settings import ProviderSettings
 from ..model import Message, Session
 from ..pipeline.evidence.log_search import Limits, LogSearch
 from ..pipeline.evidence.sandbox import Matcher, Refused
 from ..pipeline.journal.store import JournalStore, SourceFile, file_change, journal_dir
 from ..pipeline.prompting.render import CHARS_PER_TOKEN
 from ..pipeline.restoration import Restoration
-from ..pipeline.run import RestoreOptions, restore_session
+from ..pipeline.run import RestoreOptions, restore_locked
 from ..pipeline.stages.turn_parser import parse_turns
 from ..redact import redact
 from ..report.messages import message_record
-from ..report.summary import summary_markdown
+from ..report.summary import render_restoration, summary_markdown
 from ..sources import filter_messages, open_session
 from ..store import open_store
 from ..store.inputs import resolve_inputs
@@ -204,12 +204,11 @@ class HistoryTools:
 
     async def _restore(self, session: Session) -> Restoration:
         """Restore through the saved journal, under the session's lock, and store it."""
-        provider = get_provider(self.config.llm.model, provider_settings(self.config))
+        provider = get_provider(self.config.llm.model, ProviderSettings.from_config(self.config))
         try:
-            async with session_lock(self.journals, session.id, None):
-                restoration = await restore_session(
-                    session, self.config, provider, options=RestoreOptions(), store=self.journals
-                )
+            restoration = await restore_locked(
+                session, self.config, provider, store=self.journals, options=RestoreOptions()
+            )
         finally:
             await close_provider(provider)
         store = self._store()
@@ -236,7 +235,7 @@ class HistoryTools:
         budget = _clamp(max_tokens, DEFAULT_TOKENS, MAX_TOKENS, "max_tokens")
         opened = self._open(session)
         restoration = await self._restore(opened.session)
-        text, cut = cut_to_tokens(render(restoration, format, dump_turns=False), budget)
+        text, cut = cut_to_tokens(render_restoration(restoration, format), budget)
         return Restored(
             session=opened.session.id,
             agent=opened.agent,

@@ -1,4 +1,9 @@
-"""The restore pipeline: turn_parser -> turn_summarizer -> (evidence) -> synthesizer."""
+"""One restore, end to end: turn_parser -> turn_summarizer -> (evidence) -> synthesizer.
+
+`restore_session` runs the stages over the session's journal; `restore_locked` is what the
+entry points (CLI, API, MCP, hooks) call: the same under the journal's lock, so two
+restores of one session take turns and the second reuses what the first saved.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +21,9 @@ from ..redact import redact_session
 from .context import StageContext
 from .evidence.log_search import line_addressed
 from .journal.data import Clock, StageRecord, TurnRecord
+from .journal.lock import journal_lock
 from .journal.persist import persist
-from .journal.store import JournalStore
+from .journal.store import JournalStore, journal_dir
 from .prompting.budget import TokenEstimator, Window
 from .prompting.facts import MAX_REQUEST_CHARS, cap_middle, compaction_text, turn_facts
 from .restoration import (
@@ -482,3 +488,33 @@ async def restore_session(
     restoration.usage = _usage(ctx.ledger)
     restoration.timeline = _journal_info(run, store)
     return restoration
+
+
+def journal_store(config: Config) -> JournalStore | None:
+    """Where restores keep their journals; None when ``[restore] resume`` is off."""
+    return JournalStore(journal_dir(config.data_dir)) if config.restore.resume else None
+
+
+async def restore_locked(
+    session: Session,
+    config: Config,
+    provider: Provider,
+    *,
+    store: JournalStore | None,
+    options: RestoreOptions | None = None,
+    progress: ProgressFn | None = None,
+    on_wait: Callable[[str], object] | None = None,
+) -> Restoration:
+    """`restore_session` under the lock of the session's journal (nothing to lock without one).
+
+    ``on_wait`` is called once with the journal's key if another restore holds it.
+    """
+    options = options or RestoreOptions()
+    if store is None:
+        return await restore_session(session, config, provider, options=options, progress=progress)
+    key = options.journal_key or session.id
+    waiting = (lambda: on_wait(key)) if on_wait is not None else None
+    async with journal_lock(store, key, on_wait=waiting):
+        return await restore_session(
+            session, config, provider, options=options, progress=progress, store=store
+        )

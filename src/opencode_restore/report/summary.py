@@ -181,3 +181,20 @@ def summary_prompt(r: Restoration) -> str:
     else:
         out.pop()  # no next step known: no heading either
     return "\n".join(out).rstrip() + "\n"
+
+
+def render_restoration(
+    restoration: Restoration, fmt: str, dump_turns: bool = False, references: bool = False
+) -> str:
+    """The restoration as text: ``json``, ``prompt`` or markdown (``dump_turns``: per turn)."""
+    if fmt == "json":
+        if dump_turns:
+            return restoration.model_dump_json(
+                indent=2, include={"session", "turns", "failed_turns"}
+            )
+        return restoration.model_dump_json(indent=2)
+    if fmt == "prompt" and not dump_turns:
+        return summary_prompt(restoration)
+    if dump_turns:
+        return turns_summary_markdown(restoration)
+    return summary_markdown(restoration, references=references)
