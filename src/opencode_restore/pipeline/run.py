@@ -18,13 +18,13 @@ from ..llm.retry import RetryPolicy
 from ..llm.usage import PriceTable, UsageLedger
 from ..model import Message, Session, Turn
 from ..redact import redact_session
+from .budget import TokenEstimator, Window
 from .context import StageContext
 from .evidence.log_search import line_addressed
 from .journal.data import Clock, StageRecord, TurnRecord
 from .journal.lock import journal_lock
 from .journal.persist import persist
 from .journal.store import JournalStore, journal_dir
-from .prompting.budget import TokenEstimator, Window
 from .prompting.facts import MAX_REQUEST_CHARS, cap_middle, compaction_text, turn_facts
 from .restoration import (
     FALLBACK_WARNING,

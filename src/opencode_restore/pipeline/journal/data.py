@@ -198,7 +198,7 @@ class Journal:
     async def compact(self, cut: int, text: str, meta: dict[str, Any]) -> Block:
         """Replace ``blocks[:cut]`` with one range summary block at the cut.
 
-        Where to cut is the context budget's choice (`prompting.budget`).
+        Where to cut is the context budget's choice (`pipeline.budget`).
         """
         async with self.lock:
             kept = self.blocks[cut:]

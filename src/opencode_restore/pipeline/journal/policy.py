@@ -6,7 +6,7 @@ changed, so each call reads the prefix the previous one wrote. Once the provider
 TTL has passed (less a buffer) that prefix is gone anyway: the bulky blocks older than
 the last few turns are then shown truncated, once, with a system note that says so.
 Folding earlier blocks into a range summary is the context budget's choice
-(`prompting.budget`); `Journal.compact` does the edit.
+(`pipeline.budget`); `Journal.compact` does the edit.
 """
 
 from __future__ import annotations

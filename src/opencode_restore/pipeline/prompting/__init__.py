@@ -1,1 +1,1 @@
-"""What an LLM request is made of: templates, turn facts, cache-ordered rendering, budget."""
+"""What an LLM request is made of: templates, turn facts, the cache-ordered rendering."""

@@ -16,8 +16,8 @@ from ...llm.text_rules import content_words
 from ...model import Turn
 from ...redact import redact_value
 from ...timeline.numbering import Numbering, citation_spans, cited_labels, uncite
+from ..budget import Window
 from ..context import StageContext
-from ..prompting.budget import Window
 from ..prompting.facts import MAX_REQUEST_CHARS, cap_middle
 from ..prompting.prompts import quote_log, render
 from ..restoration import CitationStats, EvidenceItem

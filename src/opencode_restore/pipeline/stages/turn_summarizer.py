@@ -23,8 +23,8 @@ import orjson
 from ...errors import ProviderError, RestoreError
 from ...llm.structured import complete_structured
 from ...model import Turn
+from ..budget import Window
 from ..context import StageContext
-from ..prompting.budget import Window
 from ..prompting.facts import cap_middle, turn_facts
 from ..prompting.prompts import RenderedPrompt, quote_log, render
 from ..schemas import TurnSummary

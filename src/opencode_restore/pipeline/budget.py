@@ -17,15 +17,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ...errors import ProviderError, RestoreError
-from ...llm.base import LLMRequest, LLMResult
-from ...llm.retry import call_with_retry
-from ..context import StageContext
-from ..journal import policy
-from ..journal.data import Block, Journal
-from .prompts import RenderedPrompt, quote_log
-from .prompts import render as render_prompt
-from .render import (
+from ..errors import ProviderError, RestoreError
+from ..llm.base import LLMRequest, LLMResult
+from ..llm.retry import call_with_retry
+from .context import StageContext
+from .journal import policy
+from .journal.data import Block, Journal
+from .prompting.prompts import RenderedPrompt, quote_log
+from .prompting.prompts import render as render_prompt
+from .prompting.render import (
     debug_view,
     raw_tokens,
     redact_request,

@@ -11,11 +11,11 @@ import pytest
 
 from opencode_restore.errors import ProviderError
 from opencode_restore.llm.base import LLMRequest, LLMResult
+from opencode_restore.pipeline.budget import TokenEstimator, _cap_lines, fallback_summary
 from opencode_restore.pipeline.journal.store import JournalStore
-from opencode_restore.pipeline.prompting.budget import TokenEstimator, _cap_lines, fallback_summary
 from opencode_restore.pipeline.prompting.render import raw_tokens, request_chars
 
-from ..journal_helpers import Counting, config, restore, session_of
+from .journal_helpers import Counting, config, restore, session_of
 
 BUDGET = 3000
 
