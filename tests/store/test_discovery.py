@@ -165,3 +165,26 @@ def test_gemini_cwd_comes_from_the_project_root_file(tmp_path: Path) -> None:
     found = discover.describe(chat)
     assert found is not None
     assert found.cwd == "/home/dev/src/shrinkray"
+
+
+def test_updated_is_the_last_entry_time_not_the_copy_time(
+    store: Store, home: tuple[Path, dict[str, list[Path]]]
+) -> None:
+    # The fake home's files were just copied: their mtime is now, the sessions are older.
+    scan(store)
+    updated = {r.id: r.updated_at for r in store.sessions(limit=100)[0]}
+    assert updated["e57fea98-e10e-4cce-a470-5de2e7413154"].startswith("2026-11-21T11:41:12.816")
+    assert updated["d703ad6a-fc57-46ca-94d6-a6af7cf0c933"].startswith("2026-11-21T11:39:37.256")
+    assert updated["01a1fde9-539c-77f2-9e0a-d405fab49546"].startswith("2026-11-21T11:41:32.418")
+    assert updated["01a1fde6-b303-7f63-b067-d32dfaddcad9"].startswith("2026-11-21T11:39:07.876")
+    assert updated["gem-resume"].startswith("2026-02-04T08:00:02")
+    assert updated["sess-tree-0001"].startswith("2026-01-05T10:00:22")
+
+
+def test_updated_falls_back_to_the_mtime_without_entry_times(tmp_path: Path) -> None:
+    from opencode_restore.sources.discover import last_activity, mtime
+
+    log = tmp_path / "s.jsonl"
+    log.write_text('{"type":"session","id":"x"}\n')
+    assert last_activity(log) == mtime(log)
+    assert last_activity(tmp_path / "gone.jsonl") is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import orjson
 import pytest
 
 from opencode_restore.sources import get_reader
@@ -128,10 +129,11 @@ def test_a_second_scan_reads_no_unchanged_file(
     monkeypatch.setattr(pi, "describe", counting)
     assert scan(store).appended == 0
     assert read == []
-    # A file that grew is read again, and the session's activity moves on.
+    # A file that grew is read again, and the session's activity moves on to its new entry.
     pi_file = home["pi"][0]
+    last = orjson.loads(PI_TREE.read_bytes().splitlines()[-1])
     with pi_file.open("ab") as fh:
-        fh.write(PI_TREE.read_bytes().splitlines(keepends=True)[-1])
+        fh.write(orjson.dumps({**last, "timestamp": "2030-03-17T17:46:40.000Z"}) + b"\n")
     _touch(pi_file, 1_900_000_000)
     scan(store)
     assert read == [pi_file.resolve()]

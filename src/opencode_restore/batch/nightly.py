@@ -30,6 +30,7 @@ from ..diagnostics import WarningSink
 from ..errors import RestoreError
 from ..pipeline.restoration import Restoration
 from ..report.summary import summary_markdown
+from ..sources.discover import mtime
 from ..store.db import iso_utc
 from ..store.discovery import AGENTS, find_sessions, scan
 from ..store.fetch import existing_files
@@ -120,25 +121,47 @@ def _row_item(row: SessionRow) -> BatchItem | None:
 def candidates(
     store: Store, cutoff: datetime, sink: WarningSink, extra: list[BatchItem] | None = None
 ) -> list[BatchItem]:
-    """The store's sessions updated after ``cutoff`` (chain files that still exist)."""
+    """The store's sessions updated after ``cutoff``, or whose chain files changed on disk
+    after it (chain files that still exist)."""
     items: list[BatchItem] = []
     seen: set[str] = set()
+
+    def add(session_id: str) -> None:
+        full = store.session(session_id)
+        item = _row_item(full) if full is not None else None
+        if item is None:
+            sink.warn(session_id, 0, "no transcript file of this session exists any more; skipped")
+            return
+        seen.add(session_id)
+        items.append(item)
+
     offset = 0
     while True:
         rows, total = store.sessions(since=iso_utc(cutoff), limit=_PAGE, offset=offset)
         for row in rows:
-            full = store.session(row.id)
-            item = _row_item(full) if full is not None else None
-            if item is None:
-                sink.warn(row.id, 0, "no transcript file of this session exists any more; skipped")
-                continue
-            seen.add(row.id)
-            items.append(item)
+            add(row.id)
         offset += len(rows)
         if not rows or offset >= total:
             break
+    for session_id in _changed_on_disk(store, cutoff):
+        if session_id not in seen:
+            add(session_id)
     items.extend(i for i in extra or [] if i.session_id not in seen)
     return items
+
+
+def _changed_on_disk(store: Store, cutoff: datetime) -> list[str]:
+    """Sessions with a chain file modified after ``cutoff``, as the last scan saw it.
+
+    A session's update time is its last entry's time (a copied log keeps its own), so a
+    file that changed on disk is caught here.
+    """
+    rows = store.conn.execute(
+        "SELECT DISTINCT t.session_id FROM transcript_files t"
+        " JOIN scanned_files f ON f.path = t.path WHERE f.mtime_ns > ? ORDER BY t.session_id",
+        (int(cutoff.timestamp() * 1_000_000_000),),
+    ).fetchall()
+    return [row[0] for row in rows]
 
 
 def _unregistered(
@@ -148,7 +171,8 @@ def _unregistered(
     found = find_sessions(AGENTS, [root] if root is not None else None, sink)
     out: dict[str, BatchItem] = {}
     for f in found:
-        when = f.updated or f.started
+        changed = mtime(f.path) if f.agent != "opencode" else None
+        when = max((t for t in (f.updated or f.started, changed) if t is not None), default=None)
         if when is not None and when <= cutoff:
             continue
         item = out.setdefault(f.session_id, BatchItem(f.session_id, f.agent, []))

@@ -13,13 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import regex
 
 from ..diagnostics import WarningSink
+from ..fields import parse_timestamp
 from ..titles import content_text, request_title
 from .base import Found
 
 #: How many lines of a file discovery reads at most.
 HEAD_LINES = 40
+#: How much of a file's end is searched for its last entry time.
+TAIL_BYTES = 256 * 1024
+#: The time fields the file-based agents write on their entries (ISO 8601 strings).
+_STAMP = regex.compile(rb'"(?:timestamp|lastUpdated)"\s*:\s*"(\d{4}-\d\d-\d\d[T ][^"]{4,40})"')
 
 
 class Discovery:
@@ -81,6 +87,20 @@ def mtime(path: Path) -> datetime | None:
         return datetime.fromtimestamp(path.stat().st_mtime, UTC)
     except OSError:
         return None
+
+
+def last_activity(path: Path) -> datetime | None:
+    """When the session was last active: the newest entry time in the file's tail, else the
+    file's mtime (a copied or restored file's mtime is the copy's time, not the session's)."""
+    try:
+        with path.open("rb") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(max(0, size - TAIL_BYTES))
+            tail = fh.read()
+    except OSError:
+        return None
+    stamps = (parse_timestamp(m.group(1).decode("ascii", "replace")) for m in _STAMP.finditer(tail))
+    return max((t for t in stamps if t is not None), default=None) or mtime(path)
 
 
 def first_request(objs: Iterator[dict[str, Any]], kind: str, key: str) -> str | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from ...fields import non_empty, parse_timestamp
 from ...titles import content_text, request_title
 from ..base import Found
-from ..discover import head_objects, mtime
+from ..discover import head_objects, last_activity
 
 PATTERNS = ("*.jsonl",)
 _HEAD_BYTES = 256 * 1024
@@ -31,7 +31,7 @@ def default_roots(home: Path) -> list[Path]:
 
 def describe(path: Path) -> Found:
     """Session id, cwd, start and first typed request from the transcript's first lines."""
-    found = Found("claude-code", path.stem, path, updated=mtime(path))
+    found = Found("claude-code", path.stem, path, updated=last_activity(path))
     found.sidechain = "subagents" in path.parts or path.name.startswith("agent-")
     sid = None
     for obj in head_objects(path):

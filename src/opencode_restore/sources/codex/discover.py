@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ...fields import non_empty, parse_timestamp
 from ..base import Found
-from ..discover import first_request, head_objects, mtime
+from ..discover import first_request, head_objects, last_activity
 
 PATTERNS = ("rollout-*.jsonl",)
 _UUID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
@@ -41,4 +41,4 @@ def describe(path: Path) -> Found:
     )
     title = first_request(heads, "response_item", "payload")
     cwd = non_empty(payload.get("cwd"))
-    return Found("codex", sid, path, cwd, title, started, mtime(path))
+    return Found("codex", sid, path, cwd, title, started, last_activity(path))

@@ -14,7 +14,7 @@ import orjson
 from ...fields import parse_timestamp
 from ...titles import request_title
 from ..base import Found
-from ..discover import mtime
+from ..discover import last_activity
 
 PATTERNS = ("session-*.json", "session-*.jsonl")
 _HEAD_BYTES = 256 * 1024
@@ -43,7 +43,7 @@ def describe(path: Path) -> Found | None:
     if stamp:
         started = parse_timestamp(stamp.group(1).decode("ascii", "replace"))
     cwd = project_root(path)
-    return Found("gemini", sid, path, cwd, _title(head), started, mtime(path))
+    return Found("gemini", sid, path, cwd, _title(head), started, last_activity(path))
 
 
 def project_root(path: Path) -> str | None:

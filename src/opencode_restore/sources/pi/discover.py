@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ...fields import non_empty, parse_timestamp
 from ..base import Found
-from ..discover import first_request, head_objects, mtime
+from ..discover import first_request, head_objects, last_activity
 
 PATTERNS = ("*.jsonl",)
 
@@ -28,4 +28,4 @@ def describe(path: Path) -> Found:
     started = parse_timestamp(header.get("timestamp"))
     cwd = non_empty(header.get("cwd"))
     title = first_request(heads, "message", "message")
-    return Found("pi", sid or path.stem, path, cwd, title, started, mtime(path))
+    return Found("pi", sid or path.stem, path, cwd, title, started, last_activity(path))
