@@ -9,8 +9,8 @@ turn (realistic sizes, deterministic), a range summary with 150 words of text.
 For each length it prints total input tokens, the cache-read share and the cost at the
 ``anthropic:claude-sonnet-4-5`` list prices for:
 
-- ours: the timeline rendering with its two cache checkpoints,
-- (b) the same rendering with the checkpoints removed (no cache),
+- ours: the journal rendering with its two cache breakpoints,
+- (b) the same rendering with the breakpoints removed (no cache),
 - (a) naive: every turn resends the whole transcript so far (no cache).
 
 Targets (200 turns): cache-read share >= 70 % of input tokens, cost <= 0.5 x (b), and the
@@ -48,17 +48,17 @@ MODEL = "claude-sonnet-4-5"
 
 
 class Recording:
-    """The provider, recording each call's usage; optionally with the checkpoints removed."""
+    """The provider, recording each call's usage; optionally with the breakpoints removed."""
 
-    def __init__(self, inner: Any, checkpoints: bool) -> None:
+    def __init__(self, inner: Any, breakpoints: bool) -> None:
         self.inner = inner
-        self.checkpoints = checkpoints
+        self.breakpoints = breakpoints
         self.name, self.model = inner.name, inner.model
         self.supports_native_tools = inner.supports_native_tools
         self.usages: list[Usage] = []
 
     async def complete(self, request: LLMRequest) -> LLMResult:
-        if not self.checkpoints:
+        if not self.breakpoints:
             request = replace(
                 request,
                 system=[replace(b, cache_breakpoint=False) for b in request.system],
@@ -88,7 +88,7 @@ class Figures:
 
 
 def run(
-    session: Session, budget: int, checkpoints: bool, summaries: list[dict[str, Any]]
+    session: Session, budget: int, breakpoints: bool, summaries: list[dict[str, Any]]
 ) -> Figures:
     """One restore against the fake server, with the usage it reported."""
     config = load_config(env={})
@@ -98,7 +98,7 @@ def run(
     with BenchServer(summaries) as server:
         provider = Recording(
             get_provider(f"anthropic:{MODEL}", ProviderSettings(base_url=server.base_url)),
-            checkpoints,
+            breakpoints,
         )
 
         async def job() -> None:
@@ -160,8 +160,8 @@ def main() -> None:
         plain = run(session, args.budget, False, summaries)
         flat = naive(session, ours.output)
         for name, f in (
-            ("ours (2 checkpoints)", ours),
-            ("(b) same, no checkpoints", plain),
+            ("ours (2 breakpoints)", ours),
+            ("(b) same, no breakpoints", plain),
             ("(a) naive full transcript", flat),
         ):
             print(

@@ -46,7 +46,7 @@ def test_second_run_reuses_everything(fixtures: Path, data: Path) -> None:
     assert "fresh start (--fresh)" in err
 
 
-def test_debug_render_marks_the_checkpoints(fixtures: Path, data: Path) -> None:
+def test_debug_render_marks_the_breakpoints(fixtures: Path, data: Path) -> None:
     code, _, err = invoke(str(fixtures / EXPORT), "--skip-evidence-search", "--debug-render")
     assert code == 0
     renders = err.split("── render ")[1:]

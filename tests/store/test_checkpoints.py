@@ -17,7 +17,7 @@ from opencode_restore.sources.base import Checkpoint
 from opencode_restore.sources.claude_code.reader import READER as CLAUDE
 from opencode_restore.sources.claude_code.tail import read_tail as claude_tail
 from opencode_restore.store import checkpoints as cp
-from opencode_restore.store.checkpoints import checkpoints, tail_start, update_index
+from opencode_restore.store.checkpoints import tail_start, update_index
 from opencode_restore.store.fetch import session_messages
 from opencode_restore.store.store import Store
 from tests.store.builders import (
@@ -33,6 +33,15 @@ from tests.store.builders import (
 CLAUDE_FILES = sorted(
     p for p in (FIXTURES / "claude-code").rglob("*.jsonl") if "subagents" not in p.parts
 )
+
+
+def checkpoints(store: Store, path: Path) -> list[tuple[int, int, float | None]]:
+    """The index rows of ``path`` as stored: (offset, line, max_ts_before), in file order."""
+    rows = store.conn.execute(
+        "SELECT offset, line, max_ts_before FROM checkpoints WHERE path = ? ORDER BY offset",
+        (str(path),),
+    ).fetchall()
+    return [(int(o), int(n), ts) for o, n, ts in rows]
 
 
 def _records(messages: object) -> list[dict[str, object]]:
@@ -92,7 +101,7 @@ def test_index_grows_incrementally_and_resets_on_shrink(store: Store, tmp_path: 
     state = update_index(store.conn, path, CLAUDE)
     assert state is not None
     assert (state.indexed_bytes, state.indexed_lines) == (path.stat().st_size, 900)
-    first = checkpoints(store.conn, path)
+    first = checkpoints(store, path)
     assert first[0] == (0, 1, None)
     assert all(b[0] - a[0] >= cp.CHECKPOINT_EVERY for a, b in itertools.pairwise(first))
     # max_ts_before never decreases along the file.
@@ -126,7 +135,7 @@ def test_index_grows_incrementally_and_resets_on_shrink(store: Store, tmp_path: 
     assert sum(len(line) for line in src[:900]) in seen
     assert state.indexed_lines == len(src)  # the unfinished line waits
     assert state.indexed_bytes == sum(len(line) for line in src)
-    grown = checkpoints(store.conn, path)
+    grown = checkpoints(store, path)
     assert grown[: len(first)] == first
     assert len(grown) > len(first)
     # Nothing new: nothing rewritten.
@@ -137,7 +146,7 @@ def test_index_grows_incrementally_and_resets_on_shrink(store: Store, tmp_path: 
     state = update_index(store.conn, path, CLAUDE)
     assert state is not None
     assert state.indexed_lines == 10
-    assert checkpoints(store.conn, path) == [(0, 1, None)]
+    assert checkpoints(store, path) == [(0, 1, None)]
 
 
 def test_replaced_file_with_new_inode_is_reindexed(store: Store, tmp_path: Path) -> None:

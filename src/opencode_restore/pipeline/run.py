@@ -67,7 +67,7 @@ class RestoreOptions:
     fresh: bool = False
     #: The saved journal's name (default the session id; a branch restore adds its leaf).
     journal_key: str | None = None
-    #: Where ``--debug-render`` prints every rendered request (checkpoints marked).
+    #: Where ``--debug-render`` prints every rendered request (cache breakpoints marked).
     debug_render: TextIO | None = None
     #: False when the caller has no use for the session after the restore (the CLI
     #: without ``--format html``): each turn's message bodies are dropped once the turn

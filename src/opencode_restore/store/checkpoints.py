@@ -136,11 +136,3 @@ def tail_start(conn: sqlite3.Connection, path: Path, since: float) -> Checkpoint
         (str(path), since),
     ).fetchone()
     return None if row is None else Checkpoint(row[0], row[1] - 1)
-
-
-def checkpoints(conn: sqlite3.Connection, path: Path) -> list[tuple[int, int, float | None]]:
-    """Every ``(offset, line, max_ts_before)`` of ``path``, in file order (for tests and tools)."""
-    return conn.execute(
-        "SELECT offset, line, max_ts_before FROM checkpoints WHERE path = ? ORDER BY offset",
-        (str(path),),
-    ).fetchall()

@@ -1,4 +1,4 @@
-"""The journal: blocks, contributions, rendering with cache checkpoints, TTL pruning,
+"""The journal: blocks, contributions, rendering with cache breakpoints, TTL pruning,
 compaction bookkeeping, the saved payload and its atomic store."""
 
 from __future__ import annotations
@@ -100,13 +100,13 @@ def test_blocks_are_id_linked_and_turns_render_as_one_message() -> None:
     assert len(texts) == 4
 
 
-def test_two_checkpoints_move_with_the_tail() -> None:
+def test_two_breakpoints_move_with_the_tail() -> None:
     empty = rendered(timeline(0))
     assert marks(empty) == ["system:SYSTEM", "HEADER"]
     one = rendered(timeline(1))
     assert marks(one) == ["HEADER", "[TURN 1 · M1–M2]"]
     three = rendered(timeline(3))
-    # Checkpoint 1 sits where the previous call's tail checkpoint was.
+    # Breakpoint 1 sits where the previous call's tail breakpoint was.
     assert marks(three) == ["[TURN 2 · M3–M4]", "[TURN 3 · M5–M6]"]
     assert sum(m.cache_breakpoint for m in three.messages) == 2
 
@@ -270,7 +270,7 @@ def test_payload_round_trip_and_checks() -> None:
         from_payload(broken, session_of(1))
 
 
-def test_debug_view_marks_checkpoints() -> None:
+def test_debug_view_marks_breakpoints() -> None:
     request = rendered(timeline(2))
     view = render.debug_view(request, 123, 1000)
     lines = view.splitlines()

@@ -1,7 +1,7 @@
 """What the journal shows a provider: pruning after the prompt cache expired, and rendering.
 
 The request is laid out for the provider's prompt cache by `prompting.render` (stable
-parts first, two cache checkpoints). While the cache is warm the rendered stream is never
+parts first, two cache breakpoints). While the cache is warm the rendered stream is never
 changed, so each call reads the prefix the previous one wrote. Once the provider's cache
 TTL has passed (less a buffer) that prefix is gone anyway: the bulky blocks older than
 the last few turns are then shown truncated, once, with a system note that says so.

@@ -9,9 +9,9 @@ The order runs from the most stable part to the most volatile one:
 5. announcements (ephemeral notices, rendered for one call),
 6. the current task (accumulated state, facts, the current turn's transcript).
 
-Two cache checkpoints: one at the end of (4) and one a message earlier, which is where
-the previous call's tail checkpoint was, so each call reads the prefix the previous one
-wrote and writes only the newest turn. Without history the earlier checkpoint sits on the
+Two cache breakpoints: one at the end of (4) and one a message earlier, which is where
+the previous call's tail breakpoint was, so each call reads the prefix the previous one
+wrote and writes only the newest turn. Without history the earlier breakpoint sits on the
 system prompt. Anthropic receives them as ``cache_control``; OpenAI caches the same prefix
 by itself.
 """
@@ -237,17 +237,17 @@ def _clip(text: str) -> str:
 
 
 def debug_view(request: LLMRequest, estimated_tokens: int, budget: int) -> str:
-    """The rendered stream, one line per block, cache checkpoints marked ``=>[1]``, ``=>[2]``."""
+    """The rendered stream, one line per block, cache breakpoints marked ``=>[1]``, ``=>[2]``."""
     lines = [
         f"── render {request.stage} ({request.template}): ~{estimated_tokens} tokens "
         f"of {budget} budget"
     ]
     mark = 0
 
-    def line(role: str, text: str, checkpoint: bool) -> None:
+    def line(role: str, text: str, breakpoint: bool) -> None:
         nonlocal mark
         suffix = ""
-        if checkpoint:
+        if breakpoint:
             mark += 1
             suffix = f"  =>[{mark}]"
         lines.append(f"[{role}] {_clip(text)}{suffix}")
