@@ -42,11 +42,13 @@ def _data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
     """Restore timelines and stores go to a temporary directory, never the real home.
 
     HOME is an empty folder too: commands that discover sessions (`restore <id>`,
-    `--latest`, `sessions list`) must never find the machine's own agent logs.
+    `--latest`, `sessions list`) must never find the machine's own agent logs, and the
+    XDG variables are unset so that the user's config file is looked for under it.
     """
     monkeypatch.setenv("OPENCODE_RESTORE_DATA_DIR", str(tmp_path_factory.mktemp("data")))
     monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
-    monkeypatch.delenv("CODEX_HOME", raising=False)
+    for name in ("CODEX_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture(autouse=True)

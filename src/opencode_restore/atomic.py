@@ -13,13 +13,15 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from .dirs import make_private_dirs
+
 #: Session logs and journals hold private conversations: readable by their owner only.
 SESSION_FILE_MODE = 0o600
 
 
 def atomic_write(path: Path, data: bytes | Iterable[bytes], *, mode: int = 0o644) -> None:
     """Replace ``path`` with ``data`` (bytes, or chunks of bytes written in order)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:

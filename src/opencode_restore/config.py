@@ -14,11 +14,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .dirs import default_data_dir, user_config_path
 from .errors import ConfigError
 from .resources import data_path
 
 ENV_PREFIX = "OPENCODE_RESTORE_"
-USER_CONFIG = Path("~/.config/opencode-restore/config.toml")
 
 
 class _Section(BaseModel):
@@ -75,7 +75,8 @@ class RestoreConfig(_Section):
 
 
 class PathsConfig(_Section):
-    data_dir: str = "~/.local/share/opencode-restore"
+    #: None: the platform's user data directory (`dirs.default_data_dir`).
+    data_dir: str | None = None
 
 
 class RateLimitRule(_Section):
@@ -145,7 +146,7 @@ class Config(_Section):
 
     @property
     def data_dir(self) -> Path:
-        return Path(os.path.expanduser(self.paths.data_dir))
+        return Path(os.path.expanduser(self.paths.data_dir or default_data_dir()))
 
 
 def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -231,7 +232,7 @@ def config_layers(
     ``OPENCODE_RESTORE_*`` variables, then the command line's flags."""
     packaged = data_path("config.toml")
     layers = [ConfigLayer("default", _read_toml(packaged))]
-    user = path if path is not None else Path(os.path.expanduser(USER_CONFIG))
+    user = path if path is not None else Path(user_config_path())
     if path is not None or user.exists():
         source = "--config file" if path is not None else "user file"
         layers.append(ConfigLayer(source, _read_toml(user), str(user)))
@@ -307,7 +308,7 @@ def effective_settings(
     """Every setting of the effective configuration with the layer it came from."""
     layers = config_layers(path, env=env, overrides=overrides)
     config = _validate(layers)
-    return [
-        Setting(key, value, _source(key, layers))
-        for key, value in _leaves(config.model_dump(mode="json"), "")
-    ]
+    values = config.model_dump(mode="json")
+    # Unset, it is the platform's directory: show the one in use.
+    values["paths"]["data_dir"] = str(config.data_dir)
+    return [Setting(key, value, _source(key, layers)) for key, value in _leaves(values, "")]

@@ -40,14 +40,15 @@ def test_data_dir_reads_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_default_data_dir_matches_packaged_config() -> None:
-    """The hook does not parse the packaged config.toml; its default must match it."""
+    """The hook does not parse the packaged config.toml: it must leave the default alone."""
     import tomllib
 
+    from opencode_restore.config import load_config
     from opencode_restore.resources import data_path
-    from opencode_restore.store.paths import DEFAULT_DATA_DIR
 
-    packaged = tomllib.loads(data_path("config.toml").read_text())["paths"]["data_dir"]
-    assert packaged == DEFAULT_DATA_DIR
+    packaged = tomllib.loads(data_path("config.toml").read_text())["paths"]
+    assert "data_dir" not in packaged
+    assert load_config(env={}).data_dir == resolve_data_dir({})
 
 
 def test_data_dir_matches_load_config(data_dir: Path) -> None:

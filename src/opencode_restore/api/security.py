@@ -22,6 +22,7 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..dirs import make_private_dirs
 from ..errors import ConfigError
 
 #: The token file in the data directory (created 0600 on first use).
@@ -118,7 +119,7 @@ def load_or_create_token(data_dir: Path) -> tuple[str, Path]:
     """The API token kept in ``data_dir`` (made on first use, mode 0600) and its file."""
     path = data_dir / TOKEN_FILE
     if not path.exists() and not path.is_symlink():
-        data_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(data_dir)
         # Written whole under a private name, then linked into place: a reader never sees a
         # half-written token, and of two servers starting at once the first link wins.
         partial = data_dir / f".{TOKEN_FILE}.{os.getpid()}.{secrets.token_hex(4)}"

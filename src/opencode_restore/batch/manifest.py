@@ -23,6 +23,7 @@ import orjson
 
 from ..atomic import fsync_directory
 from ..diagnostics import WarningSink
+from ..dirs import make_private_dirs
 
 
 def read_lines(path: Path, sink: WarningSink) -> Iterator[dict[str, Any]]:
@@ -83,7 +84,7 @@ class Manifest:
             self.latest[record["key"]] = record
 
     def _open(self) -> int:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(self.path.parent)
         created = not self.path.exists()
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         size = os.fstat(fd).st_size

@@ -27,6 +27,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from ..diagnostics import WarningSink
+from ..dirs import make_private_dirs
 from ..errors import RestoreError
 from ..pipeline.restoration import Restoration
 from ..report.summary import summary_markdown
@@ -59,7 +60,7 @@ def nightly_lock(data_dir: Path) -> Iterator[Path]:
 
     The lock dies with the process, so a killed run never leaves a stale lock.
     """
-    data_dir.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(data_dir)
     path = data_dir / LOCK_NAME
     holder = data_dir / HOLDER_NAME
     lock = FileLock(path)

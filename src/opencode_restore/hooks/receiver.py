@@ -43,6 +43,7 @@ import sys
 import time
 from typing import Any
 
+from ..dirs import make_private_dirs
 from ..fields import non_empty
 from ..store.db import DB_NAME, connect, now_iso, record_transcript
 from ..store.paths import data_dir_str
@@ -279,7 +280,7 @@ def _log(directory: str, message: str) -> None:
 
     message = redact(message)[0]
     try:
-        os.makedirs(directory, exist_ok=True)
+        make_private_dirs(directory)
         with open(os.path.join(directory, LOG_NAME), "a", encoding="utf-8") as fh:
             fh.write(f"{now_iso()} pid {os.getpid()} {message}\n")
     except OSError:

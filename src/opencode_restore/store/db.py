@@ -16,6 +16,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TypeVar
 
+from ..dirs import make_private_dirs
+
 #: The store's file name inside the data directory.
 DB_NAME = "store.sqlite3"
 BUSY_TIMEOUT_MS = 10_000
@@ -121,7 +123,7 @@ def iso_utc(ts: datetime) -> str:
 
 def connect(path: str | os.PathLike[str]) -> sqlite3.Connection:
     """Open (creating and migrating if needed) the store at ``path``."""
-    os.makedirs(os.path.dirname(os.fspath(path)) or ".", exist_ok=True)
+    make_private_dirs(os.path.dirname(os.fspath(path)) or ".")
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":

@@ -1,10 +1,9 @@
 """Where the store lives, resolved cheaply (the hook imports this on every agent event).
 
-Same precedence as ``config.load_config`` for ``paths.data_dir``: the packaged
-default < the user file < ``OPENCODE_RESTORE_DATA_DIR`` /
-``OPENCODE_RESTORE_PATHS_DATA_DIR``. The packaged default is not parsed here (a
-test checks that ``DEFAULT_DATA_DIR`` matches the packaged ``config.toml``), and
-``tomllib`` / ``pathlib`` are imported only when needed.
+Same precedence as ``config.load_config`` for ``paths.data_dir``:
+``OPENCODE_RESTORE_DATA_DIR`` / ``OPENCODE_RESTORE_PATHS_DATA_DIR`` > the user file > the
+platform default (`dirs.default_data_dir`; the packaged ``config.toml`` sets none, a test
+checks it). ``tomllib``, ``pathlib`` and ``platformdirs`` are imported only when needed.
 """
 
 from __future__ import annotations
@@ -13,13 +12,11 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from ..dirs import default_data_dir, user_config_path
 from .db import DB_NAME
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-USER_CONFIG = "~/.config/opencode-restore/config.toml"
-DEFAULT_DATA_DIR = "~/.local/share/opencode-restore"
 
 
 def _from_toml(path: str) -> str | None:
@@ -37,11 +34,11 @@ def _from_toml(path: str) -> str | None:
 
 
 def data_dir_str(env: Mapping[str, str] | None = None) -> str:
-    """The configured data directory, as a string (no ``pathlib`` import)."""
+    """The configured data directory, as a string (no ``pathlib`` import when set by env)."""
     env = os.environ if env is None else env
     value = env.get("OPENCODE_RESTORE_DATA_DIR") or env.get("OPENCODE_RESTORE_PATHS_DATA_DIR")
     if not value:
-        value = _from_toml(os.path.expanduser(USER_CONFIG)) or DEFAULT_DATA_DIR
+        value = _from_toml(user_config_path()) or default_data_dir()
     return os.path.expanduser(value)
 
 

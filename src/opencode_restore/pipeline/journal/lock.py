@@ -20,6 +20,7 @@ import anyio
 from anyio import to_thread
 from filelock import FileLock, Timeout
 
+from ...dirs import make_private_dirs
 from .store import JournalStore
 
 #: Waiting is polled (a blocking acquire would hold a worker thread and ignore
@@ -43,7 +44,7 @@ def _try(lock: FileLock) -> bool:
 
 
 def _first_try(lock: FileLock, path: Path) -> bool:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(path.parent)
     return _try(lock)
 
 

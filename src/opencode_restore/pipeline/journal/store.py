@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 
 from ...atomic import SESSION_FILE_MODE, atomic_write, remove_stale_temporaries
+from ...dirs import make_private_dirs
 from ...model import Message, Turn
 
 log = logging.getLogger(__name__)
@@ -222,7 +223,7 @@ class JournalStore:
         torn by a crash is ignored on load, with every line after it.
         """
         path = self.changes_for(session_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(path.parent)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, SESSION_FILE_MODE)
         try:
             os.write(fd, orjson.dumps(change) + b"\n")
