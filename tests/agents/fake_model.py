@@ -47,7 +47,7 @@ def anthropic_tool_stream(
     model: str, name: str = "Bash", arguments: dict[str, Any] | None = None
 ) -> bytes:
     """The Messages API event stream of one tool call (default: Bash ``ls``)."""
-    message = {
+    message: dict[str, Any] = {
         "id": "msg_fake_tool",
         "type": "message",
         "role": "assistant",
@@ -91,7 +91,7 @@ def anthropic_tool_stream(
 def anthropic_stream(text: str, model: str) -> bytes:
     """The Messages API event stream of one text reply."""
     usage = {"input_tokens": 100, "output_tokens": 10}
-    message = {
+    message: dict[str, Any] = {
         "id": "msg_fake",
         "type": "message",
         "role": "assistant",
@@ -190,7 +190,7 @@ class FakeModel:
                 return 200, "text/event-stream", anthropic_tool_stream(model)
             if body.get("stream"):
                 return 200, "text/event-stream", anthropic_stream(text, model)
-            reply = {
+            reply: dict[str, Any] = {
                 "id": "msg_fake",
                 "type": "message",
                 "role": "assistant",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -13,6 +12,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from ..fakes.fake_llm_server import FakeLLMServer
+from ..fakes.process import fake_server_process
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = ROOT / "tests" / "fakes" / "fake_llm_server.py"
@@ -22,10 +24,6 @@ CLAUDE_3_TURNS = (
     ROOT / "fixtures/claude-code/recorded/print-continue/d703ad6a-fc57-46ca-94d6-a6af7cf0c933.jsonl"
 )
 _EXPORT_ID = "ses_e021ac976ffeprCgfn115CWSLu"
-
-sys.path.insert(0, str(SERVER.parent))
-from fake_llm_server import FakeLLMServer  # noqa: E402
-from process import fake_server_process  # noqa: E402
 
 
 def marker(k: int) -> str:

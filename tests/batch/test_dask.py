@@ -108,7 +108,8 @@ def test_a_lost_partition_fails_its_sessions_only(
     def flaky(index: int, part: list[Any], *args: Any) -> list[dict[str, Any]]:
         if index == 0:
             raise RuntimeError("worker lost")
-        return real(index, part, *args)
+        rows: list[dict[str, Any]] = real(index, part, *args)
+        return rows
 
     monkeypatch.setattr(dask_runner, "run_partition", flaky)
     report = dask_runner.run_on_dask(items, tmp_path / "out", RunSettings(), client, partitions=2)

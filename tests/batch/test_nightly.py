@@ -50,7 +50,7 @@ def _nightly(env: dict[str, str], tmp: Path, *args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def _snapshot(tmp: Path) -> tuple[object, ...]:
+def _snapshot(tmp: Path) -> tuple[list[tuple[str, int, bytes]], int, tuple[int, str | None]]:
     files = sorted(
         (str(p.relative_to(tmp)), p.stat().st_mtime_ns, p.read_bytes())
         for base in (tmp / "out", tmp / "data" / "nightly")

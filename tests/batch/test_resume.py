@@ -33,7 +33,8 @@ from opencode_restore.pipeline.journal.batch_store import BatchJournals
 from opencode_restore.pipeline.journal.lock import journal_lock, lock_path
 from opencode_restore.pipeline.journal.store import JournalStore
 
-from .helpers import CLAUDE_3_TURNS, ROOT, FakeLLMServer, cli_env, read_manifest, server_process
+from ..fakes.fake_llm_server import FakeLLMServer
+from .helpers import CLAUDE_3_TURNS, ROOT, cli_env, read_manifest, server_process
 
 FIXTURE = CLAUDE_3_TURNS
 SESSION = FIXTURE.stem
@@ -307,4 +308,6 @@ def test_batch_timelines_apply_turn_changes_in_memory(tmp_path: Path) -> None:
     # A change for a snapshot that is not waiting here goes to the journal on disk.
     store.append("s1", {"generation": 2, "append": {"turns": [3]}})
     assert store.changes_for("s1").exists()
-    assert BatchJournals(tmp_path / "timelines").load("s1")["turns"] == [1, 2, 3]
+    loaded = BatchJournals(tmp_path / "timelines").load("s1")
+    assert loaded is not None
+    assert loaded["turns"] == [1, 2, 3]

@@ -47,11 +47,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 
 from opencode_restore.llm.schema_instance import minimal_instance
 
-if __package__:
+if TYPE_CHECKING or __package__:
     from .strict_api import anthropic_error, anthropic_refusal, openai_error, openai_refusal
     from .wire_types import request_problems
 else:  # run as a script, or imported with tests/fakes on sys.path (bench/, batch helpers)
@@ -131,7 +131,7 @@ class FakeLLMServer:
         """The OpenAI SDK's base_url (it appends /chat/completions)."""
         return f"{self.base_url}/v1"
 
-    def start(self) -> FakeLLMServer:
+    def start(self) -> Self:
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
         self._thread.start()
         return self
@@ -140,7 +140,7 @@ class FakeLLMServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def __enter__(self) -> FakeLLMServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

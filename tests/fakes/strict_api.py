@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opencode_restore.llm.strict_schema import strict_schema_errors
 
-if __package__:
+if TYPE_CHECKING or __package__:
     from .wire_types import MAX_CACHE_CONTROL, cache_control_blocks
 else:  # imported from tests/fakes on sys.path (the server run as a script, bench/)
-    from wire_types import MAX_CACHE_CONTROL, cache_control_blocks  # type: ignore[no-redef]
+    from wire_types import MAX_CACHE_CONTROL, cache_control_blocks
 
 Refusal = tuple[int, dict[str, Any]]
 

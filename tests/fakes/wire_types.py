@@ -40,8 +40,12 @@ def _tighten(node: Any) -> None:
 
 @cache
 def _validator(kind: str) -> SchemaValidator:
-    params = CompletionCreateParamsNonStreaming if kind == "openai" else MessageCreateParams
-    schema = copy.deepcopy(TypeAdapter(params).core_schema)
+    adapter: TypeAdapter[Any] = (
+        TypeAdapter(CompletionCreateParamsNonStreaming)
+        if kind == "openai"
+        else TypeAdapter(MessageCreateParams)
+    )
+    schema = copy.deepcopy(adapter.core_schema)
     _tighten(schema)
     return SchemaValidator(schema)
 

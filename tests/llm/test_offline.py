@@ -19,7 +19,8 @@ from opencode_restore.llm.offline import (
     TURN_OUTCOMES,
     OfflineProvider,
 )
-from opencode_restore.pipeline.run import Restoration, RestoreOptions, restore_session
+from opencode_restore.pipeline.restoration import Restoration
+from opencode_restore.pipeline.run import RestoreOptions, restore_session
 from opencode_restore.pipeline.schemas import SessionSummary, TurnSummary
 from opencode_restore.sources import open_session
 

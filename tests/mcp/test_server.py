@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp.client.stdio import StdioServerParameters
+from mcp.types import TextContent
 
 from mcp import Client
 from tests.batch.helpers import CLAUDE_3_TURNS, ROOT, cli_env, server_process
@@ -177,6 +178,7 @@ def test_an_ambiguous_prefix_lists_the_candidates(home: Path) -> None:
         async with connect(home) as client:
             answer = await client.call_tool("restore_session", {"session": SESSION[:4]})
         assert answer.is_error
+        assert isinstance(answer.content[0], TextContent)
         assert "matches 2 sessions" in answer.content[0].text
 
     run(main)

@@ -37,7 +37,8 @@ def _budget(tokens: int = BUDGET) -> Any:
 
 
 def _saved(data: Path) -> dict[str, Any]:
-    return json.loads(JournalStore(data).path_for("sess/1").read_text())
+    saved: dict[str, Any] = json.loads(JournalStore(data).path_for("sess/1").read_text())
+    return saved
 
 
 def test_long_session_compacts_and_every_prompt_fits(tmp_path: Path) -> None:

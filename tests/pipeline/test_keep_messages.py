@@ -10,13 +10,13 @@ import anyio
 import pytest
 
 from opencode_restore.config import load_config
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.model import Session
 from opencode_restore.pipeline.evidence import tools
 from opencode_restore.pipeline.evidence.log_search import Limits
 from opencode_restore.pipeline.run import RestoreOptions, restore_session
 from opencode_restore.sources import open_session
-from opencode_restore.sources.base import WarningSink
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 LOGS = sorted(

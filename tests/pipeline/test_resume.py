@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,14 +17,14 @@ from opencode_restore.pipeline.restoration import Restoration
 from .journal_helpers import Counting, Crash, config, restore, session_of
 
 
-def _saved(data: Path, key: str = "sess/1") -> dict:
+def _saved(data: Path, key: str = "sess/1") -> dict[str, Any]:
     """What is saved: the snapshot with the journal's changes applied."""
     saved = JournalStore(data).load(key)
     assert saved is not None
     return saved
 
 
-def _comparable(r: Restoration) -> dict:
+def _comparable(r: Restoration) -> dict[str, Any]:
     out = r.model_dump(mode="json", exclude={"usage", "timeline"})
     return out
 

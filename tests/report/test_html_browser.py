@@ -87,7 +87,10 @@ def fixtures_dir() -> Path:
 
 
 def _entries(page: Any) -> list[str]:
-    return page.eval_on_selector_all("#messages > .entry", "els => els.map(e => e.dataset.node)")
+    nodes: list[str] = page.eval_on_selector_all(
+        "#messages > .entry", "els => els.map(e => e.dataset.node)"
+    )
+    return nodes
 
 
 def test_citation_scrolls_to_and_highlights_the_message(
@@ -95,7 +98,7 @@ def test_citation_scrolls_to_and_highlights_the_message(
 ) -> None:
     page = _open(browser, restored_html, tmp_path)
     assert page.is_visible("#summary")
-    assert page.text_content("#summary h1").startswith("SESSION SUMMARY")  # type: ignore[union-attr]
+    assert page.text_content("#summary h1").startswith("SESSION SUMMARY")
     cites = page.locator("#summary a.cite")
     assert cites.count() >= 3
     link = cites.first

@@ -180,7 +180,9 @@ def test_opencodes_store_is_registered_where_opencode_keeps_it(
     monkeypatch.setenv("XDG_DATA_HOME", str(xdg))
     payload = {"session_id": "ses_1", "cwd": "/w", "hook_event_name": "session.compacted"}
     assert run("opencode", json.dumps(payload)) == 0
-    assert open_store(data_dir).session("ses_1").files[0].path == str(xdg / "opencode/storage")
+    row = open_store(data_dir).session("ses_1")
+    assert row is not None
+    assert row.files[0].path == str(xdg / "opencode/storage")
     assert not (data_dir / "hook.log").exists()
     for hostile in ("/etc/storage", "/etc/opencode.db", str(xdg / "elsewhere.db")):
         assert transcript_refusal(hostile, "opencode") is not None, hostile

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from opencode_restore.pipeline.evidence import sandbox
 from opencode_restore.pipeline.evidence.sandbox import Refused, Workspace
 
 SECRET = "SECRET-OUTSIDE-THE-WORKSPACE"
@@ -54,7 +53,7 @@ def test_directory_swapped_after_the_check_is_refused(
             _swap_to_symlink(ws, outside)
         return resolved
 
-    monkeypatch.setattr(sandbox.os.path, "realpath", realpath_then_swap)
+    monkeypatch.setattr(os.path, "realpath", realpath_then_swap)
     with pytest.raises(Refused, match="symlink"):
         chosen.read_text("d/f.txt")
 
@@ -113,7 +112,7 @@ def test_os_errors_while_resolving_become_refusals(
     def failing_realpath(path: str | os.PathLike[str], **kwargs: bool) -> str:
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(sandbox.os.path, "realpath", failing_realpath)
+    monkeypatch.setattr(os.path, "realpath", failing_realpath)
     with pytest.raises(Refused, match="Input/output error"):
         chosen.read_text("d/f.txt")
     assert not chosen.is_file(Path("/nonexistent\x00"))

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from opencode_restore import atomic
 from opencode_restore.atomic import write_output
 from opencode_restore.cli import cli as cli_group
 from opencode_restore.diagnostics import SHOWN_WARNINGS, WarningSink
@@ -149,7 +148,7 @@ def test_atomic_write_names_the_file_when_the_disk_is_full(
     def full(fd: int, data: bytes) -> int:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(atomic.os, "write", full)
+    monkeypatch.setattr(os, "write", full)
     with pytest.raises(OSError, match="No space left") as caught:
         write_output(out, "new text\n")
     assert caught.value.filename == str(out)

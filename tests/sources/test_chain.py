@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import orjson
 import pytest
@@ -88,7 +89,7 @@ def test_a_resumed_claude_session_in_a_new_file_passes(tmp_path: Path) -> None:
 def test_a_resumed_codex_rollout_passes_and_another_thread_is_refused(tmp_path: Path) -> None:
     earlier = _lines(ROLLOUT)
     meta = next(obj for obj in earlier if obj["type"] == "session_meta")
-    payload = dict(meta["payload"])  # type: ignore[arg-type]
+    payload = dict(cast(dict[str, object], meta["payload"]))
     payload["id"] = "01a1fdff-0000-7000-8000-000000000001"
     resumed = _write(tmp_path / "rollout-resumed.jsonl", [*earlier, {**meta, "payload": payload}])
     _check("codex", ROLLOUT, resumed)

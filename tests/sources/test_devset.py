@@ -32,7 +32,7 @@ LINE_BASED = ["claude-code", "codex", "gemini", "pi"]
 
 
 def _log(agent: str) -> Path:
-    return DEVSET / FACTS["recordings"][agent]["log"]
+    return DEVSET / str(FACTS["recordings"][agent]["log"])
 
 
 @cache

@@ -117,8 +117,9 @@ def test_append_advances_the_leaf_and_path_walks_to_the_root(tmp_path: Path) -> 
     assert _ids(tree.path()) == [u1, a1, u2, a2]
     assert _ids(tree.path(u2)) == [u1, a1, u2]
     assert tree.path("nope") == []
-    assert tree.get(a1) is not None
-    assert tree.get(a1).kind == "message"
+    node = tree.get(a1)
+    assert node is not None
+    assert node.kind == "message"
     assert [m.id for m in session.messages()] == [u1, a1, u2, a2]
     assert len(tree) == 4
     assert _ids(tree.roots) == [u1]

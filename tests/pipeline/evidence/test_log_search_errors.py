@@ -18,6 +18,7 @@ from opencode_restore.model import Message
 from opencode_restore.pipeline.evidence import log_search
 from opencode_restore.pipeline.evidence.log_search import HEAD_CHUNKS, MAX_LINE_BYTES, _raw_lines
 from opencode_restore.pipeline.evidence.sandbox import Matcher
+from opencode_restore.pipeline.evidence.sandbox import grep as sandbox_grep
 from opencode_restore.pipeline.run import restore_session
 from opencode_restore.pipeline.stages.evidence_gatherer import ERROR_PATTERN
 from opencode_restore.report.summary import summary_markdown
@@ -188,7 +189,7 @@ def test_a_search_keeps_only_the_shown_part_of_long_lines(
     msgs = [Message("u1", "user", "text", "hi", entry_index=1)]
     tools, _, _ = tools_for(make_session(msgs, files=[str(log)]))
     held: list[int] = []
-    real = log_search.grep
+    real = sandbox_grep
 
     def spy(*args: object, **kwargs: object) -> object:
         found = real(*args, **kwargs)  # type: ignore[arg-type]

@@ -8,6 +8,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -348,7 +349,7 @@ def test_unix_socket_is_refused(tmp_path: Path) -> None:
 def test_devices_are_refused_before_open() -> None:
     for device in ("/dev/null", "/dev/zero"):
         with pytest.raises(Refused, match="device"):
-            no_hang(lambda d=device: open_regular(Path(d), None))
+            no_hang(partial(open_regular, Path(device), None))
 
 
 def test_secrets_in_workspace_files_are_redacted(layout: tuple[Path, Path]) -> None:

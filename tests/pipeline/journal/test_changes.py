@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ from ..journal_helpers import Counting, Crash, restore, session_of
 KEY = "sess/1"
 
 
-def _files(data: Path) -> tuple[dict, list[dict]]:
+def _files(data: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     store = JournalStore(data)
     snapshot = json.loads(store.path_for(KEY).read_text())
     changes = store.changes_for(KEY)
@@ -89,7 +90,7 @@ def test_a_turn_saves_only_its_own_labels_and_never_the_whole_map(
     built: list[int] = []
     whole = Numbering.to_dict
 
-    def counting(self: Numbering) -> dict:
+    def counting(self: Numbering) -> dict[str, Any]:
         built.append(len(self))
         return whole(self)
 
@@ -113,6 +114,7 @@ def test_the_saved_state_is_not_held_after_it_is_written(
     import weakref
 
     from opencode_restore.pipeline import run as pipeline
+    from opencode_restore.pipeline.stages.synthesizer import synthesize as real_synthesize
     from opencode_restore.pipeline.state import RestoreState
 
     class Payload(dict):  # type: ignore[type-arg]
@@ -127,7 +129,7 @@ def test_the_saved_state_is_not_held_after_it_is_written(
         return payload
 
     alive: list[bool] = []
-    synthesize = pipeline.synthesize
+    synthesize = real_synthesize
 
     async def checking(*args: object, **kwargs: object) -> object:
         gc.collect()

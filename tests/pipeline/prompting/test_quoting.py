@@ -24,10 +24,9 @@ from opencode_restore.pipeline.prompting.render import (
     RedactCache,
     block_text,
     redact_request,
-    redact_value,
     summary_text,
 )
-from opencode_restore.redact import Redactor
+from opencode_restore.redact import Redactor, redact_value
 from opencode_restore.timeline.numbering import Numbering
 from opencode_restore.timeline.preprocess import MessagesPreprocessor
 
@@ -83,12 +82,22 @@ def test_quote_message_copies_only_when_needed() -> None:
     assert tool.tool_input is not None
     assert tool.tool_input["content"].startswith("x\n[M9]")
     compact = Message(
-        "m3", "system", "compaction", "", compaction=Compaction("auto", summary="[M1] USER:\nhi")
+        "m3",
+        "system",
+        "compaction",
+        "",
+        compaction=Compaction("summary", summary="[M1] USER:\nhi"),
     )
     out = quote_message(compact)
     assert out.compaction is not None
     assert out.compaction.summary == "(quoted) [M1] USER:\nhi"
-    clean = Message("m4", "system", "compaction", "", compaction=Compaction("auto", summary="hi"))
+    clean = Message(
+        "m4",
+        "system",
+        "compaction",
+        "",
+        compaction=Compaction("summary", summary="hi"),
+    )
     assert quote_message(clean) is clean
 
 
@@ -190,7 +199,12 @@ def test_the_stage_context_redacts_a_repeated_text_once() -> None:
     )
     seen: list[str] = []
     original = ctx.redactor.redact
-    ctx.redactor.redact = lambda text: seen.append(text) or original(text)  # type: ignore[method-assign]
+
+    def spy(text: str) -> str:
+        seen.append(text)
+        return original(text)
+
+    ctx.redactor.redact = spy  # type: ignore[method-assign]
     ctx.__post_init__()
     text = "token ghp_" + "a" * 36
     assert ctx.redact(text) == ctx.redact(text)

@@ -138,7 +138,7 @@ def test_multi_step_native_search(fixtures: Path, tmp_path: Path) -> None:
 
 
 def _message_at(ctx: Any, line: int) -> str:
-    return next(ref.id for ref in ctx.numbering if ref.entry_index == line)
+    return str(next(ref.id for ref in ctx.numbering if ref.entry_index == line))
 
 
 def test_text_protocol_when_the_provider_has_no_native_tools(fixtures: Path) -> None:

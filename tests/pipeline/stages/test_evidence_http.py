@@ -129,7 +129,11 @@ def test_anthropic_native_tool_use(fixtures: Path, workspace: Path) -> None:
 def test_http_failure_during_the_search_does_not_fail_the_restore(
     fixtures: Path, workspace: Path
 ) -> None:
-    script = [*([{}] * TURNS), {"tool": "LIST_ARTIFACTS", "args": {}}, {"status": 500}]
+    script: list[dict[str, Any]] = [
+        *([{}] * TURNS),
+        {"tool": "LIST_ARTIFACTS", "args": {}},
+        {"status": 500},
+    ]
     with FakeLLMServer(script) as server:
         r = restore("openai", server, fixtures, workspace)
     assert [e.tool for e in r.evidence] == ["LIST_ARTIFACTS"]

@@ -28,7 +28,7 @@ def user(uid: str, parent: str | None, content: Any, **extra: Any) -> dict[str, 
 def assistant(
     uid: str, parent: str | None, blocks: list[Any], mid: str | None = None
 ) -> dict[str, Any]:
-    message = {"id": mid or f"msg-{uid}", "model": "claude-x", "content": blocks}
+    message: dict[str, Any] = {"id": mid or f"msg-{uid}", "model": "claude-x", "content": blocks}
     message["usage"] = {"input_tokens": 10, "output_tokens": 1}
     return {
         "type": "assistant",

@@ -100,7 +100,7 @@ HEADER = st.fixed_dictionaries(
 
 
 def _branch_ids(branches: list[PiBranch]) -> list[str]:
-    out = []
+    out: list[str] = []
     for b in branches:
         out.extend(e.id for e in b.entries)
         out.extend(_branch_ids(b.branches))
