@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from opencode_restore.batch.app import RunSettings
 from opencode_restore.batch.discover import discover
+from opencode_restore.batch.settings import RunSettings
 from opencode_restore.config import RateLimitConfig, RateLimitRule
 from opencode_restore.diagnostics import WarningSink
 

@@ -21,10 +21,10 @@ import anyio
 import pytest
 from click.testing import CliRunner
 
-from opencode_restore.batch.app import journal_store
 from opencode_restore.batch.items import BatchItem, finalize
 from opencode_restore.batch.manifest import Manifest
 from opencode_restore.batch.runner import BatchJob, BatchReport
+from opencode_restore.batch.settings import journal_store
 from opencode_restore.cli import cli
 from opencode_restore.config import load_config
 from opencode_restore.llm.registry import close_provider, get_provider

@@ -4,82 +4,32 @@ from __future__ import annotations
 
 import sys
 import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import anyio
 import click
 
 from ..command_sink import command_sink
-from ..config import Config, load_config
 from ..consoles import console as make_console
 from ..errors import UsageError
-from ..llm.ratelimit import rate_limited
-from ..llm.registry import close_provider, get_provider
-from ..llm.settings import ProviderSettings
-from ..pipeline.journal.batch_store import BatchJournals
-from ..pipeline.journal.store import journal_dir
-from ..pipeline.run import RestoreOptions
+from ..llm.registry import close_provider
 from ..since import Since, parse_since
 from ..store.paths import db_path
 from ..store.store import Store
 from .discover import discover
 from .display import print_report, progress_for
 from .items import BatchItem
-from .manifest import Manifest
+from .manifest import MANIFEST_NAME, Manifest
 from .nightly import RUN_KIND, nightly_lock, plan, state_manifest, store_hook
 from .runner import BatchJob, BatchReport
-
-MANIFEST_NAME = "manifest.jsonl"
+from .settings import RunSettings, journal_store, provider_for
 
 
 def clock() -> datetime:
     """Now, in UTC: the one place ``nightly`` reads the time (tests replace it)."""
     return datetime.now(UTC)
-
-
-@dataclass
-class RunSettings:
-    """What both commands take from the command line."""
-
-    model: str | None = None
-    base_url: str | None = None
-    config_path: Path | None = None
-    concurrency: int = 4
-    max_turns: int | None = None
-    skip_evidence_search: bool | None = None
-    max_searches: int | None = None
-    quiet: bool = False
-    #: Ignore saved journals (they are still written): ``batch --force``.
-    fresh: bool = False
-    overrides: dict[str, Any] = field(default_factory=dict)
-
-    def config(self) -> Config:
-        """The effective configuration with these flags on top."""
-        return load_config(
-            self.config_path,
-            overrides={
-                "llm": {"model": self.model, "base_url": self.base_url},
-                "restore": {
-                    "skip_evidence_search": self.skip_evidence_search,
-                    "max_searches": self.max_searches,
-                },
-                **self.overrides,
-            },
-        )
-
-    def options(self) -> RestoreOptions:
-        """Per-session restore options."""
-        return RestoreOptions(
-            self.max_turns, self.skip_evidence_search, self.max_searches, fresh=self.fresh
-        )
-
-
-def journal_store(config: Config) -> BatchJournals | None:
-    """Where restores keep their journals, as ``restore`` does; None without ``resume``."""
-    return BatchJournals(journal_dir(config.data_dir)) if config.restore.resume else None
 
 
 def _execute(job: BatchJob, settings: RunSettings) -> BatchReport:
@@ -99,12 +49,6 @@ def _execute(job: BatchJob, settings: RunSettings) -> BatchReport:
     if not settings.quiet:
         print_report(report, make_console())
     return report
-
-
-def _provider_for(config: Config) -> Any:
-    return rate_limited(
-        get_provider(config.llm.model, ProviderSettings.from_config(config)), config.ratelimit
-    )
 
 
 def run_batch(
@@ -139,7 +83,7 @@ def run_batch(
         items,
         out,
         config,
-        _provider_for(config),
+        provider_for(config),
         Manifest(out / MANIFEST_NAME, sink),
         concurrency=settings.concurrency,
         options=settings.options(),
@@ -176,7 +120,7 @@ def run_nightly(
     data_dir = config.data_dir
     out = out if out is not None else data_dir / "nightly"
     sink = command_sink(settings.quiet)
-    provider = _provider_for(config)
+    provider = provider_for(config)
     spec = f"{provider.name}:{provider.model}"
     if dry_run:
         # Writes nothing: no lock, no scan into the store, not even a new store file.

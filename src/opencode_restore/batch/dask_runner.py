@@ -29,10 +29,10 @@ import anyio
 from ..config import Config, RateLimitConfig, RateLimitRule
 from ..llm.registry import close_provider
 from ..pipeline.restoration import UsageReport
-from .app import MANIFEST_NAME, RunSettings, _provider_for, journal_store
 from .items import BatchItem
-from .manifest import Manifest
+from .manifest import MANIFEST_NAME, Manifest
 from .runner import BatchJob, BatchReport, Outcome
+from .settings import RunSettings, journal_store, provider_for
 
 PARTS = "parts"
 #: Fixed, not derived from the cluster size, so a re-run on another cluster puts every
@@ -84,7 +84,7 @@ def run_partition(
             items,
             out,
             config,
-            _provider_for(config),
+            provider_for(config),
             manifest,
             concurrency=settings.concurrency,
             options=settings.options(),
@@ -102,7 +102,7 @@ def run_partition(
 
 
 def _spec(config: Config) -> str:
-    provider = _provider_for(config)
+    provider = provider_for(config)
     anyio.run(close_provider, provider)
     return f"{provider.name}:{provider.model}"
 

@@ -25,6 +25,9 @@ from ..atomic import fsync_directory
 from ..diagnostics import WarningSink
 from ..dirs import make_private_dirs
 
+#: The manifest's file name in a run's output folder.
+MANIFEST_NAME = "manifest.jsonl"
+
 
 def read_lines(path: Path, sink: WarningSink) -> Iterator[dict[str, Any]]:
     """The manifest's records in file order; a bad or torn line is reported and skipped."""

@@ -44,7 +44,7 @@ def _run_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _settings(kwargs: dict[str, Any]) -> Any:
-    from ..batch.app import RunSettings
+    from ..batch.settings import RunSettings
 
     return RunSettings(
         model=kwargs["model"],
