@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from ..config import Config
+from ..heap import give_back
 from ..llm.base import Provider
 from ..llm.retry import RetryPolicy
 from ..llm.usage import PriceTable, UsageLedger
@@ -50,6 +51,9 @@ from .stages.synthesizer import clean_outputs, synthesize
 from .stages.turn_parser import parse_turns
 from .stages.turn_summarizer import TurnOutcome, summarize_turns
 from .state import RestoreState
+
+#: Characters of dropped message bodies after which freed memory is given back.
+GIVE_BACK_CHARS = 4_000_000
 
 #: Called after each turn with (turns done, turns total, the ledger so far).
 ProgressFn = Callable[[int, int, UsageLedger], None]
@@ -128,18 +132,21 @@ def _held_elsewhere(session: Session) -> set[int] | None:
     return {id(m) for span in root.walk() if span is not root for m in span.messages()}
 
 
-def _drop_bodies(turn: Turn, keep: set[int]) -> None:
-    """Empty the text and tool input of a summarized turn's messages.
+def _drop_bodies(turn: Turn, keep: set[int]) -> int:
+    """Empty the text and tool input of a summarized turn's messages; the characters dropped.
 
     What the stages after the turns read of a turn is kept: its requests (the last
     request, the first), compactions, artifacts and commands, each message's id, role,
     type and position (references), and its facts (``_Run.facts``). Messages another
     span holds (``keep``) are left alone.
     """
+    dropped = 0
     for m in turn.messages:
         if not m.is_human and m.compaction is None and id(m) not in keep:
+            dropped += len(m.text)
             m.text = ""
             m.tool_input = None
+    return dropped
 
 
 def _usage(ledger: UsageLedger) -> UsageReport:
@@ -234,12 +241,17 @@ class _Run:
         self.facts: list[dict[str, Any]] = []
         #: Messages whose bodies are never dropped; None keeps every body.
         self.keep: set[int] | None = None
+        self.dropped = 0  # characters dropped since the heap was last given back
 
     def done(self, turn: Turn, facts: dict[str, Any]) -> None:
         """Keep ``turn``'s facts; drop its message bodies when they are not needed."""
         self.facts.append(facts)
-        if self.keep is not None:
-            _drop_bodies(turn, self.keep)
+        if self.keep is None:
+            return
+        self.dropped += _drop_bodies(turn, self.keep)
+        if self.dropped >= GIVE_BACK_CHARS:  # a trim walks the heap: not after every turn
+            give_back()
+            self.dropped = 0
 
     async def save(self, *, after_turn: bool = False) -> None:
         """Persist the journal with the numbering, state and usage as they are now.
