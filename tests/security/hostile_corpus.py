@@ -18,7 +18,7 @@ T0 = 1_795_000_000_000
 OPENCODE_SCHEMA = """
 CREATE TABLE session (id text PRIMARY KEY, project_id text NOT NULL, parent_id text,
   slug text NOT NULL, directory text NOT NULL, title text NOT NULL, version text NOT NULL,
-  model text, time_created integer NOT NULL, time_updated integer NOT NULL{extra});
+  model text, time_created integer NOT NULL, time_updated integer NOT NULL);
 CREATE TABLE message (id text, session_id text NOT NULL,
   time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
 CREATE TABLE part (id text, message_id text NOT NULL, session_id text NOT NULL,
@@ -68,9 +68,9 @@ def eval_zip_bomb(root: Path, scale: float = 1.0) -> list[str]:
     return ["messages", str(path), "--agent", "inspect"]
 
 
-def _opencode_db(path: Path, extra: str = "") -> sqlite3.Connection:
+def _opencode_db(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path)
-    conn.executescript(OPENCODE_SCHEMA.format(extra=extra))
+    conn.executescript(OPENCODE_SCHEMA)
     return conn
 
 
@@ -87,11 +87,15 @@ def opencode_generated_column(root: Path, scale: float = 1.0) -> list[str]:
     """An opencode.db whose ``session`` rows each compute a 200 MB generated column."""
     path = root / "opencode.db"
     big = int(200_000_000 * scale)
-    conn = _opencode_db(
-        path, f", big text GENERATED ALWAYS AS (printf('%.*c', {big}, 'x')) VIRTUAL"
-    )
+    conn = _opencode_db(path)
     for n in range(20):
         _session(conn, f"ses_{n:03d}")
+    # Added after the rows: an INSERT computes a generated column (seconds per row at this
+    # size), ALTER TABLE does not; the schema ends up the same as a CREATE holding it.
+    conn.execute(
+        f"ALTER TABLE session ADD COLUMN big text GENERATED ALWAYS AS (printf('%.*c', {big}, 'x'))"
+        " VIRTUAL"
+    )
     user = json.dumps({"role": "user", "time": {"created": T0}})
     conn.execute("INSERT INTO message VALUES ('msg_1', 'ses_000', ?, ?, ?)", (T0, T0, user))
     part = json.dumps({"type": "text", "text": "hello"})
