@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from opencode_restore.atomic import atomic_write, remove_stale_temporaries
+from opencode_restore.atomic import atomic_write, remove_stale_temporaries, write_output
 
 
 def test_replaces_whole_files_with_bytes_or_chunks(tmp_path: Path) -> None:
@@ -43,3 +43,12 @@ def test_stale_temporaries_of_dead_writers_go(tmp_path: Path) -> None:
         p.write_text("half")
     assert remove_stale_temporaries(tmp_path) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == [live.name, "d.md"]
+
+
+def test_an_output_longer_than_a_chunk_is_written_as_one_encoding(tmp_path: Path) -> None:
+    text = ("é€😀 line\n" * 300_000)[:2_500_001]  # three 1M-character chunks, non-ASCII
+    out = tmp_path / "out.json"
+    write_output(out, text)
+    assert out.read_bytes() == text.encode("utf-8")
+    write_output(out, "")
+    assert out.read_bytes() == b""
