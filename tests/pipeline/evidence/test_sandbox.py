@@ -235,9 +235,11 @@ def test_etc_passwd_is_refused(layout: tuple[Path, Path]) -> None:
     assert all("outside the workspace" in r.text for r in results)
 
 
-def test_proc_self_environ_is_refused(layout: tuple[Path, Path]) -> None:
+def test_proc_self_environ_is_refused(
+    layout: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws, _ = layout
-    os.environ["SANDBOX_CANARY"] = "canary-value-123"
+    monkeypatch.setenv("SANDBOX_CANARY", "canary-value-123")
     results = run_all_file_tools(Workspace.choose(str(ws), "auto"), "/proc/self/environ")
     assert all(not r.ok and "canary-value-123" not in r.text for r in results)
 
