@@ -16,23 +16,12 @@ from opencode_restore.pipeline.restoration import (
     SessionInfo,
 )
 from opencode_restore.pipeline.schemas import Progress, SessionSummary
-from opencode_restore.report.markdown_text import cell, code
 from opencode_restore.report.summary import summary_markdown
 
 PI = (
     "pi/print-continue/native/dot-pi/agent/sessions/--home-dev-src-shrinkray--/"
     "2026-11-24T07-37-49-060Z_01a20c7d-5103-74b6-b6ac-a5b603118ee6.jsonl"
 )
-
-
-def test_code_span_keeps_pipes_and_survives_backticks() -> None:
-    assert code('grep -n "x" a.ts | head -30') == '`grep -n "x" a.ts | head -30`'
-    assert code("echo `date`") == "`` echo `date` ``"  # CommonMark strips one space a side
-    assert code("a\nb") == "`a b`"
-
-
-def test_table_cell_escapes_pipes() -> None:
-    assert cell("a|b\nc") == "a\\|b c"
 
 
 def _restoration() -> Restoration:

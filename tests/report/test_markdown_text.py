@@ -1,4 +1,5 @@
-"""Log and model text in the markdown: inert under a real CommonMark parser, code kept as is."""
+"""Log and model text in the markdown: inert under a real CommonMark parser, code kept as is;
+code spans and table cells."""
 
 from __future__ import annotations
 
@@ -43,3 +44,14 @@ def test_no_text_makes_markup(text: str) -> None:
     assert _foreign_tags(html) == [], (text, markdown_text.text(text), html)
     assert "<a " not in html
     assert "<img" not in html
+
+
+def test_code_span_keeps_pipes_and_survives_backticks() -> None:
+    assert markdown_text.code('grep -n "x" a.ts | head -30') == '`grep -n "x" a.ts | head -30`'
+    # CommonMark strips one space a side.
+    assert markdown_text.code("echo `date`") == "`` echo `date` ``"
+    assert markdown_text.code("a\nb") == "`a b`"
+
+
+def test_table_cell_escapes_pipes() -> None:
+    assert markdown_text.cell("a|b\nc") == "a\\|b c"
