@@ -24,13 +24,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from importlib import import_module
+from typing import Any
 
 # The parser behind ``re`` itself; ``sre_parse`` is only its deprecated alias (3.11). It
 # is private and untyped: should the shape of its trees change, ``line_gate`` gives None
 # and every line is tried against every pattern (the property tests pin both the same).
-from re import _constants as sc  # type: ignore[attr-defined]
-from re import _parser  # type: ignore[attr-defined]
-from typing import Any
+# Loaded by name: typeshed has no stubs for them, and mypy's verdict on an ignore comment
+# for a plain import of them differs between a whole-tree and a single-file run.
+sc: Any = import_module("re._constants")
+_parser: Any = import_module("re._parser")
 
 #: A predicate on a line (truthy: the line may match); None: no line can match.
 LinePredicate = Callable[[str], object] | None
