@@ -10,7 +10,8 @@ import click
 from ..atomic import write_output
 from ..command_sink import command_sink
 from ..errors import UsageError
-from ..sources import open_session, resolve
+from ..sources import get_reader, open_session, resolve
+from ..sources.base import TreeReader
 from .exits import friendly_errors
 from .options import agent_option, merge_option, output_option, paths_argument, session_option
 from .targets import input_options
@@ -36,9 +37,9 @@ def migrate(file: Path, output: Path | None, in_place: bool, force: bool, quiet:
     Writes FILE's migrated copy (default <stem>.v3.jsonl beside it); with --in-place,
     rewrites FILE after copying it to FILE.bak. A current file is left alone.
     """
-    from ..sources.pi.migrate import migrate_file
-
-    result = migrate_file(file, output, in_place=in_place, force=force, sink=command_sink(quiet))
+    pi = get_reader("pi")
+    assert isinstance(pi, TreeReader)
+    result = pi.migrate_file(file, output, in_place=in_place, force=force, sink=command_sink(quiet))
     if result.written is None:
         click.echo(f"{file}: already version {result.from_version}; nothing written")
         return

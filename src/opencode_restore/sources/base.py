@@ -152,6 +152,64 @@ class TailReader(Protocol):
         ...
 
 
+@dataclass(slots=True)
+class TreeEntry:
+    """One entry of a log that keeps the whole session tree (pi), as the file holds it."""
+
+    id: str
+    parent_id: str | None
+    #: The entry's type in its format (``message``, ``compaction``, ``label``, ...).
+    kind: str
+    #: Position across the chain's files, for "written last" decisions.
+    order: int
+    messages: list[Message]
+    timestamp: datetime | None
+    #: The raw entry, for writing it back to a session file.
+    data: dict[str, Any]
+    label: str | None = None
+
+
+@dataclass(slots=True)
+class MigrationResult:
+    """What a format's ``migrate_file`` did."""
+
+    source: Path
+    from_version: int
+    to_version: int
+    entries: int
+    #: The file written, or None when the source was already current.
+    written: Path | None = None
+    #: The copy of the original kept by an in-place migration.
+    backup: Path | None = None
+
+
+@runtime_checkable
+class TreeReader(Protocol):
+    """A format whose files keep every entry of the session tree: read it, cut a branch, migrate."""
+
+    def entry_tree(
+        self, files: Sequence[Path], sink: WarningSink
+    ) -> tuple[list[TreeEntry], str | None]:
+        """Every entry of the chain (first copy wins), labels applied, and the leaf's id."""
+        ...
+
+    def export_branch(self, source: Path, leaf: str, dest: Path) -> int:
+        """Write the root-to-``leaf`` path of ``source`` to ``dest``; the entries written."""
+        ...
+
+    def migrate_file(
+        self,
+        source: Path,
+        dest: Path | None = None,
+        *,
+        in_place: bool = False,
+        force: bool = False,
+        sink: WarningSink | None = None,
+    ) -> MigrationResult:
+        """Rewrite ``source`` in the format's current version."""
+        ...
+
+
 def is_complete_line(raw: bytes) -> bool:
     """True for a last line without a newline that is nevertheless whole JSON."""
     try:

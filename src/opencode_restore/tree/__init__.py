@@ -5,7 +5,7 @@ entry to the root, the whole tree with labels, branch points, branch summaries a
 compactions. ``select_branch`` re-reads a session along another leaf.
 """
 
-from .build import pi_file_tree, timeline_tree, tree_of
+from .build import file_tree, timeline_tree, tree_of
 from .core import Branch, SessionTree, TreeNode
 from .select import BranchNotFoundError, resolve_leaf, select_branch, session_at
 
@@ -14,7 +14,7 @@ __all__ = [
     "BranchNotFoundError",
     "SessionTree",
     "TreeNode",
-    "pi_file_tree",
+    "file_tree",
     "resolve_leaf",
     "select_branch",
     "session_at",

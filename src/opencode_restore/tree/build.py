@@ -1,9 +1,10 @@
-"""Building a ``SessionTree``: from pi's entries, or from any session's timeline.
+"""Building a ``SessionTree``: from a format's own entries, or from any session's timeline.
 
-pi files hold the real tree (every entry, labels and settings included), so a pi
-session is re-read through ``sources.pi.tree``. Other agents' readers already resolved their
-trees into the timeline: the root span is the active path and each ``branch`` span
-an abandoned branch hanging off ``branched_from``; one message becomes one node.
+Some formats (pi) hold the real tree in their files (every entry, labels and settings
+included): their reader is a ``TreeReader`` and the session is re-read through it. Other
+agents' readers already resolved their trees into the timeline: the root span is the
+active path and each ``branch`` span an abandoned branch hanging off ``branched_from``;
+one message becomes one node.
 """
 
 from __future__ import annotations
@@ -12,56 +13,40 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..diagnostics import WarningSink
-from ..fields import parse_timestamp
 from ..model import Message, Session, TimelineEvent, TimelineSpan
-from ..sources.pi import reader as pi_source
-from ..sources.pi import tree as pi_tree
+from ..sources import get_reader, reader_names
+from ..sources.base import TreeReader
 from .core import SessionTree, TreeNode
 
 
 def tree_of(session: Session, sink: WarningSink | None = None) -> SessionTree:
-    """The tree of ``session``: pi's own entries for pi, the timeline's branches otherwise."""
-    if session.agent == "pi" and session.files:
-        return pi_file_tree([Path(f) for f in session.files], sink or WarningSink())
+    """The tree of ``session``: its files' own entries where the format keeps them.
+
+    Otherwise the tree its timeline holds.
+    """
+    reader = get_reader(session.agent) if session.agent in reader_names() else None
+    if isinstance(reader, TreeReader) and session.files:
+        return file_tree(reader, [Path(f) for f in session.files], sink or WarningSink())
     return timeline_tree(session)
 
 
-def pi_file_tree(files: Sequence[Path], sink: WarningSink) -> SessionTree:
-    """Every entry of a pi chain (forks repeat their parent's path: first copy wins).
-
-    The leaf is the last file's leaf; labels are replayed across the whole chain.
-    """
-    nodes: dict[str, TreeNode] = {}
-    label_entries: list[pi_tree.PiEntry] = []
-    leaf_id: str | None = None
-    order = 0
-    for file_index, path in enumerate(files):
-        pi = pi_tree.load(path, sink)
-        by_id = pi_tree.index_by_id(pi, sink)
-        for entry in pi.entries:
-            order += 1
-            if by_id.get(entry.id) is not entry or entry.id in nodes:
-                continue
-            if entry.type == "label":
-                label_entries.append(entry)
-            nodes[entry.id] = TreeNode(
-                id=entry.id,
-                parent_id=entry.parent_id,
-                kind=entry.type,
-                order=order,
-                messages=pi_source.entry_messages(entry, file_index, sink, path),
-                timestamp=parse_timestamp(entry.data.get("timestamp")),
-                data=entry.data,
-            )
-        leaf = pi_tree.leaf_of(pi, by_id)
-        leaf_id = leaf.id if leaf is not None else leaf_id
-    for target, label in pi_tree.resolve_labels(label_entries).items():
-        node = nodes.get(target)
-        if node is not None:
-            node.label = label
-            for m in node.messages[:1]:
-                m.meta["label"] = label
-    return SessionTree(list(nodes.values()), leaf_id)
+def file_tree(reader: TreeReader, files: Sequence[Path], sink: WarningSink) -> SessionTree:
+    """Every entry of a chain whose files keep the whole tree, as ``reader`` reads them."""
+    entries, leaf_id = reader.entry_tree(files, sink)
+    nodes = [
+        TreeNode(
+            id=e.id,
+            parent_id=e.parent_id,
+            kind=e.kind,
+            order=e.order,
+            messages=e.messages,
+            timestamp=e.timestamp,
+            label=e.label,
+            data=e.data,
+        )
+        for e in entries
+    ]
+    return SessionTree(nodes, leaf_id)
 
 
 def _kind(m: Message) -> str:

@@ -1,7 +1,7 @@
 """``export-branch``: the path to one leaf of a session, written as a new session file.
 
-pi gets its own extraction (``sources.pi.migrate.export_pi_branch``, pi's
-``createBranchedSession``). A Claude Code transcript is filtered line by line: the
+A format that keeps the whole tree in its files (pi) writes the branch through its
+reader (pi's ``createBranchedSession``). A Claude Code transcript is filtered line by line: the
 lines on the path to the leaf and their raw ancestors stay, lines of other branches
 go, and lines that belong to no branch (metadata, side chains) are kept as they are.
 """
@@ -16,9 +16,8 @@ import orjson
 from ..atomic import SESSION_FILE_MODE, atomic_write
 from ..diagnostics import WarningSink
 from ..errors import UsageError
-from ..sources import get_reader
-from ..sources.base import iter_json_lines
-from ..sources.pi.migrate import export_pi_branch
+from ..sources import get_reader, reader_names
+from ..sources.base import TreeReader, iter_json_lines
 from .build import timeline_tree
 
 
@@ -28,8 +27,9 @@ def export_branch(source: Path, agent: str, leaf: str, dest: Path, *, force: boo
         raise UsageError(f"{dest} exists; pass --force to overwrite it")
     if dest.resolve() == source.resolve():
         raise UsageError("the output file must not be the session file itself")
-    if agent == "pi":
-        return export_pi_branch(source, leaf, dest, force=True).entries
+    reader = get_reader(agent) if agent in reader_names() else None
+    if isinstance(reader, TreeReader):
+        return reader.export_branch(source, leaf, dest)
     if agent == "claude-code":
         return _export_claude(source, leaf, dest)
     raise UsageError(f"export-branch writes pi and claude-code sessions, not {agent}")

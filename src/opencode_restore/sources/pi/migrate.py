@@ -23,21 +23,8 @@ import orjson
 from ...atomic import SESSION_FILE_MODE, atomic_write, backup_path
 from ...diagnostics import WarningSink
 from ...errors import SourceError, UsageError
+from ..base import MigrationResult
 from . import tree
-
-
-@dataclass(slots=True)
-class MigrationResult:
-    """What ``migrate_file`` did."""
-
-    source: Path
-    from_version: int
-    to_version: int
-    entries: int
-    #: The file written, or None when the source was already current.
-    written: Path | None = None
-    #: The copy of the original kept by an in-place migration.
-    backup: Path | None = None
 
 
 def _line(obj: dict[str, Any]) -> bytes:

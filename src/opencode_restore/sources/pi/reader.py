@@ -34,10 +34,10 @@ from ...model import (
     TimelineSpan,
     Usage,
 )
-from ..base import Found, text_of, token_count
+from ..base import Found, MigrationResult, TreeEntry, text_of, token_count
 from ..chain import ChainLink
 from ..discover import Discovery
-from . import discover, tree
+from . import discover, migrate, tree
 from .chain import chain_link
 from .tree import PiBranch, PiEntry, PiFile
 
@@ -423,6 +423,61 @@ class PiReader(Discovery):
     def describe(self, path: Path) -> Found | None:
         """What the file's first lines say of its session (see ``discover``)."""
         return discover.describe(path)
+
+    def entry_tree(
+        self, files: Sequence[Path], sink: WarningSink
+    ) -> tuple[list[TreeEntry], str | None]:
+        """Every entry of a pi chain (forks repeat their parent's path: first copy wins).
+
+        The leaf is the last file's leaf; labels are replayed across the whole chain.
+        """
+        entries: dict[str, TreeEntry] = {}
+        label_entries: list[PiEntry] = []
+        leaf_id: str | None = None
+        order = 0
+        for file_index, path in enumerate(files):
+            pi = tree.load(path, sink)
+            by_id = tree.index_by_id(pi, sink)
+            for entry in pi.entries:
+                order += 1
+                if by_id.get(entry.id) is not entry or entry.id in entries:
+                    continue
+                if entry.type == "label":
+                    label_entries.append(entry)
+                entries[entry.id] = TreeEntry(
+                    id=entry.id,
+                    parent_id=entry.parent_id,
+                    kind=entry.type,
+                    order=order,
+                    messages=entry_messages(entry, file_index, sink, path),
+                    timestamp=parse_timestamp(entry.data.get("timestamp")),
+                    data=entry.data,
+                )
+            leaf = tree.leaf_of(pi, by_id)
+            leaf_id = leaf.id if leaf is not None else leaf_id
+        for target, label in tree.resolve_labels(label_entries).items():
+            found = entries.get(target)
+            if found is not None:
+                found.label = label
+                for m in found.messages[:1]:
+                    m.meta["label"] = label
+        return list(entries.values()), leaf_id
+
+    def export_branch(self, source: Path, leaf: str, dest: Path) -> int:
+        """Write the root-to-``leaf`` path of ``source`` as a new pi session file."""
+        return migrate.export_pi_branch(source, leaf, dest, force=True).entries
+
+    def migrate_file(
+        self,
+        source: Path,
+        dest: Path | None = None,
+        *,
+        in_place: bool = False,
+        force: bool = False,
+        sink: WarningSink | None = None,
+    ) -> MigrationResult:
+        """Rewrite a v1/v2 pi session file in the current version."""
+        return migrate.migrate_file(source, dest, in_place=in_place, force=force, sink=sink)
 
 
 READER = PiReader()
