@@ -76,6 +76,28 @@ def test_an_eval_log_gives_one_item_per_sample(sink: WarningSink) -> None:
     assert session.id == items[0].selector
 
 
+def test_eval_logs_that_reuse_sample_ids_stay_apart(tmp_path: Path, sink: WarningSink) -> None:
+    # Inspect's ids name a sample within its log only (the reader says so): two runs of
+    # one eval are two sessions per sample, never one chain of both files.
+    first, second = tmp_path / "run1.json", tmp_path / "run2.json"
+    shutil.copyfile(INSPECT_TWO, first)
+    shutil.copyfile(INSPECT_TWO, second)
+    one = discover([str(INSPECT_TWO)], WarningSink())
+    items = discover([str(first), str(second)], sink)
+    assert len(items) == 2 * len(one)
+    assert all(len(i.files) == 1 for i in items)
+    assert {i.files[0].name for i in items} == {"run1.json", "run2.json"}
+
+
+def test_an_opencode_session_found_twice_is_one_item(tmp_path: Path, sink: WarningSink) -> None:
+    # opencode's ids span inputs: the same export found under two names is one session.
+    [export] = sorted(OPENCODE.glob("export*.json"))
+    shutil.copyfile(export, tmp_path / "a.json")
+    shutil.copyfile(export, tmp_path / "b.json")
+    items = discover([str(tmp_path / "a.json"), str(tmp_path / "b.json")], sink)
+    assert len(items) == 1
+
+
 def test_an_unreadable_explicit_file_is_a_failed_item(tmp_path: Path) -> None:
     bad = tmp_path / "x.json"
     bad.write_text('{"what": 1}')

@@ -34,7 +34,7 @@ from pathlib import Path
 from ..diagnostics import WarningSink
 from ..errors import SourceError
 from ..model import ReadWarning
-from ..sources import detect, get_reader, is_container
+from ..sources import detect, get_reader, is_container, reader_names
 from ..sources.base import ContainerReader, Found, Reader, found_order, merge_slugs
 from ..store.db import iso_utc
 from ..store.discovery import AGENTS, find_sessions
@@ -213,6 +213,11 @@ def _extra_files(root: Path, claimed: set[Path], containers: list[Path]) -> Iter
         yield path
 
 
+def _ids_span_inputs(agent: str) -> bool:
+    reader = get_reader(agent) if agent in reader_names() else None
+    return not isinstance(reader, ContainerReader) or reader.ids_span_inputs
+
+
 def _merge(hits: list[_Hit]) -> list[BatchItem]:
     """One item per (agent, session, selector): chains joined oldest first, files once."""
     merged: dict[tuple[str, str, str], BatchItem] = {}
@@ -221,10 +226,10 @@ def _merge(hits: list[_Hit]) -> list[BatchItem]:
         item = hit.item
         if hit.found is not None:
             when[item.files[0].resolve()] = found_order(hit.found)
-        # opencode.db and the storage/ tree of one install hold the same sessions, so an
-        # opencode session is one item wherever it was found; eval logs reuse sample
-        # ids, and inputs that failed are apart whatever their names.
-        apart = item.agent == "inspect" or item.error is not None
+        # A container's session is one item wherever it was found when its ids span inputs
+        # (opencode's database and storage tree), else one per file (eval logs reuse sample
+        # ids); inputs that failed are apart whatever their names.
+        apart = item.error is not None or not _ids_span_inputs(item.agent)
         where = str(item.files[0].resolve()) if apart else ""
         key = (item.agent, item.session_id, where)
         first = merged.get(key)

@@ -106,6 +106,10 @@ class ContainerReader(Protocol):
     """
 
     name: str
+    #: Whether a session id names the same session in every input of the format (opencode's
+    #: database and storage tree hold the same sessions) or only within its own input (an
+    #: eval log's sample ids repeat across logs).
+    ids_span_inputs: bool
 
     def sessions(self, files: Sequence[Path], sink: WarningSink) -> list[SessionChoice]:
         """The sessions the input holds, in the container's order."""

@@ -390,6 +390,8 @@ class InspectReader(Discovery):
 
     name = "inspect"
     description = "inspect_ai eval logs (.json or .eval archive), one session per sample"
+    #: Sample ids repeat across eval logs.
+    ids_span_inputs = False
 
     def sniff(self, path: Path, head: bytes) -> float:
         """Sure for a JSON object with an ``eval`` spec and log keys, or a zip with a header."""

@@ -241,6 +241,8 @@ class OpencodeReader(Discovery):
     """Reads opencode's storage tree, SQLite database, exports and JSON event streams."""
 
     name = "opencode"
+    #: opencode.db and the storage/ tree of one install hold the same sessions.
+    ids_span_inputs = True
     description = (
         "opencode: storage/ tree, opencode.db, `opencode export` JSON, `run --format json`"
     )
