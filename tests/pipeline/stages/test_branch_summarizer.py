@@ -18,8 +18,7 @@ from opencode_restore.pipeline.stages.branch_summarizer import digest, summarize
 from opencode_restore.report.summary import summary_markdown
 from opencode_restore.sources import open_session
 from opencode_restore.tree import select_branch
-
-from .test_tree import PiWriter
+from tests.tree.test_tree import PiWriter
 
 TREE_V3 = Path("pi") / "own" / "tree-v3.jsonl"
 
