@@ -82,3 +82,13 @@ def test_identifiers_the_user_introduced() -> None:
     text = "Raise InvalidTargetError with error code SRK-2207; set MAX_ALIAS_LEN in config."
     assert rules.identifiers(text) == ["SRK-2207", "MAX_ALIAS_LEN"]
     assert rules.identifiers("Make codes case-sensitive base62 (0-9, a-z, A-Z).") == []
+
+
+def test_each_call_gets_its_own_list_of_sentences() -> None:
+    # The split is remembered for the next rule reading the same text: a caller that
+    # changes its list must not change what the next one gets.
+    text = "We chose SQLite. Because it is simple.\nkeep the tests"
+    first = rules.sentences(text)
+    first.append("changed")
+    assert rules.sentences(text) == ["We chose SQLite.", "Because it is simple.", "keep the tests"]
+    assert rules.decisions(text) == [("We chose SQLite.", "it is simple.")]

@@ -10,6 +10,8 @@ The rules are general phrasings of English work talk (imperatives such as "never
 
 from __future__ import annotations
 
+import functools
+
 import regex
 
 #: Longest sentence a rule returns; a longer one is cut at a word.
@@ -86,12 +88,16 @@ _STOP = frozenset(
 
 def sentences(text: str) -> list[str]:
     """The sentences of ``text``, whitespace flattened, empty ones dropped."""
-    out = []
-    for piece in _SPLIT.split(text):
-        flat = " ".join(piece.split())
-        if flat:
-            out.append(flat)
-    return out
+    return list(_split_sentences(text))
+
+
+# Several rules read the same message one after the other (an agent's text: decisions,
+# ruled-out approaches, findings, questions): it is split once. Two entries only: a
+# message text can be megabytes, and a restore that empties summarized messages must
+# not have them kept here.
+@functools.lru_cache(maxsize=2)
+def _split_sentences(text: str) -> tuple[str, ...]:
+    return tuple(flat for piece in _SPLIT.split(text) if (flat := " ".join(piece.split())))
 
 
 def clip(text: str, limit: int = SENTENCE_CHARS) -> str:
