@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from opencode_restore.errors import UsageError
-from opencode_restore.since import parse_since
+from opencode_restore.since import EXPECTED, SinceError, parse_since
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -57,3 +57,15 @@ def test_anything_else_is_a_usage_error_naming_both_forms(bad: str) -> None:
 def test_a_time_to_come_has_no_window() -> None:
     with pytest.raises(UsageError, match="that time is not in the past"):
         parse_since("2026-03-02T00:00:00Z").window(NOW)
+
+
+def test_the_reason_is_the_same_whatever_names_the_parameter() -> None:
+    # The CLI prints it after its option, the API beside its query parameter, the MCP
+    # tool after its argument: one wording for one mistake.
+    with pytest.raises(SinceError) as cli:
+        parse_since("24")
+    with pytest.raises(SinceError) as api:
+        parse_since("24", "since")
+    assert cli.value.reason == api.value.reason == f"'24': expected {EXPECTED}"
+    assert str(cli.value) == f"--since {cli.value.reason}"
+    assert str(api.value) == f"since {api.value.reason}"

@@ -1,7 +1,9 @@
-"""``--since``: one meaning for every command that takes it.
+"""``--since``: one meaning for every command, API query and MCP tool that takes it.
 
 A value is either a point in time (ISO 8601, ``2026-02-11T10:30:00Z``; a time without a
-zone is UTC) or a span back from now (``90m``, ``24h``, ``7d``, ``2w``, ``3600s``).
+zone is UTC) or a span back from now (``90m``, ``24h``, ``7d``, ``2w``, ``3600s``). A bad
+value gets the same reason everywhere (`SinceError.reason`); each entry point names its
+own parameter (the CLI's option, the API's query parameter, the MCP tool's argument).
 """
 
 from __future__ import annotations
@@ -16,6 +18,14 @@ from .fields import parse_timestamp
 _SPAN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 EXPECTED = "an ISO 8601 time (e.g. 2026-02-11T10:30:00Z) or a span back from now (90m, 24h, 7d, 2w)"
+
+
+class SinceError(UsageError):
+    """A value that is neither form; ``reason`` says why without naming the parameter."""
+
+    def __init__(self, text: str, why: str, name: str = "--since") -> None:
+        self.reason = f"{text!r}: {why}"
+        super().__init__(f"{name} {self.reason}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,14 +51,15 @@ class Since:
         return window
 
 
-def parse_since(text: str) -> Since:
-    """Parse a ``--since`` value, or raise a `UsageError` naming both accepted forms."""
+def parse_since(text: str, name: str = "--since") -> Since:
+    """Parse a ``--since`` value, or raise a `SinceError` naming both accepted forms
+    (its message starts with ``name``, the parameter as the user wrote it)."""
     match = _SPAN.match(text)
     if match is not None:
         if float(match.group(1)) <= 0:
-            raise UsageError(f"--since {text!r}: a span must be positive (e.g. 24h)")
+            raise SinceError(text, "a span must be positive (e.g. 24h)", name)
         return Since(text, span=timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)]))
     at = parse_timestamp(text) if text.strip() else None
     if at is None:
-        raise UsageError(f"--since {text!r}: expected {EXPECTED}")
+        raise SinceError(text, f"expected {EXPECTED}", name)
     return Since(text, at=at)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from opencode_restore.api.routes import messages as messages_routes
 from opencode_restore.config import load_config
 from opencode_restore.diagnostics import WarningSink
 from opencode_restore.report.messages import message_record
+from opencode_restore.since import EXPECTED
 from opencode_restore.sources import iter_messages
 from opencode_restore.store.store import Store
 from tests.store.builders import (
@@ -151,11 +153,39 @@ def test_messages_since(client: TestClient, store: Store) -> None:
     assert r.json()["detail"] == [
         {
             "loc": ["query", "since"],
-            "msg": "'yesterday' is not an ISO 8601 time (e.g. 2026-02-11T10:30:00Z)",
+            "msg": f"'yesterday': expected {EXPECTED}",
             "type": "value_error",
         }
     ]
     assert client.get("/sessions/nope/messages").status_code == 404
+
+
+def test_time_parameters_take_a_span_back_from_now_as_since_does(
+    client: TestClient, store: Store
+) -> None:
+    now = datetime.now(UTC)
+    for sid, age in (("recent", timedelta(hours=2)), ("old", timedelta(days=3))):
+        store.register(sid, "codex", f"/x/{sid}", updated_at=(now - age).isoformat())
+    ids = [s["id"] for s in client.get("/sessions", params={"since": "24h"}).json()["sessions"]]
+    assert ids == ["recent"]
+    ids = [s["id"] for s in client.get("/sessions", params={"until": "1d"}).json()["sessions"]]
+    assert ids == ["old"]
+    store.register(SID, "claude-code", str(CLAUDE_COMPACT))
+    every = _messages(client, SID)["messages"]
+    assert _messages(client, SID, since="36500d")["messages"] == every  # a century back
+    assert _messages(client, SID, since="1s")["messages"] == []
+    for path, name in (
+        ("/sessions", "since"),
+        ("/sessions", "until"),
+        (f"/sessions/{SID}/messages", "since"),
+    ):
+        r = client.get(path, params={name: "24"})
+        assert r.status_code == 422
+        assert r.json()["detail"] == [
+            {"loc": ["query", name], "msg": f"'24': expected {EXPECTED}", "type": "value_error"}
+        ]
+    r = client.get("/sessions", params={"since": "0h"})
+    assert r.json()["detail"][0]["msg"] == "'0h': a span must be positive (e.g. 24h)"
 
 
 def test_since_fetch_reads_the_tail(client: TestClient, store: Store) -> None:

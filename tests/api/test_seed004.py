@@ -155,7 +155,7 @@ def test_since_returns_only_newer_messages(client: TestClient, store: Store) -> 
         assert newer == [m for m in everything if m["timestamp"] and m["timestamp"] > since]
     r = client.get(f"/sessions/{SID}/messages", params={"since": "2026-13-45"})
     assert r.status_code == 422
-    assert "not an ISO 8601 time" in r.json()["detail"][0]["msg"]
+    assert "expected an ISO 8601 time" in r.json()["detail"][0]["msg"]
 
 
 def test_works_for_codex_multi_file(client: TestClient, store: Store, tmp_path: Path) -> None:

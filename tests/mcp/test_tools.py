@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from opencode_restore.config import load_config
 from opencode_restore.mcp.server import build_server
 from opencode_restore.mcp.tools import HistoryTools, ToolFailure, cut_to_tokens
+from opencode_restore.since import EXPECTED
 from tests.batch.helpers import CLAUDE_3_TURNS
 
 SESSION = CLAUDE_3_TURNS.stem
@@ -58,6 +59,23 @@ def test_messages_since_and_filters(tools: HistoryTools) -> None:
         assert tool_label in [m["label"] for m in around.messages]
         with pytest.raises(ToolFailure, match="format must be"):
             await tools.restore_session(SESSION, format="html")  # type: ignore[arg-type]
+
+    anyio.run(main)
+
+
+def test_since_takes_a_time_or_a_span_as_the_cli_does(tools: HistoryTools) -> None:
+    async def main() -> None:
+        every = await tools.get_messages(SESSION, limit=200)
+        century = await tools.get_messages(SESSION, since="36500d", limit=200)
+        assert century.messages == every.messages
+        assert (await tools.get_messages(SESSION, since="1s")).messages == []
+        first = every.messages[0]["timestamp"]
+        after_first = await tools.get_messages(SESSION, since=first, limit=200)
+        assert after_first.messages == [m for m in every.messages if m["timestamp"] > first]
+        for bad, why in (("24", f"expected {EXPECTED}"), ("0h", "a span must be positive")):
+            with pytest.raises(ToolFailure) as info:
+                await tools.get_messages(SESSION, since=bad)
+            assert str(info.value).startswith(f"since {bad!r}: {why}")
 
     anyio.run(main)
 

@@ -14,7 +14,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from ..config import Config
-from ..fields import parse_timestamp
+from ..since import SinceError, parse_since
 from ..store.store import SessionRow, Store
 from .jobs import JobQueue
 
@@ -26,8 +26,8 @@ UNAUTHORIZED: dict[int | str, dict[str, Any]] = {
     401: {"description": "Missing or wrong bearer token"}
 }
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "Unknown session"}}
-#: Time parameters: declared as RFC 3339 date-times (any ISO 8601 time is accepted).
-DATE_TIME: dict[str, Any] = {"json_schema_extra": {"format": "date-time"}}
+#: Time parameters: an ISO 8601 time or a span back from now, as ``--since`` takes.
+TIME_OR_SPAN: dict[str, Any] = {"examples": ["2026-02-11T10:30:00Z", "24h"]}
 _JSON_MEDIA = "application/json"
 
 
@@ -87,19 +87,13 @@ def session_or_404(store: Store, session_id: str) -> SessionRow:
 
 
 def query_time(name: str, value: str | None) -> datetime | None:
-    """Parse an ISO 8601 query value, or answer 422 naming the parameter and the reason."""
+    """Parse a time query value as ``--since`` is parsed everywhere (an ISO 8601 time or a
+    span back from now such as ``24h``), or answer 422 naming the parameter and the reason."""
     if value is None:
         return None
-    ts = parse_timestamp(value)
-    if ts is None:
+    try:
+        return parse_since(value, name).cutoff()
+    except SinceError as exc:
         raise HTTPException(
-            422,
-            detail=[
-                {
-                    "loc": ["query", name],
-                    "msg": f"{value!r} is not an ISO 8601 time (e.g. 2026-02-11T10:30:00Z)",
-                    "type": "value_error",
-                }
-            ],
-        )
-    return ts
+            422, detail=[{"loc": ["query", name], "msg": exc.reason, "type": "value_error"}]
+        ) from None

@@ -8,8 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ..errors import UsageError
-from ..since import Since, parse_since
+from ..since import Since, SinceError, parse_since
 from ..sources import reader_names
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -74,8 +73,8 @@ class SinceType(click.ParamType[Since, Any]):
             return value
         try:
             return parse_since(str(value))
-        except UsageError as exc:
-            self.fail(str(exc).removeprefix("--since "), param, ctx)
+        except SinceError as exc:
+            self.fail(exc.reason, param, ctx)
 
 
 SINCE = SinceType()

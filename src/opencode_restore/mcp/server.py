@@ -86,7 +86,11 @@ def build_server(config: Config) -> MCPServer[Any]:
         around: str | None = Field(
             None, description="A label such as M214: the messages around it."
         ),
-        since: str | None = Field(None, description="Only messages after this ISO 8601 time."),
+        since: str | None = Field(
+            None,
+            description="Only messages after this ISO 8601 time, or within this span back"
+            " from now (90m, 24h, 7d).",
+        ),
         limit: int = Field(DEFAULT_MESSAGES, ge=1, le=MAX_MESSAGES),
         include_tools: bool = Field(False, description="Include tool calls and results."),
         include_thinking: bool = Field(False, description="Include thinking blocks."),

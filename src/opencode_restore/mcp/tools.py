@@ -26,7 +26,6 @@ from ..command_sink import command_sink
 from ..config import Config
 from ..diagnostics import WarningSink
 from ..errors import RestoreError
-from ..fields import parse_timestamp
 from ..llm.registry import close_provider, get_provider
 from ..llm.settings import ProviderSettings
 from ..model import Message, Session
@@ -40,6 +39,7 @@ from ..pipeline.stages.turn_parser import parse_turns
 from ..redact import redact
 from ..report.messages import message_record
 from ..report.summary import render_restoration, summary_markdown
+from ..since import SinceError, parse_since
 from ..sources import filter_messages, open_session
 from ..store import open_store
 from ..store.inputs import resolve_inputs
@@ -369,12 +369,13 @@ class HistoryTools:
 
 
 def _since(value: str | None) -> datetime | None:
+    """``since`` parsed as ``--since`` is everywhere: an ISO 8601 time or a span back from now."""
     if value is None:
         return None
-    ts = parse_timestamp(value)
-    if ts is None:
-        raise ToolFailure(f"since: {value!r} is not an ISO 8601 time (e.g. 2026-02-11T10:30:00Z)")
-    return ts
+    try:
+        return parse_since(value, "since").cutoff()
+    except SinceError as exc:
+        raise ToolFailure(str(exc)) from None
 
 
 def _window_start(chosen: list[Message], numbering: Numbering, around: str, count: int) -> int:

@@ -13,7 +13,7 @@ from ...diagnostics import WarningSink
 from ...errors import SourceError
 from ...report.messages import iter_json
 from ...store.fetch import session_messages
-from ..deps import DATE_TIME, StoreDep, query_time, session_or_404
+from ..deps import TIME_OR_SPAN, StoreDep, query_time, session_or_404
 from ..schemas import MessagesOut
 
 #: Bytes gathered before a chunk of the messages body is sent.
@@ -49,7 +49,8 @@ def get_messages(
     session_id: str,
     store: StoreDep,
     since: Annotated[
-        str | None, Query(description="Only messages after this time", **DATE_TIME)
+        str | None,
+        Query(description="Only messages after this time, or within this span", **TIME_OR_SPAN),
     ] = None,
     include_tools: bool = False,
     include_thinking: bool = False,

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from ...store.db import iso_utc
-from ..deps import DATE_TIME, NOT_FOUND, StoreDep, query_time, session_or_404
+from ..deps import NOT_FOUND, TIME_OR_SPAN, StoreDep, query_time, session_or_404
 from ..schemas import SessionList, SessionOut
 
 router = APIRouter(tags=["sessions"])
@@ -17,8 +17,12 @@ router = APIRouter(tags=["sessions"])
 def list_sessions(
     store: StoreDep,
     agent: Annotated[str | None, Query(description="Only this agent's sessions")] = None,
-    since: Annotated[str | None, Query(description="Updated after", **DATE_TIME)] = None,
-    until: Annotated[str | None, Query(description="Updated at or before", **DATE_TIME)] = None,
+    since: Annotated[
+        str | None, Query(description="Updated after this time, or in this span", **TIME_OR_SPAN)
+    ] = None,
+    until: Annotated[
+        str | None, Query(description="Updated at or before this time, or span ago", **TIME_OR_SPAN)
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
 ) -> SessionList:
