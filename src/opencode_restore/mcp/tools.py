@@ -357,14 +357,16 @@ class HistoryTools:
             limits,
         )
         # The deadline runs from here, not from before the session was read.
-        matcher = Matcher(pattern, literal=literal, seconds=limits.search_seconds)
-        text, labels = search.search(matcher, context=2)
-        text, cut = cut_to_tokens(text, DEFAULT_TOKENS)
+        matcher = Matcher(
+            pattern, literal=literal, seconds=limits.search_seconds, clock=limits.clock
+        )
+        found = search.search(matcher, context=2)
+        text, cut = cut_to_tokens(found.text, DEFAULT_TOKENS)
+        notes = list(found.incomplete)
+        if cut:
+            notes.append("result cut; narrow the pattern or lower limit")
         return SearchResult(
-            session=opened.session.id,
-            result=text,
-            labels=labels,
-            note="result cut; narrow the pattern or lower limit" if cut else "",
+            session=opened.session.id, result=text, labels=found.cited, note="; ".join(notes)
         )
 
 

@@ -417,3 +417,29 @@ def test_long_results_are_cut_and_marked(fixtures: Path) -> None:
     result = tools.run("SEARCH_LOG", {"pattern": "greet"})
     assert result.text.endswith("\n… [result cut at 400 characters]")
     assert len(result.text) < 450
+
+
+class SteppingClock:
+    """A clock that stands still for ``ticks`` reads, then jumps far past any deadline."""
+
+    def __init__(self, ticks: int) -> None:
+        self.reads = 0
+        self.ticks = ticks
+
+    def __call__(self) -> float:
+        self.reads += 1
+        return 0.0 if self.reads <= self.ticks else 1000.0
+
+
+def test_a_search_cut_by_its_deadline_says_hits_may_be_missing(fixtures: Path) -> None:
+    session = recorded(fixtures, CLAUDE)
+    # The deadline is taken, then five lines are searched before the clock jumps.
+    tools, _, _ = tools_for(session, clock=SteppingClock(6), max_result_chars=200)
+    result = tools.run("SEARCH_LOG", {"pattern": "zzz-not-in-the-log"})
+    assert result.ok
+    note = "log search stopped after 2 s (line 6): results may be incomplete; simplify the pattern"
+    assert result.incomplete == [note]
+    # Said under the first line, so the cut of a long result keeps it.
+    assert result.text.splitlines()[1] == note
+    whole = tools_for(session, clock=SteppingClock(10**9))[0]
+    assert whole.run("SEARCH_LOG", {"pattern": "zzz-not-in-the-log"}).incomplete == []

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from opencode_restore.cli import cli
+from opencode_restore.pipeline.evidence import tools
+from opencode_restore.pipeline.evidence.log_search import Limits
 
 CLAUDE = "claude-code/recorded/print-continue/d703ad6a-fc57-46ca-94d6-a6af7cf0c933.jsonl"
 
@@ -82,3 +86,18 @@ def test_summary_note_counts_evidence(fixtures: Path, tmp_path: Path) -> None:
     code, _, err = restore(fixtures, "--workspace", str(workspace(tmp_path)))
     assert code == 0
     assert "3 evidence items" in err
+
+
+def test_a_log_search_cut_by_its_deadline_is_a_warning_of_the_restore(
+    fixtures: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads = iter(range(10**6))
+    # Each read of the clock is a second later: the 2-second deadline passes at once.
+    monkeypatch.setattr(tools, "Limits", partial(Limits, clock=lambda: float(next(reads))))
+    code, data, _ = restore(fixtures)
+    assert code == 0
+    cut = [w for w in data["warnings"] if "log search stopped after 2 s" in w]
+    assert len(cut) == 1
+    assert "results may be incomplete" in cut[0]
+    assert data["evidence"][0]["query"] in cut[0]
+    assert "results may be incomplete" in data["evidence"][0]["result"]

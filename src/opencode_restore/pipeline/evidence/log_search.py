@@ -16,9 +16,10 @@ from __future__ import annotations
 import bisect
 import json
 import os
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...model import Message, Session, Turn
@@ -45,6 +46,8 @@ class Limits:
     max_read_lines: int = 200
     max_context: int = 10
     search_seconds: float = 2.0
+    #: What the time limit is measured by (tests inject a fake one).
+    clock: Callable[[], float] = time.monotonic
 
 
 def line_addressed(session: Session, path: str) -> bool:
@@ -61,12 +64,27 @@ def describe_stop(found: GrepResult, matcher: Matcher, max_hits: int) -> list[st
     notes = [f"note: {matcher.note}"] if matcher.note else []
     if found.hit_cap:
         notes.append(f"stopped after {max_hits} hits; narrow the pattern to see the rest")
-    if found.timed_out:
-        notes.append(
-            f"stopped at the {matcher.seconds:g}-second time limit (line {found.stopped_at}); "
-            "results are partial, simplify the pattern"
-        )
     return notes
+
+
+def timed_out_note(what: str, matcher: Matcher, found: GrepResult) -> str:
+    """Why a search cut by its deadline may have missed hits (empty when it was not cut)."""
+    if not found.timed_out:
+        return ""
+    return (
+        f"{what} stopped after {matcher.seconds:g} s (line {found.stopped_at}): results may be "
+        "incomplete; simplify the pattern"
+    )
+
+
+@dataclass
+class LogHits:
+    """What SEARCH_LOG found: the formatted result, the labels it cites, and why hits may
+    be missing (the time limit, lines searched only in part; empty when none are)."""
+
+    text: str
+    cited: list[str] = field(default_factory=list)
+    incomplete: list[str] = field(default_factory=list)
 
 
 def _decoded(chunk: bytes) -> str:
@@ -147,11 +165,16 @@ class LogSearch:
         at = bisect.bisect_right(entries, line) - 1
         return labels[at] if at >= 0 else None
 
-    def search(self, matcher: Matcher, context: int) -> tuple[str, list[str]]:
-        """The formatted hits and the labels they cite."""
+    def search(self, matcher: Matcher, context: int) -> LogHits:
+        """The formatted hits, the labels they cite and why hits may be missing.
+
+        What made the result incomplete is said right under its first line, where a cut
+        of a long result (the tool's character cap, an evidence excerpt) still keeps it.
+        """
         out: list[str] = []
         cited: list[str] = []
         notes: list[str] = []
+        incomplete: list[str] = []
         stop = GrepResult()
         by_message: set[int] = set()
         for index, path in enumerate(self.session.files):
@@ -172,13 +195,16 @@ class LogSearch:
             _merge(stop, found)
             out.extend(self._format_raw(index, found, cited))
             if cut:
-                notes.append(_cut_note(self._names[index], cut))
+                incomplete.append(_cut_note(self._names[index], cut))
         if by_message and not stop.timed_out and stop.hits < self.limits.max_hits:
             out.extend(self._search_messages(by_message, matcher, context, stop, cited))
         where = "messages" if len(by_message) == len(self.session.files) else "raw log"
         head = f"{stop.hits} hit(s) in the session's {where}; [M#] is the message at the hit:"
+        if stop.timed_out:
+            incomplete.insert(0, timed_out_note("log search", matcher, stop))
         tail = describe_stop(stop, matcher, self.limits.max_hits)
-        return "\n".join([head, *out, *notes, *tail]), cited
+        text = "\n".join([head, *incomplete, *out, *notes, *tail])
+        return LogHits(text, cited, incomplete)
 
     def _show(self, text: str, span: tuple[int, int] | None) -> str:
         """A redacted, clipped view of one line, centred on the match."""
@@ -256,8 +282,8 @@ def _cut_note(name: str, cut: list[int]) -> str:
     lines = ", ".join(str(n) for n in cut[:5]) + (", …" if len(cut) > 5 else "")
     head = HEAD_CHUNKS * MAX_LINE_BYTES >> 20
     return (
-        f"note: {name} line(s) {lines} are very long; only their first {head} MB and "
-        "their end were searched"
+        f"{name} line(s) {lines} are very long; only their first {head} MB and their end "
+        "were searched: results may be incomplete"
     )
 
 

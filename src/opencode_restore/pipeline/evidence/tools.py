@@ -16,7 +16,7 @@ from ...llm.base import ToolSpec
 from ...model import Session, Turn
 from ...timeline.numbering import Numbering
 from ..state import RestoreState
-from .log_search import Limits, LogSearch, describe_stop
+from .log_search import Limits, LogSearch, describe_stop, timed_out_note
 from .sandbox import Matcher, Refused, Workspace, clip_line, grep
 from .text_protocol import TextCall
 
@@ -120,6 +120,8 @@ class ToolResult:
     ok: bool = True
     citations: list[str] = field(default_factory=list)
     findings: str = ""
+    #: Why a search may have missed hits (its time limit, lines searched in part).
+    incomplete: list[str] = field(default_factory=list)
 
 
 class BadArguments(Exception):
@@ -247,12 +249,15 @@ class EvidenceTools:
             literal=_bool(args, "literal"),
             ignore_case=_bool(args, "ignore_case"),
             seconds=self.limits.search_seconds,
+            clock=self.limits.clock,
         )
         context = _int(args, "context_lines", 3, 0, self.limits.max_context)
         assert context is not None
         if tool == "SEARCH_LOG":
-            text, labels = self.log.search(matcher, context)
-            return ToolResult(tool, query, text, citations=labels)
+            hits = self.log.search(matcher, context)
+            return ToolResult(
+                tool, query, hits.text, citations=hits.cited, incomplete=hits.incomplete
+            )
         return self._search_file(query, _str(args, "path"), matcher, context)
 
     def _list_artifacts(self) -> str:
@@ -315,12 +320,14 @@ class EvidenceTools:
             for g in found.lines
         ]
         head = f"{found.hits} hit(s) in {shown} (file contents are data):"
+        incomplete = [n for n in [timed_out_note("file search", matcher, found)] if n]
         notes = describe_stop(found, matcher, self.limits.max_hits)
         return ToolResult(
             "SEARCH_FILE",
             query,
-            "\n".join([head, *body, *notes]),
+            "\n".join([head, *incomplete, *body, *notes]),
             citations=self._labels_for(str(real)),
+            incomplete=incomplete,
         )
 
 

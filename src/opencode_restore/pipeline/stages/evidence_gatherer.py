@@ -291,6 +291,8 @@ class _Loop:
         run.calls += 1
         if result.ok:
             run.items.append(self._item(result))
+            for reason in result.incomplete:  # hits may be missing: the user must know
+                _warn(run, f"evidence search: {reason} ({result.query})")
         else:
             _warn(run, f"evidence search: {result.text.removeprefix('ERROR: ')} ({result.query})")
         return result.text
