@@ -6,7 +6,9 @@ the session id when found in the directory), and broken inputs only warned.
 
 from __future__ import annotations
 
+import os
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -191,3 +193,24 @@ def test_a_truncated_legacy_gemini_session_does_not_load(tmp_path: Path) -> None
     # The whole file still loads.
     [whole] = discover([str(GEMINI_LEGACY)], WarningSink())
     assert len(whole.load(WarningSink()).messages()) == 2
+
+
+def _at(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def test_since_keeps_the_sessions_active_after_it(inputs: Path, tmp_path: Path) -> None:
+    # The logs say: pi last active 2026-01-05, Claude 2026-01-31, Codex 2026-11-21.
+    for path in inputs.iterdir():
+        os.utime(path, (0, 0))  # their files untouched since 1970
+    scanned = discover([str(inputs)], WarningSink(), since=_at("2026-01-20"))
+    assert _keys(scanned) == [("claude-code", "test-session-001"), ("codex", THREAD)]
+    named = [str(p) for p in sorted(inputs.iterdir())]
+    assert _keys(discover(named, WarningSink(), since=_at("2026-01-20"))) == _keys(scanned)
+    # A file written since counts, whatever its log says; a missing input still fails.
+    touched = _at("2026-12-01").timestamp()
+    os.utime(inputs / "tree-v3.jsonl", (touched, touched))
+    gone = str(tmp_path / "gone.jsonl")
+    items = discover([str(inputs), gone], WarningSink(), since=_at("2026-11-30"))
+    assert _keys(items) == [("pi", "sess-tree-0001"), ("unknown", "gone")]
+    assert discover([str(inputs)], WarningSink(), since=_at("2027-01-01")) == []

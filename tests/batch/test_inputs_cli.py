@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -133,3 +134,22 @@ def test_nightly_reports_non_logs_and_fails_an_empty_restore(tmp_path: Path) -> 
     [row] = [r for day in out.iterdir() for r in read_manifest(day / "manifest.jsonl")]
     assert (row["key"], row["status"], row["outputs"]) == ("gem-resume", "failed", [])
     assert "no messages could be read" in row["error"]
+
+
+def test_since_restores_only_the_sessions_active_after_it(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy(TREE_V3, folder / "tree-v3.jsonl")  # last active 2026-01-05
+    shutil.copy(ROLLOUT, folder / ROLLOUT.name)  # last active 2026-11-21
+    for path in folder.iterdir():
+        os.utime(path, (0, 0))
+    out = tmp_path / "out"
+    code, _, _ = _batch(str(folder), "--out", str(out), "--since", "2026-06-01T00:00:00Z")
+    assert code == 0
+    assert [line["key"] for line in read_manifest(out / "manifest.jsonl")] == [THREAD]
+    code, _, stderr = _batch(str(folder), "--out", str(out), "--since", "2027-01-01")
+    assert code == 0
+    assert "nothing to restore: no session was active after 2027-01-01 00:00:00 UTC" in stderr
+    code, _, stderr = _batch(str(folder), "--out", str(out), "--since", "soon")
+    assert code == 2
+    assert "Invalid value for '--since': 'soon': expected an ISO 8601 time" in stderr

@@ -59,16 +59,26 @@ def run_batch(
     agent: str | None = None,
     force: bool = False,
     dask: str | None = None,
+    since: Since | None = None,
 ) -> int:
     """``opencode-restore batch``: the exit code is 0 when every session succeeded.
 
-    ``force`` redoes sessions the manifest says are done, from their first turn.
+    ``force`` redoes sessions the manifest says are done, from their first turn;
+    ``since`` keeps only the sessions active after it (none is no failure).
     """
     if force:
         settings = replace(settings, fresh=True)
     config = settings.config()
     sink = command_sink(settings.quiet)
-    items = discover(args, sink, agent)
+    cutoff = since.cutoff(clock()) if since is not None else None
+    items = discover(args, sink, agent, since=cutoff)
+    if not items and cutoff is not None:
+        if not settings.quiet:
+            click.echo(
+                f"nothing to restore: no session was active after {cutoff:%Y-%m-%d %H:%M:%S} UTC",
+                err=True,
+            )
+        return 0
     if not items:
         raise UsageError(f"no sessions found in {' '.join(args)}")
     if dask is not None:

@@ -10,6 +10,11 @@
   plus any other ``.json`` / ``.jsonl`` / ``.eval`` file a reader recognizes
   (opencode exports and event streams, Inspect logs).
 
+With ``since``, only sessions active after it are kept, judged as ``nightly`` judges a
+session it has not registered yet: the newest of its recorded update (or start) time and
+its files' mtimes (a database or storage tree shared by many sessions has only the
+session's own update time). A session with neither is kept, as is an input that failed.
+
 A session is named by the id inside its file (``sessionId``, ``session_meta``, the
 pi header; the file stem only when there is none) however it was given, so a file
 named directly, matched by a glob and found in a directory is one item with one key,
@@ -29,6 +34,7 @@ import glob
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from ..diagnostics import WarningSink
@@ -36,6 +42,7 @@ from ..errors import SourceError
 from ..model import ReadWarning
 from ..sources import detect, get_reader, is_container, reader_names
 from ..sources.base import ContainerReader, Found, Reader, found_order, merge_slugs
+from ..sources.discover import mtime
 from ..store.db import iso_utc
 from ..store.discovery import AGENTS, find_sessions
 from .items import BatchItem, FileHasher, finalize, safe_name
@@ -60,11 +67,13 @@ def discover(
     sink: WarningSink,
     agent: str | None = None,
     hasher: FileHasher | None = None,
+    since: datetime | None = None,
 ) -> list[BatchItem]:
     """The sessions named by ``args``, each with a unique key and its content hash.
 
     A named input that cannot be read is an item with ``error`` set; a scanned file
-    that is no log is reported through ``sink``.
+    that is no log is reported through ``sink``. With ``since``, sessions last active
+    at or before it are left out (see the module docstring).
     """
     hits: list[_Hit] = []
     once = _once_per_file(sink)
@@ -75,7 +84,10 @@ def discover(
     for hit in hits:
         if hit.found is not None:
             hit.item.session_id = hit.found.session_id
-    return finalize(_merge(hits), hasher)
+    items = _merge(hits)
+    if since is not None:
+        items = [i for i in items if i.error or i.updated is None or i.updated > since]
+    return finalize(items, hasher)
 
 
 def _once_per_file(sink: WarningSink) -> WarningSink:
@@ -162,7 +174,8 @@ def _from_file(
             return []  # a sub-agent transcript is restored with its parent session
         found = None  # named on its own: restored on its own, named by its file
     sid = found.session_id if found is not None else path.stem
-    return [_Hit(BatchItem(sid, reader.name, [path]), found)]
+    item = BatchItem(sid, reader.name, [path], updated=_latest(found, mtime(path)))
+    return [_Hit(item, found)]
 
 
 def _container(reader: Reader, path: Path, sink: WarningSink, *, named: bool) -> list[_Hit]:
@@ -194,10 +207,21 @@ def _found_hit(f: Found) -> _Hit:
         # single export, event stream or eval log is hashed by its bytes.
         shared = f.path.is_dir() or _is_sqlite(f.path)
         stamp = iso_utc(f.updated) if shared and f.updated is not None else ""
+        changed = None if shared else mtime(f.path)
         item = BatchItem(f.session_id, f.agent, [f.path], selector=f.session_id)
         item.fingerprint = stamp
+        item.updated = _latest(f, changed)
         return _Hit(item)
-    return _Hit(BatchItem(f.session_id, f.agent, [f.path]), f)
+    return _Hit(BatchItem(f.session_id, f.agent, [f.path], updated=_latest(f, mtime(f.path))), f)
+
+
+def _latest(found: Found | None, changed: datetime | None) -> datetime | None:
+    """The newer of what a session's file says of its last activity and ``changed``."""
+    return _latest_of((found.updated or found.started) if found is not None else None, changed)
+
+
+def _latest_of(*times: datetime | None) -> datetime | None:
+    return max((t for t in times if t is not None), default=None)
 
 
 def _extra_files(root: Path, claimed: set[Path], containers: list[Path]) -> Iterable[Path]:
@@ -238,6 +262,7 @@ def _merge(hits: list[_Hit]) -> list[BatchItem]:
         elif item.selector is None:
             known = {p.resolve() for p in first.files}
             first.files.extend(p for p in item.files if p.resolve() not in known)
+            first.updated = _latest_of(first.updated, item.updated)
     for item in merged.values():
         if len(item.files) > 1:
             item.files.sort(key=lambda p: when.get(p.resolve(), ("", str(p))))

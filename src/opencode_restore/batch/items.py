@@ -13,6 +13,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from ..diagnostics import WarningSink
@@ -40,6 +41,8 @@ class BatchItem:
     content_hash: str = ""
     #: Set when the item could not even be hashed; the batch records it as failed.
     error: str | None = None
+    #: When the session was last active, as discovery saw it cheaply (None: unknown).
+    updated: datetime | None = None
 
     def load(self, sink: WarningSink) -> Session:
         """Read the session (raises ``SourceError`` when it cannot be read).

@@ -68,6 +68,12 @@ def _settings(kwargs: dict[str, Any]) -> Any:
     help="Output folder: <session>.md, <session>.json and manifest.jsonl.",
 )
 @agent_option
+@click.option(
+    "--since",
+    type=SINCE,
+    default=None,
+    help="Only sessions active after this time (ISO 8601, or a span back from now: 24h, 7d).",
+)
 @click.option("--force", is_flag=True, help="Restore sessions the manifest says are done, too.")
 @click.option(
     "--dask",
@@ -81,6 +87,7 @@ def batch(
     inputs: tuple[str, ...],
     out: Path,
     agent: str | None,
+    since: Since | None,
     force: bool,
     dask: str | None,
     **kwargs: Any,
@@ -92,7 +99,9 @@ def batch(
     """
     from ..batch.app import run_batch
 
-    code = run_batch(list(inputs), out, _settings(kwargs), agent=agent, force=force, dask=dask)
+    code = run_batch(
+        list(inputs), out, _settings(kwargs), agent=agent, force=force, dask=dask, since=since
+    )
     sys.exit(code)
 
 
