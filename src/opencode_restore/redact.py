@@ -394,9 +394,11 @@ class Redactor:
     def __init__(self) -> None:
         self.by_kind: Counter[str] = Counter()
         self._seen: set[tuple[str, str]] = set()
-        # Made once: a redaction runs for every string of a session and every prompt.
-        self._token_replacers = {k: functools.partial(self._replace_token, k) for k in _TOKENS}
+        # Made once: a redaction runs for every string of a session and every prompt. The
+        # context patterns all run on every text; a token kind only where its needle is,
+        # so its replacer is made when first needed (`redact()` makes a Redactor per text).
         self._value_replacers = {k: functools.partial(self._replace_value, k) for k in _CONTEXT}
+        self._token_replacers: dict[str, Callable[[re.Match[str]], str]] = {}
 
     @property
     def count(self) -> int:
@@ -416,7 +418,7 @@ class Redactor:
                 continue
             for kind, regex, gate in patterns:
                 if gate is None or gate.search(text):
-                    text = regex.sub(self._token_replacers[kind], text)
+                    text = regex.sub(self._token_replacer(kind), text)
         words_of: str | None = None
         words: list[tuple[int, int]] | None = None
         for kind, regex, hint, at_words, hinted_by in _CONTEXT_STEPS:
@@ -434,6 +436,12 @@ class Redactor:
             elif hinted_by is not None and any(text.startswith(hinted_by, end) for _, end in words):
                 text = regex.sub(replace, text)
         return original if text == original else text
+
+    def _token_replacer(self, kind: str) -> Callable[[re.Match[str]], str]:
+        replace = self._token_replacers.get(kind)
+        if replace is None:
+            replace = self._token_replacers[kind] = functools.partial(self._replace_token, kind)
+        return replace
 
     def _found(self, kind: str, secret: str) -> None:
         # The same secret quoted inside JSON has `\n` for its line breaks: one secret.
