@@ -166,7 +166,7 @@ def test_redact_cache_remembers_the_texts_that_come_back() -> None:
         calls.append(text)
         return text.upper()
 
-    cache = RedactCache(redact, max_entries=2)
+    cache = RedactCache(redact, max_entries=2, keep_chars=0)
     assert [cache("a"), cache("a"), cache("b"), cache("a"), cache("a")] == ["A"] * 2 + ["B"] + [
         "A"
     ] * 2
@@ -178,11 +178,25 @@ def test_redact_cache_remembers_the_texts_that_come_back() -> None:
     cache("c")  # full: the cache starts over
     cache("a")
     assert calls == ["a", "a", "b", "b", "c", "c", "a"]
-    big = RedactCache(redact, max_chars=10)
+    big = RedactCache(redact, max_chars=10, keep_chars=0)
     for text in ("x" * 6, "x" * 6, "y" * 6, "y" * 6):  # "y" over the size: starts over
         big(text)
     big("x" * 6)
     assert calls[-5:] == ["x" * 6, "x" * 6, "y" * 6, "y" * 6, "x" * 6]
+
+
+def test_redact_cache_keeps_a_short_text_at_once() -> None:
+    # The system prompt and earlier turns' summaries come back with every call: a text of
+    # at most keep_chars is redacted once, a longer one (a turn's transcript) twice.
+    calls: list[str] = []
+
+    def redact(text: str) -> str:
+        calls.append(text)
+        return text.upper()
+
+    cache = RedactCache(redact, keep_chars=3)
+    assert [cache(t) for t in ("abc", "abc", "abcd", "abcd", "abcd")] == ["ABC"] * 2 + ["ABCD"] * 3
+    assert calls == ["abc", "abcd", "abcd"]
 
 
 def test_the_stage_context_redacts_a_repeated_text_once() -> None:
@@ -209,8 +223,11 @@ def test_the_stage_context_redacts_a_repeated_text_once() -> None:
     text = "token ghp_" + "a" * 36
     assert ctx.redact(text) == ctx.redact(text)
     assert "ghp_" not in ctx.redact(text)
-    # Redacted on its first two sightings, then answered from the cache.
-    assert seen == [text, text]
+    # A short text is redacted once, then answered from the cache; a long one (a turn's
+    # transcript, sent once) on its first two sightings.
+    long = "x" * 5000 + text
+    assert ctx.redact(long) == ctx.redact(long) == ctx.redact(long)
+    assert seen == [text, long, long]
 
 
 def test_render_reports_bad_templates_as_config_errors(tmp_path: Path) -> None:

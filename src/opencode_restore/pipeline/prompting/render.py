@@ -153,21 +153,27 @@ class RedactCache:
     with every call.
 
     Redaction is a pure function of the text (and counts each secret once), so a text
-    seen before is answered from the cache. Only a text seen a second time is kept: a
-    turn's task and facts are sent once, and remembering them held megabytes of
-    transcript for nothing. The cache is dropped whole when it holds ``max_entries``
-    texts or ``max_chars`` characters.
+    seen before is answered from the cache. A text over ``keep_chars`` characters is kept
+    only when it comes a second time: a turn's task and facts are sent once, and
+    remembering them held megabytes of transcript for nothing. A shorter one (a system
+    prompt, a turn's summary, a label) is kept at once. The cache is dropped whole when
+    it holds ``max_entries`` texts or ``max_chars`` characters.
     """
 
     def __init__(
-        self, redact: Callable[[str], str], max_entries: int = 4096, max_chars: int = 8_000_000
+        self,
+        redact: Callable[[str], str],
+        max_entries: int = 4096,
+        max_chars: int = 8_000_000,
+        keep_chars: int = 4000,
     ) -> None:
         self._redact = redact
         self._max = max_entries
         self._max_chars = max_chars
+        self._keep_chars = keep_chars
         self._chars = 0
         self._done: dict[str, str] = {}
-        #: Hashes of the texts seen once (a collision only keeps a text one call early).
+        #: Hashes of the long texts seen once (a collision only keeps a text one call early).
         self._seen: set[int] = set()
 
     def __call__(self, text: str) -> str:
@@ -176,7 +182,7 @@ class RedactCache:
             return done
         done = self._redact(text)
         key = hash(text)
-        if key not in self._seen:
+        if len(text) > self._keep_chars and key not in self._seen:
             if len(self._seen) >= self._max:
                 self._seen.clear()
             self._seen.add(key)
