@@ -6,7 +6,7 @@ bodies and LLM outputs. Nothing here knows which agent wrote a log.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -209,6 +209,11 @@ class Session:
     started_at: datetime | None = None
     warnings: list[ReadWarning] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    #: Set when the session was read hollow (``sources.open_session(hollow=True)``): the
+    #: active conversation's tool calls, results, thinking and replies have empty text
+    #: and no tool input, and this streams those messages again, whole, in order. A long
+    #: log's text is then never all in memory at once.
+    bodies: Callable[[], Iterator[Message]] | None = None
 
     def messages(self) -> list[Message]:
         """The active conversation (the root span's own messages), in order."""

@@ -549,7 +549,9 @@ def redact_message(message: Message, redact: Callable[[str], str]) -> Message:
 KEEP_CHARS = 1_000_000
 
 
-def _head_and_tail(text: str) -> str:
+def head_and_tail(text: str) -> str:
+    """``text`` cut to its first and last ``KEEP_CHARS`` when it is longer than both
+    (see ``redact_session``'s ``cap``)."""
     if len(text) <= 2 * KEEP_CHARS:
         return text
     cut = len(text) - 2 * KEEP_CHARS
@@ -568,7 +570,7 @@ def redact_session(session: Session, redact: Callable[[str], str], *, cap: bool 
     if cap:
         for span in session.timeline.root.walk():
             for m in span.messages():
-                m.text = _head_and_tail(m.text)
+                m.text = head_and_tail(m.text)
     if session.title:
         session.title = redact(session.title)
     for span in session.timeline.root.walk():

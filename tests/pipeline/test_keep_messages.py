@@ -1,5 +1,6 @@
-"""``RestoreOptions.keep_messages=False`` (the CLI's memory saving, bench/scale.py's RSS
-target) must give the restoration the plain path gives, on every line-addressed log."""
+"""``RestoreOptions.keep_messages=False`` and a session read hollow (the CLI's memory
+savings, bench/scale.py's RSS target) must give the restoration the plain path gives, on
+every line-addressed log."""
 
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ LOGS = sorted(
 )
 
 
-def _restore(path: Path, keep: bool) -> tuple[str, Session]:
-    session = open_session([path], WarningSink())
+def _restore(path: Path, keep: bool, hollow: bool = False) -> tuple[str, Session]:
+    session = open_session([path], WarningSink(), hollow=hollow)
     config = load_config(env={})
     options = RestoreOptions(keep_messages=keep, workspace="none")
     restoration = anyio.run(
@@ -46,6 +47,8 @@ def test_dropping_bodies_of_summarized_turns_changes_no_output(
     plain, kept = _restore(path, keep=True)
     lean, dropped = _restore(path, keep=False)
     assert lean == plain
+    hollow, _ = _restore(path, keep=False, hollow=True)
+    assert hollow == plain
     bodies = [m.text for m in kept.messages() if not m.is_human and m.compaction is None]
     if any(bodies):
         # The saving really happened: the summarized turns' bodies are gone.

@@ -66,7 +66,10 @@ def run_restore(
     )
     provider = get_provider(config.llm.model, ProviderSettings.from_config(config))
     sink = command_sink(quiet)
-    session = select_branch(open_session(paths, sink, agent, session_id), leaf, label)
+    # Only the HTML page shows the session's messages afterwards; otherwise the main
+    # line's bodies stay in the log until their turn (a branch is read whole).
+    lean = fmt != "html" and leaf is None and label is None
+    session = select_branch(open_session(paths, sink, agent, session_id, hollow=lean), leaf, label)
     # Another branch is another restore: it must not overwrite the main line's journal.
     key = f"{session.id}@{label or leaf}" if leaf is not None or label is not None else None
     store = journal_store(config)
@@ -108,7 +111,6 @@ def run_restore(
                         fresh=fresh,
                         debug_render=sys.stderr if debug_render else None,
                         journal_key=key,
-                        # Only the HTML page shows the session's messages afterwards.
                         keep_messages=fmt == "html",
                     ),
                     progress=progress,

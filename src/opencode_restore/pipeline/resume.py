@@ -90,14 +90,17 @@ def open_journal(
     limited: bool = False,
     key: str | None = None,
     clock: Clock = time.time,
+    hashes: list[str] | None = None,
 ) -> Resume:
     """The saved journal to continue (or a new one), cut at the first changed turn.
 
     ``limited`` says ``turns`` is a prefix chosen by ``--max-turns``: then a saved
-    journal with more turns is used but not overwritten.
+    journal with more turns is used but not overwritten. ``hashes`` are the turns'
+    ``turn_hash`` when the caller took them already (a hollow session's turns have
+    their bodies only while they are parsed).
     """
     fp = fingerprint(ctx)
-    hashes = [turn_hash(t) for t in turns]
+    hashes = hashes if hashes is not None else [turn_hash(t) for t in turns]
     new = Journal(session, fp, key=key, clock=clock)
     new.source_files = [f for p in session.files if (f := source_file(p)) is not None]
     if store is None:

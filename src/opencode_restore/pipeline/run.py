@@ -19,13 +19,14 @@ from ..llm.retry import RetryPolicy
 from ..llm.usage import PriceTable, UsageLedger
 from ..model import Message, Session, Turn
 from ..redact import redact_session
+from .bodies import Bodies, drop_bodies
 from .budget import TokenEstimator, Window
 from .context import StageContext
 from .evidence.log_search import line_addressed
 from .journal.data import Clock, StageRecord, TurnRecord
 from .journal.lock import journal_lock
 from .journal.persist import persist
-from .journal.store import JournalStore, journal_dir
+from .journal.store import JournalStore, journal_dir, turn_hash
 from .prompting.facts import MAX_REQUEST_CHARS, cap_middle, compaction_text, turn_facts
 from .restoration import (
     FALLBACK_WARNING,
@@ -48,7 +49,7 @@ from .schemas import SessionSummary
 from .stages.branch_summarizer import summarize_branches
 from .stages.evidence_gatherer import EvidenceOptions, gather_evidence
 from .stages.synthesizer import clean_outputs, synthesize
-from .stages.turn_parser import parse_turns
+from .stages.turn_parser import iter_turns
 from .stages.turn_summarizer import TurnOutcome, summarize_turns
 from .state import RestoreState
 
@@ -76,7 +77,7 @@ class RestoreOptions:
     #: False when the caller has no use for the session after the restore (the CLI
     #: without ``--format html``): each turn's message bodies are dropped once the turn
     #: is summarized, so a long log's text is not all held to the end (bench/scale.py's
-    #: RSS target; see ``_drop_bodies``). The restoration is the same either way.
+    #: RSS target; see ``bodies.drop_bodies``). The restoration is the same either way.
     keep_messages: bool = True
 
 
@@ -132,21 +133,21 @@ def _held_elsewhere(session: Session) -> set[int] | None:
     return {id(m) for span in root.walk() if span is not root for m in span.messages()}
 
 
-def _drop_bodies(turn: Turn, keep: set[int]) -> int:
-    """Empty the text and tool input of a summarized turn's messages; the characters dropped.
-
-    What the stages after the turns read of a turn is kept: its requests (the last
-    request, the first), compactions, artifacts and commands, each message's id, role,
-    type and position (references), and its facts (``_Run.facts``). Messages another
-    span holds (``keep``) are left alone.
-    """
-    dropped = 0
-    for m in turn.messages:
-        if not m.is_human and m.compaction is None and id(m) not in keep:
-            dropped += len(m.text)
-            m.text = ""
-            m.tool_input = None
-    return dropped
+def _parse(
+    session: Session, bodies: Bodies | None, keep: set[int] | None
+) -> tuple[list[Turn], list[str]]:
+    """The turns and their hashes; a hollow session's bodies are put back for the parse
+    and, unless they are all kept, emptied again as soon as the turn is hashed."""
+    if bodies is None:
+        turns = list(iter_turns(session))
+        return turns, [turn_hash(t) for t in turns]
+    turns, hashes = [], []
+    for turn in iter_turns(session, fill=bodies.fill):
+        hashes.append(turn_hash(turn))
+        if keep is not None:
+            drop_bodies(turn, keep)
+        turns.append(turn)
+    return turns, hashes
 
 
 def _usage(ledger: UsageLedger) -> UsageReport:
@@ -248,7 +249,7 @@ class _Run:
         self.facts.append(facts)
         if self.keep is None:
             return
-        self.dropped += _drop_bodies(turn, self.keep)
+        self.dropped += drop_bodies(turn, self.keep)
         if self.dropped >= GIVE_BACK_CHARS:  # a trim walks the heap: not after every turn
             give_back()
             self.dropped = 0
@@ -389,10 +390,14 @@ async def restore_session(
         # Once, on the decoded strings, before any of them is parsed into a turn,
         # rendered, saved in the journal or sent: everything below sees no secret.
         redact_session(session, ctx.redactor.redact, cap=True)
-    turns = parse_turns(session)
+    keep = None if options.keep_messages else _held_elsewhere(session)
+    bodies = None
+    if session.bodies is not None:
+        bodies = Bodies(session, ctx.redactor.redact if config.restore.redact else None)
+    turns, hashes = _parse(session, bodies, keep)
     limited = options.max_turns is not None and len(turns) > options.max_turns
     if options.max_turns is not None:
-        turns = turns[: options.max_turns]
+        turns, hashes = turns[: options.max_turns], hashes[: options.max_turns]
     resume = open_journal(
         session,
         turns,
@@ -402,6 +407,7 @@ async def restore_session(
         limited=limited,
         key=options.journal_key,
         clock=clock,
+        hashes=hashes,
     )
     keys = stage_keys(
         resume,
@@ -424,9 +430,14 @@ async def restore_session(
         debug=(lambda text: print(text, file=debug, flush=True)) if debug is not None else None,
     )
     run = _Run(resume, ctx, state, store, keys)
-    if not options.keep_messages:
-        run.keep = _held_elsewhere(session)
+    run.keep = keep
+    fill = None
+    if bodies is not None:
+        bodies.rewind()
+        fill = bodies.fill_turn
     for turn in turns[: resume.kept]:
+        if fill is not None:
+            fill(turn)
         run.done(turn, turn_facts(turn, _label_of(turn, ctx)))
     if progress is not None:
         progress(resume.kept, len(turns), ctx.ledger)
@@ -439,7 +450,10 @@ async def restore_session(
         if progress
         else None,
         on_turn=run.on_turn,
+        before=fill,
     )
+    if bodies is not None:
+        bodies.rewind()
     evidence, evidence_warnings = await _evidence(run, turns, options, config)
     raw_summary, fallback = await _synthesis(run, turns, window, evidence)
     summary, turn_summaries, stats = clean_outputs(raw_summary, state, ctx.numbering)

@@ -15,7 +15,7 @@ from pathlib import Path
 from ..diagnostics import WarningSink
 from ..errors import SourceError
 from ..model import Message, Session
-from .base import SNIFF_BYTES, ContainerReader, Reader
+from .base import SNIFF_BYTES, ContainerReader, HollowReader, Reader
 
 #: Reader names and their format packages, in detection order (ties go to the earlier one).
 _READER_MODULES = {
@@ -135,17 +135,24 @@ def open_session(
     sink: WarningSink,
     agent: str | None = None,
     session: str | None = None,
+    *,
+    hollow: bool = False,
 ) -> Session:
     """Read ``paths`` (one session's chain of files, oldest first) into a ``Session``.
 
     ``session`` chooses one session of an input that holds several (an opencode store,
-    an Inspect log); for a file of one session it must name that session.
+    an Inspect log); for a file of one session it must name that session. ``hollow``
+    asks for the active conversation's bodies to be left in the files where the format
+    allows it (``HollowReader``; ``Session.bodies`` is then set).
     """
     reader = resolve(paths, agent)
     if isinstance(reader, ContainerReader):
         result = reader.read(paths, sink, session=session)
     else:
-        result = reader.read(paths, sink)
+        lean = None
+        if hollow and isinstance(reader, HollowReader):
+            lean = reader.read_hollow(paths, sink)
+        result = lean if lean is not None else reader.read(paths, sink)
         if session is not None:
             _check_named(paths, result.id, session)
     if agent and not result.messages():

@@ -156,6 +156,21 @@ class TailReader(Protocol):
         ...
 
 
+@runtime_checkable
+class HollowReader(Protocol):
+    """A reader that can leave the bodies of the active conversation in its files.
+
+    ``read_hollow`` reads as ``read`` does, except that the root span's tool calls, tool
+    results, thinking and assistant replies come with empty text and no tool input, and
+    the session's ``bodies`` streams them back whole, in the same order (a restore takes
+    them one turn at a time). None when this input cannot be read that way.
+    """
+
+    def read_hollow(self, files: Sequence[Path], sink: WarningSink) -> Session | None:
+        """The session with the active conversation's bodies left in the files."""
+        ...
+
+
 @dataclass(slots=True)
 class TreeEntry:
     """One entry of a log that keeps the whole session tree (pi), as the file holds it."""

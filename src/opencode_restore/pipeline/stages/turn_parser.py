@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -355,6 +355,16 @@ def _subagents(span: TimelineSpan, out: dict[str, list[Message]]) -> dict[str, l
 
 def parse_turns(session: Session | Iterable[Message], cwd: str | None = None) -> list[Turn]:
     """turn_parser's entry point: the turns of a session's active conversation."""
+    return list(iter_turns(session, cwd))
+
+
+def iter_turns(
+    session: Session | Iterable[Message],
+    cwd: str | None = None,
+    fill: Callable[[list[Message]], None] | None = None,
+) -> Iterator[Turn]:
+    """The turns one at a time; ``fill`` is given each turn's messages before it is built
+    (a hollow session's bodies are put back there, see ``pipeline.bodies``)."""
     subagents: dict[str, list[Message]] = {}
     if isinstance(session, Session):
         messages = session.messages()
@@ -363,7 +373,7 @@ def parse_turns(session: Session | Iterable[Message], cwd: str | None = None) ->
     else:
         messages = list(session)
     files = _Files(_Normalizer(cwd))
-    return [
-        build_turn(i, group, files, subagents)
-        for i, group in enumerate(split_turns(messages), start=1)
-    ]
+    for number, group in enumerate(split_turns(messages), start=1):
+        if fill is not None:
+            fill(group)
+        yield build_turn(number, group, files, subagents)

@@ -155,9 +155,15 @@ async def summarize_turns(
     window: Window,
     progress: Progress | None = None,
     on_turn: Callable[[TurnOutcome], Awaitable[None]] | None = None,
+    before: Callable[[Turn], None] | None = None,
 ) -> None:
-    """turn_summarizer's entry point: every turn in order, failures recorded and skipped."""
+    """turn_summarizer's entry point: every turn in order, failures recorded and skipped.
+
+    ``before`` is given each turn first (a hollow session's bodies are put back there).
+    """
     for i, turn in enumerate(turns, start=1):
+        if before is not None:
+            before(turn)
         outcome = await summarize_turn(turn, state, ctx, window)
         if on_turn is not None:
             await on_turn(outcome)

@@ -124,6 +124,16 @@ class ClaudeCodeReader(Discovery):
             return read_web(files, sink)
         return read_session(files, sink, with_agents=True)
 
+    def read_hollow(self, files: Sequence[Path], sink: WarningSink) -> Session | None:
+        """``read`` with the live path's bodies left in the files (``HollowReader``);
+        ``Session.bodies`` is ``iter_messages`` over the same files."""
+        if not files or is_stream_file(files[0]) or is_web_file(files[0]):
+            return None
+        session = read_session(files, sink, with_agents=True, hollow=True)
+        # Its warnings were given by this read: a second sink keeps them from doubling.
+        session.bodies = lambda: self.iter_messages(files, WarningSink())
+        return session
+
     def default_roots(self, home: Path) -> list[Path]:
         """Where the agent writes sessions under ``home`` (see ``discover``)."""
         return discover.default_roots(home)

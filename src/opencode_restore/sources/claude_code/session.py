@@ -73,15 +73,18 @@ class _Plan:
         self.branches: list[tuple[int, _Plan]] = []
 
 
-def read_session(files: Sequence[Path], sink: WarningSink, with_agents: bool) -> Session:
+def read_session(
+    files: Sequence[Path], sink: WarningSink, with_agents: bool, hollow: bool = False
+) -> Session:
     """Build a ``Session``; sub-agent files are looked up only when ``with_agents``.
 
     A sub-agent's own file (every entry a side chain of one ``agentId``) read on its
     own is that agent's session, not its parent's: its id is the ``agentId`` and
     ``meta["parent_session_id"]`` links the parent, so its saved restore state never
-    replaces the parent's.
+    replaces the parent's. ``hollow``: see ``base.HollowReader`` (the caller sets
+    ``Session.bodies``).
     """
-    session, s = _read(files, sink, with_agents)
+    session, s = _read(files, sink, with_agents, hollow)
     agents = set(s.side_agents.values())
     if with_agents and s.main_messages == 0 and len(agents) == 1:
         parent = session.id
@@ -99,7 +102,19 @@ def _read_agent(sink: WarningSink) -> Callable[[Path], tuple[Session, dict[str, 
     return read_agent
 
 
-def _read(files: Sequence[Path], sink: WarningSink, with_agents: bool) -> tuple[Session, Scan]:
+def _empty(m: Message) -> None:
+    """Leave ``m``'s body in the file: what reading needs of it is kept (user and system
+    text settle slash commands, summaries fill compactions)."""
+    if m.type in ("tool_use", "tool_result", "thinking") or (
+        m.role == "assistant" and m.type == "text"
+    ):
+        m.text = ""
+        m.tool_input = None
+
+
+def _read(
+    files: Sequence[Path], sink: WarningSink, with_agents: bool, hollow: bool = False
+) -> tuple[Session, Scan]:
     first_warning = len(sink.warnings)
     s = scan(files, sink)
     tree = build_tree(s, files, sink)
@@ -110,7 +125,12 @@ def _read(files: Sequence[Path], sink: WarningSink, with_agents: bool) -> tuple[
     conv = Converter()
     for nid, obj in read_entries(files, s, list(owner), sink):
         fi, line = s.where(nid)
-        owner[nid].extend(conv.convert(obj, s.uuids[nid], fi, line))
+        converted = conv.convert(obj, s.uuids[nid], fi, line)
+        held = owner[nid]
+        if hollow and held is root.messages:
+            for m in converted:
+                _empty(m)
+        held.extend(converted)
     _finish(s, root)
     for run in runs:
         _finish(s, run)
