@@ -18,6 +18,7 @@ from ..atomic import write_output
 from ..command_sink import command_sink
 from ..config import load_config
 from ..consoles import console as make_console
+from ..heap import hold_thresholds
 from ..llm.registry import close_provider, get_provider
 from ..llm.settings import ProviderSettings
 from ..llm.usage import UsageLedger
@@ -69,6 +70,7 @@ def run_restore(
     # Only the HTML page shows the session's messages afterwards; otherwise the main
     # line's bodies stay in the log until their turn (a branch is read whole).
     lean = fmt != "html" and leaf is None and label is None
+    hold_thresholds()
     session = select_branch(open_session(paths, sink, agent, session_id, hollow=lean), leaf, label)
     # Another branch is another restore: it must not overwrite the main line's journal.
     key = f"{session.id}@{label or leaf}" if leaf is not None or label is not None else None
