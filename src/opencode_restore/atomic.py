@@ -10,13 +10,17 @@ which `remove_stale_temporaries` deletes once that process is gone.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from .dirs import make_private_dirs
 
 #: Session logs and journals hold private conversations: readable by their owner only.
 SESSION_FILE_MODE = 0o600
+
+
+#: Bytes per write of a long output.
+BLOCK = 1 << 20
 
 
 def atomic_write(path: Path, data: bytes | Iterable[bytes], *, mode: int = 0o644) -> None:
@@ -55,20 +59,38 @@ def backup_path(path: Path) -> Path:
     return candidate
 
 
-def write_output(path: Path, text: str) -> None:
+def write_output(path: Path, text: str | Iterable[str]) -> None:
     """Write a command's output file: atomically when it is (or will be) a regular file.
 
     A full disk leaves the previous file, not a truncated one. A FIFO or device the user
     named (``-o /dev/stdout``) cannot be renamed over, so it is written directly. The text
-    is encoded a megabyte at a time: a long session's JSON restoration (11 MB at
-    bench/scale.py's 200 MB log) is not held a second time as bytes.
+    (or its pieces, in order) is encoded a megabyte at a time: a long session's JSON
+    restoration (10 MB at bench/scale.py's 200 MB log) is not held a second time as bytes.
     """
+    pieces = [text] if isinstance(text, str) else text
     if path.exists() and not path.is_file():
         with path.open("w", encoding="utf-8") as fh:
-            fh.write(text)
+            fh.writelines(pieces)
         return
-    step = 1 << 20
-    atomic_write(path, (text[i : i + step].encode("utf-8") for i in range(0, len(text), step)))
+    atomic_write(path, buffered(_encoded(pieces)))
+
+
+def _encoded(pieces: Iterable[str], step: int = BLOCK) -> Iterator[bytes]:
+    for piece in pieces:
+        for i in range(0, len(piece), step):
+            yield piece[i : i + step].encode("utf-8")
+
+
+def buffered(chunks: Iterable[bytes], size: int = BLOCK) -> Iterator[bytes]:
+    """``chunks`` joined into blocks of about ``size`` bytes (one write each)."""
+    block = bytearray()
+    for chunk in chunks:
+        block += chunk
+        if len(block) >= size:
+            yield bytes(block)
+            block.clear()
+    if block:
+        yield bytes(block)
 
 
 def fsync_directory(directory: Path) -> None:

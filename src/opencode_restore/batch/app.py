@@ -11,6 +11,7 @@ from pathlib import Path
 import anyio
 import click
 
+from .. import event_loop
 from ..command_sink import command_sink
 from ..consoles import console as make_console
 from ..errors import UsageError
@@ -45,7 +46,7 @@ def _execute(job: BatchJob, settings: RunSettings) -> BatchReport:
             await close_provider(job.provider)
 
     with progress_for(job, console, show):
-        report = anyio.run(main)
+        report = event_loop.run(main)
     if not settings.quiet:
         print_report(report, make_console())
     return report

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import anyio
 import click
 
+from .. import event_loop
 from ..config import load_config
 from ..errors import ProviderError
 from ..llm.base import ChatMessage, LLMRequest, LLMResult, SystemBlock, ToolsUnsupportedError
@@ -152,7 +152,7 @@ def run_check(
         finally:
             await close_provider(provider)
 
-    report = anyio.run(job)
+    report = event_loop.run(job)
     return (0 if report.ok else 1), report.lines
 
 

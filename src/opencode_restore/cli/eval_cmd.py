@@ -7,10 +7,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import anyio
 import click
 import orjson
 
+from .. import event_loop
 from ..config import Config, load_config
 from ..diagnostics import WarningSink
 from ..errors import UsageError
@@ -115,12 +115,12 @@ def evaluate(
         log = facts.log_path(name)
         session = open_session([log], WarningSink(), None)
         provider = get_provider(config.llm.model, ProviderSettings.from_config(config))
-        restoration = anyio.run(_restore, session, config, provider)
+        restoration = event_loop.run(_restore, session, config, provider)
         scores.append(score_restoration(restoration, facts, name, parse_turns(session), log))
         if judge is not None:
             judge_provider = get_provider(judge, ProviderSettings.from_config(config))
             text = summary_markdown(restoration)
-            probes[name] = anyio.run(_probe, judge_provider, text, facts.facts)
+            probes[name] = event_loop.run(_probe, judge_provider, text, facts.facts)
     return scores, probes
 
 

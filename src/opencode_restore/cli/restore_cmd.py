@@ -8,12 +8,13 @@ continues from what it saved instead of asking the model for the same turns agai
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
-import anyio
 import click
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
+from .. import event_loop
 from ..atomic import write_output
 from ..command_sink import command_sink
 from ..config import load_config
@@ -25,7 +26,7 @@ from ..llm.usage import UsageLedger
 from ..pipeline.restoration import Restoration
 from ..pipeline.run import RestoreOptions, journal_store, restore_locked
 from ..report.html import session_html
-from ..report.summary import render_restoration
+from ..report.summary import render_restoration, restoration_json
 from ..sources import open_session
 from ..tree import select_branch
 from .exits import friendly_errors
@@ -122,16 +123,22 @@ def run_restore(
                 # SDK connection pools must close inside the event loop that opened them.
                 await close_provider(provider)
 
-        restoration = anyio.run(job)
-    text = (
-        session_html(session, restoration)
-        if fmt == "html"
-        else render_restoration(restoration, fmt, dump_turns, references)
-    )
+        restoration = event_loop.run(job)
+    text: str | Iterable[str]
+    if fmt == "json":
+        # In pieces: a long session's JSON is never held whole (bench/scale.py).
+        text = restoration_json(restoration, dump_turns)
+    elif fmt == "html":
+        text = session_html(session, restoration)
+    else:
+        text = render_restoration(restoration, fmt, dump_turns, references)
     if output is not None:
         write_output(output, text)
-    else:
+    elif isinstance(text, str):
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    else:
+        sys.stdout.writelines(text)
+        sys.stdout.write("\n")
     if not quiet:
         u = restoration.usage
         failed = len(restoration.failed_turns)

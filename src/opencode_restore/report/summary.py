@@ -8,6 +8,7 @@ otherwise.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
 from functools import cache
 
@@ -16,6 +17,7 @@ import jinja2
 from ..fields import one_line
 from ..pipeline.restoration import FALLBACK_WARNING, INTERRUPTED_WARNING, Restoration
 from ..pipeline.schemas import Decision, TurnSummary
+from .json_pieces import model_json_pieces
 from .markdown_text import Markdown, cell, code, quote, text
 from .messages import iso
 
@@ -183,16 +185,19 @@ def summary_prompt(r: Restoration) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def restoration_json(restoration: Restoration, dump_turns: bool = False) -> Iterator[str]:
+    """The restoration as indented JSON, in pieces (``dump_turns``: the turns only)."""
+    return model_json_pieces(
+        restoration, {"session", "turns", "failed_turns"} if dump_turns else None
+    )
+
+
 def render_restoration(
     restoration: Restoration, fmt: str, dump_turns: bool = False, references: bool = False
 ) -> str:
     """The restoration as text: ``json``, ``prompt`` or markdown (``dump_turns``: per turn)."""
     if fmt == "json":
-        if dump_turns:
-            return restoration.model_dump_json(
-                indent=2, include={"session", "turns", "failed_turns"}
-            )
-        return restoration.model_dump_json(indent=2)
+        return "".join(restoration_json(restoration, dump_turns))
     if fmt == "prompt" and not dump_turns:
         return summary_prompt(restoration)
     if dump_turns:

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from ...atomic import SESSION_FILE_MODE, atomic_write, remove_stale_temporaries
+from ...atomic import SESSION_FILE_MODE, atomic_write, buffered, remove_stale_temporaries
 from ...dirs import make_private_dirs
 from ...model import Message, Turn
 
@@ -202,7 +202,7 @@ class JournalStore:
         Stale temporary files of killed runs are removed.
         """
         path = self.path_for(session_id)
-        atomic_write(path, _buffered(json_chunks(payload)), mode=SESSION_FILE_MODE)
+        atomic_write(path, buffered(json_chunks(payload)), mode=SESSION_FILE_MODE)
         # A crash before this unlink leaves lines of the previous generation, which
         # load skips: the snapshot already holds them.
         self.changes_for(session_id).unlink(missing_ok=True)
@@ -259,18 +259,6 @@ def json_chunks(value: Any, level: int = 0, levels: int = _CHUNKED_LEVELS) -> It
             yield orjson.dumps(key) + b": "
         yield from json_chunks(item, level + 1, levels - 1)
     yield b"\n" + b"  " * level + (b"}" if isinstance(value, dict) else b"]")
-
-
-def _buffered(chunks: Iterator[bytes], size: int = _CHUNK) -> Iterator[bytes]:
-    """``chunks`` joined into blocks of about ``size`` bytes (one write each)."""
-    block = bytearray()
-    for chunk in chunks:
-        block += chunk
-        if len(block) >= size:
-            yield bytes(block)
-            block.clear()
-    if block:
-        yield bytes(block)
 
 
 def _replay_changes(data: dict[str, Any], path: Path) -> None:

@@ -22,9 +22,8 @@ from ..chain import ChainLink
 from ..discover import Discovery
 from . import discover, tail
 from .chain import chain_link
-from .convert import Converter, attach_summaries
 from .scan import scan
-from .session import read_entries, read_session
+from .session import read_session, stream_entries
 from .split import split_transcripts
 from .stream import is_stream_file, is_stream_line, iter_stream, read_stream
 from .tree import build_tree
@@ -103,14 +102,7 @@ class ClaudeCodeReader(Discovery):
             return iter_web(files, sink)
         s = scan(files, sink)
         tree = build_tree(s, files, sink, with_side_runs=False)
-        conv = Converter()
-
-        def gen() -> Iterator[Message]:
-            for nid, obj in read_entries(files, s, tree.main.active, sink):
-                fi, line = s.where(nid)
-                yield from conv.convert(obj, s.uuids[nid], fi, line)
-
-        return attach_summaries(gen())
+        return stream_entries(files, s, tree.main.active, sink)
 
     def chain_link(self, path: Path) -> ChainLink:
         """What ``path`` records about its session, to check a chain of files."""
@@ -125,14 +117,10 @@ class ClaudeCodeReader(Discovery):
         return read_session(files, sink, with_agents=True)
 
     def read_hollow(self, files: Sequence[Path], sink: WarningSink) -> Session | None:
-        """``read`` with the live path's bodies left in the files (``HollowReader``);
-        ``Session.bodies`` is ``iter_messages`` over the same files."""
+        """``read`` with the live path's bodies left in the files (``HollowReader``)."""
         if not files or is_stream_file(files[0]) or is_web_file(files[0]):
             return None
-        session = read_session(files, sink, with_agents=True, hollow=True)
-        # Its warnings were given by this read: a second sink keeps them from doubling.
-        session.bodies = lambda: self.iter_messages(files, WarningSink())
-        return session
+        return read_session(files, sink, with_agents=True, hollow=True)
 
     def default_roots(self, home: Path) -> list[Path]:
         """Where the agent writes sessions under ``home`` (see ``discover``)."""

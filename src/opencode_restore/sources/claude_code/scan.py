@@ -74,6 +74,16 @@ class Scan:
         """Entry ``nid``'s (file index, line number): its place in the chain's order."""
         return self.file[nid], self.line[nid]
 
+    def subset(self, entries: Sequence[int]) -> Scan:
+        """Only the positions of ``entries`` (renumbered from 0, in that order): what
+        ``read_entries`` needs to read them again, without the rest of the log's ids."""
+        out = Scan()
+        out.uuids = [self.uuids[n] for n in entries]
+        out.file = array("i", (self.file[n] for n in entries))
+        out.line = array("q", (self.line[n] for n in entries))
+        out.offset = array("q", (self.offset[n] for n in entries))
+        return out
+
     def title(self) -> str | None:
         """A user-set title, else the summary tied to one of our entries, else any summary."""
         if self.custom_title:

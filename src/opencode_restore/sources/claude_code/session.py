@@ -61,6 +61,32 @@ def read_entries(
                     sink.warn(path, lineno, "line changed while reading; skipped")
 
 
+def stream_entries(
+    files: Sequence[Path], s: Scan, entries: Sequence[int], sink: WarningSink
+) -> Iterator[Message]:
+    """The messages of ``entries`` (a conversation path, in order), read again from the
+    files; memory holds their positions, never the log's text."""
+    conv = Converter()
+
+    def gen() -> Iterator[Message]:
+        for nid, obj in read_entries(files, s, entries, sink):
+            fi, line = s.where(nid)
+            yield from conv.convert(obj, s.uuids[nid], fi, line)
+
+    return attach_summaries(gen())
+
+
+def _bodies(
+    files: Sequence[Path], s: Scan, entries: Sequence[int]
+) -> Callable[[], Iterator[Message]]:
+    """A hollow session's ``bodies``: its live path streamed again from the positions of
+    that path alone (the rest of the first pass is let go)."""
+    path = s.subset(entries)
+    every = range(len(entries))
+    # The read gave the warnings already: a second sink keeps them from doubling.
+    return lambda: stream_entries(files, path, every, WarningSink())
+
+
 class _Plan:
     """A span being filled: its layout, its messages, and its planned branch spans."""
 
@@ -81,8 +107,7 @@ def read_session(
     A sub-agent's own file (every entry a side chain of one ``agentId``) read on its
     own is that agent's session, not its parent's: its id is the ``agentId`` and
     ``meta["parent_session_id"]`` links the parent, so its saved restore state never
-    replaces the parent's. ``hollow``: see ``base.HollowReader`` (the caller sets
-    ``Session.bodies``).
+    replaces the parent's. ``hollow``: see ``base.HollowReader``.
     """
     session, s = _read(files, sink, with_agents, hollow)
     agents = set(s.side_agents.values())
@@ -156,6 +181,7 @@ def _read(
         started_at=parse_timestamp(s.started),
         warnings=list(sink.warnings[first_warning:]),
         meta=meta,
+        bodies=_bodies(files, s, tree.main.active) if hollow else None,
     )
     return session, s
 
