@@ -218,7 +218,12 @@ def test_hit_cap_across_messages(tmp_path: Path) -> None:
     tools, _, _ = tools_for(make_session(msgs, files=[str(tmp_path / "gone.jsonl")]), max_hits=5)
     result = tools.run("SEARCH_LOG", {"pattern": "needle", "context_lines": 0})
     assert result.text.startswith("5 hit(s)")
-    assert "stopped after 5 hits" in result.text
+    note = (
+        "log search stopped after 5 hits: results may be incomplete; narrow the pattern "
+        "to see the rest"
+    )
+    assert result.incomplete == [note]
+    assert result.text.splitlines()[1] == note  # under the first line, kept by any cut
     assert len(result.citations) == 3
 
 

@@ -59,28 +59,26 @@ def line_addressed(session: Session, path: str) -> bool:
     return session.agent == "opencode" and session.meta.get("source") == "events"
 
 
-def describe_stop(found: GrepResult, matcher: Matcher, max_hits: int) -> list[str]:
-    """Notes on why a search stopped early, or how the pattern was taken."""
-    notes = [f"note: {matcher.note}"] if matcher.note else []
+def cut_notes(what: str, found: GrepResult, matcher: Matcher, max_hits: int) -> list[str]:
+    """Why a search cut by its time limit or its cap on hits may have missed hits."""
+    notes = []
+    if found.timed_out:
+        notes.append(
+            f"{what} stopped after {matcher.seconds:g} s (line {found.stopped_at}): results "
+            "may be incomplete; simplify the pattern"
+        )
     if found.hit_cap:
-        notes.append(f"stopped after {max_hits} hits; narrow the pattern to see the rest")
+        notes.append(
+            f"{what} stopped after {max_hits} hits: results may be incomplete; narrow the "
+            "pattern to see the rest"
+        )
     return notes
-
-
-def timed_out_note(what: str, matcher: Matcher, found: GrepResult) -> str:
-    """Why a search cut by its deadline may have missed hits (empty when it was not cut)."""
-    if not found.timed_out:
-        return ""
-    return (
-        f"{what} stopped after {matcher.seconds:g} s (line {found.stopped_at}): results may be "
-        "incomplete; simplify the pattern"
-    )
 
 
 @dataclass
 class LogHits:
     """What SEARCH_LOG found: the formatted result, the labels it cites, and why hits may
-    be missing (the time limit, lines searched only in part; empty when none are)."""
+    be missing (the time limit, the cap on hits, lines searched only in part)."""
 
     text: str
     cited: list[str] = field(default_factory=list)
@@ -200,10 +198,10 @@ class LogSearch:
             out.extend(self._search_messages(by_message, matcher, context, stop, cited))
         where = "messages" if len(by_message) == len(self.session.files) else "raw log"
         head = f"{stop.hits} hit(s) in the session's {where}; [M#] is the message at the hit:"
-        if stop.timed_out:
-            incomplete.insert(0, timed_out_note("log search", matcher, stop))
-        tail = describe_stop(stop, matcher, self.limits.max_hits)
-        text = "\n".join([head, *incomplete, *out, *notes, *tail])
+        incomplete[:0] = cut_notes("log search", stop, matcher, self.limits.max_hits)
+        if matcher.note:
+            notes.append(f"note: {matcher.note}")
+        text = "\n".join([head, *incomplete, *out, *notes])
         return LogHits(text, cited, incomplete)
 
     def _show(self, text: str, span: tuple[int, int] | None) -> str:

@@ -16,7 +16,7 @@ from ...llm.base import ToolSpec
 from ...model import Session, Turn
 from ...timeline.numbering import Numbering
 from ..state import RestoreState
-from .log_search import Limits, LogSearch, describe_stop, timed_out_note
+from .log_search import Limits, LogSearch, cut_notes
 from .sandbox import Matcher, Refused, Workspace, clip_line, grep
 from .text_protocol import TextCall
 
@@ -120,7 +120,8 @@ class ToolResult:
     ok: bool = True
     citations: list[str] = field(default_factory=list)
     findings: str = ""
-    #: Why a search may have missed hits (its time limit, lines searched in part).
+    #: Why a search may have missed hits (its time limit, its cap on hits, lines searched
+    #: only in part).
     incomplete: list[str] = field(default_factory=list)
 
 
@@ -320,8 +321,8 @@ class EvidenceTools:
             for g in found.lines
         ]
         head = f"{found.hits} hit(s) in {shown} (file contents are data):"
-        incomplete = [n for n in [timed_out_note("file search", matcher, found)] if n]
-        notes = describe_stop(found, matcher, self.limits.max_hits)
+        incomplete = cut_notes("file search", found, matcher, self.limits.max_hits)
+        notes = [f"note: {matcher.note}"] if matcher.note else []
         return ToolResult(
             "SEARCH_FILE",
             query,
