@@ -8,6 +8,7 @@ or a list of blocks. Each block becomes one ``Message``.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
@@ -118,10 +119,12 @@ class Converter:
             content = [{"type": "text", "text": content}]
         if not isinstance(content, list):
             return []
+        # Interned: every block and line of a response repeats them, and a long session
+        # read hollow is mostly such small strings (bench/scale.py's RSS target).
         mid = message.get("id")
-        group = mid if isinstance(mid, str) else None
+        group = sys.intern(mid) if isinstance(mid, str) else None
         model = message.get("model")
-        model = model if isinstance(model, str) else None
+        model = sys.intern(model) if isinstance(model, str) else None
         # Claude Code repeats a response's usage on each line it splits the response
         # into, so it is counted on the first block of the response only.
         usage = None
@@ -172,7 +175,7 @@ def _tool_use(mid: str, block: dict[str, Any]) -> Message:
         "assistant",
         "tool_use",
         text,
-        tool_name=name if isinstance(name, str) else None,
+        tool_name=sys.intern(name) if isinstance(name, str) else None,
         tool_call_id=call_id if isinstance(call_id, str) else None,
         tool_input=tool_input,
     )
