@@ -384,8 +384,40 @@ async def restore_session(
     With a ``store`` the journal is saved after every turn and stage, and a
     saved one is continued: finished turns and stages are not asked again.
     """
-    options = options or RestoreOptions()
     ctx = make_context(session, config, provider)
+    restoration = await _run_stages(
+        session, ctx, options or RestoreOptions(), progress=progress, store=store, clock=clock
+    )
+    # The journal, the state and the turns are let go by now: the references (tens of
+    # thousands of rows on a long log) are built without them beside (bench/scale.py).
+    restoration.references = _references(_cited_text(restoration), ctx, session)
+    return restoration
+
+
+def _cited_text(restoration: Restoration) -> str:
+    """Every text and citation of ``restoration`` whose labels the references list."""
+    labels = [label for f in restoration.files for label in f.citations]
+    labels += [c.citation for c in restoration.commands if c.citation]
+    labels += [c.citation for c in restoration.compactions if c.citation]
+    labels += [label for e in restoration.evidence for label in e.citations]
+    if restoration.last_user_request and restoration.last_user_request.citation:
+        labels.append(restoration.last_user_request.citation)
+    cited_text = restoration.model_dump_json(include={"summary", "turns", "branch_summaries"})
+    return cited_text + " " + " ".join(f"[{label}]" for label in labels)
+
+
+async def _run_stages(
+    session: Session,
+    ctx: StageContext,
+    options: RestoreOptions,
+    *,
+    progress: ProgressFn | None,
+    store: JournalStore | None,
+    clock: Clock,
+) -> Restoration:
+    """The stages over the session's journal: the restoration without its references."""
+    config = ctx.config
+    provider = ctx.provider
     if config.restore.redact:
         # Once, on the decoded strings, before any of them is parsed into a turn,
         # rendered, saved in the journal or sent: everything below sees no secret.
@@ -501,16 +533,6 @@ async def restore_session(
         + _interrupted(turns),
     )
     restoration.branch_summaries = await _branches(run, session)
-    labels = [label for f in files for label in f.citations]
-    labels += [c.citation for c in commands if c.citation]
-    labels += [c.citation for c in restoration.compactions if c.citation]
-    labels += [label for e in evidence for label in e.citations]
-    if restoration.last_user_request and restoration.last_user_request.citation:
-        labels.append(restoration.last_user_request.citation)
-    cited_text = restoration.model_dump_json(include={"summary", "turns", "branch_summaries"})
-    restoration.references = _references(
-        cited_text + " " + " ".join(f"[{label}]" for label in labels), ctx, session
-    )
     restoration.usage = _usage(ctx.ledger)
     restoration.timeline = _journal_info(run, store)
     return restoration
