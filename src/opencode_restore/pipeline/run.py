@@ -342,8 +342,11 @@ async def _synthesis(
 ) -> tuple[SessionSummary, str | None]:
     saved = run.reused("synthesis")
     if saved is not None:
+        run.facts.clear()
         return SessionSummary.model_validate(saved["summary"]), saved["fallback"]
     summary, fallback = await synthesize(turns, run.state, run.ctx, window, evidence, run.facts)
+    # The synthesis was their last reader: not held through the branches' snapshot.
+    run.facts.clear()
     await run.finish("synthesis", {"summary": summary.model_dump(), "fallback": fallback})
     return summary, fallback
 
