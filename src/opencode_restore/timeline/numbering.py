@@ -154,15 +154,17 @@ class Numbering:
     def entries(self, start: int) -> list[dict[str, Any]]:
         """The saved form of the labels from ``M{start + 1}`` on (a restore's journal
         saves only the labels each turn added)."""
-        return [
-            {
+        return list(self.iter_entries(start))
+
+    def iter_entries(self, start: int) -> Iterator[dict[str, Any]]:
+        """``entries(start)`` one label at a time."""
+        for ref in self._refs[start:]:
+            yield {
                 "id": ref.id,
                 "file_index": ref.file_index,
                 "entry_index": ref.entry_index,
                 "timestamp": ref.timestamp.isoformat() if ref.timestamp else None,
             }
-            for ref in self._refs[start:]
-        ]
 
     @classmethod
     def from_dict(

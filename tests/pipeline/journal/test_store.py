@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from opencode_restore.model import Compaction, Message, Turn
-from opencode_restore.pipeline.journal.store import JournalStore, json_chunks, turn_hash
+from opencode_restore.pipeline.journal.store import JournalStore, Streamed, json_chunks, turn_hash
 
 
 def _hash_as_first_written(turn: Turn) -> str:
@@ -83,9 +84,26 @@ def test_a_snapshot_is_written_in_pieces_as_it_would_be_dumped_whole(value: Any)
         assert b"".join(json_chunks(value, levels=levels)) == plain
 
 
+@given(_JSON, st.lists(_JSON, max_size=5))
+def test_a_streamed_list_is_written_as_the_list_it_yields(value: Any, items: list[Any]) -> None:
+    # The labels of a snapshot are made while it is written (bench/scale.py's peak).
+    def payload(labels: Any) -> dict[str, Any]:
+        return {"v": value, "numbering": {"version": 1, "labels": labels}, "tail": [labels]}
+
+    plain = orjson.dumps(payload(items), option=orjson.OPT_INDENT_2)
+    for levels in range(5):
+        streamed = payload(Streamed(lambda: iter(items), len(items)))
+        assert b"".join(json_chunks(streamed, levels=levels)) == plain
+
+
 def test_a_saved_snapshot_reads_back_as_its_payload(tmp_path: Path) -> None:
     store = JournalStore(tmp_path)
     payload = {"turns": [{"n": i, "s": "é" * i} for i in range(3000)], "empty": []}
     path = store.save("s", payload)
     assert path.read_bytes() == orjson.dumps(payload, option=orjson.OPT_INDENT_2)
     assert store.load("s") == payload
+
+
+def test_a_value_json_cannot_hold_is_still_refused() -> None:
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        b"".join(json_chunks({"x": [object()]}, levels=0))

@@ -16,8 +16,9 @@ from typing import Any
 import anyio
 
 from ...model import Session
+from ...timeline.numbering import STATE_VERSION
 from .data import Block, CacheState, Clock, Journal, StageRecord, TurnRecord, now_iso
-from .store import JournalStore, SourceFile
+from .store import JournalStore, SourceFile, Streamed
 
 SCHEMA = "restore.timeline.v1"
 VERSION = 1
@@ -27,8 +28,19 @@ class JournalFormatError(ValueError):
     """A saved journal this version cannot use."""
 
 
-def to_payload(journal: Journal) -> dict[str, Any]:
-    """The ``restore.timeline.v1`` payload (pending notices are never included)."""
+def to_payload(journal: Journal, *, streamed: bool = False) -> dict[str, Any]:
+    """The ``restore.timeline.v1`` payload (pending notices are never included).
+
+    ``streamed``: the labels are made while the payload is written (``store.Streamed``),
+    for a store that writes it and keeps nothing.
+    """
+    numbering = journal.labels.to_dict() if journal.labels is not None else journal.numbering
+    if streamed and journal.labels is not None:
+        labels = journal.labels
+        numbering = {
+            "version": STATE_VERSION,
+            "labels": Streamed(lambda: labels.iter_entries(0), len(labels)),
+        }
     return {
         "schema": SCHEMA,
         "version": VERSION,
@@ -47,7 +59,7 @@ def to_payload(journal: Journal) -> dict[str, Any]:
         "next_block": journal.next_block,
         "sources_pool": journal.sources_pool,
         "stages": {name: _plain(s) for name, s in journal.stages.items()},
-        "numbering": journal.labels.to_dict() if journal.labels is not None else journal.numbering,
+        "numbering": numbering,
         "state": journal.state,
         "usage": journal.usage,
         "token_factor": journal.token_factor,
@@ -115,7 +127,7 @@ async def persist(journal: Journal, store: JournalStore, *, snapshot: bool = Fal
         write: Callable[[str, dict[str, Any]], object]
         if snapshot or saved is None or any(n < was for n, was in zip(now, saved, strict=True)):
             journal.generation += 1
-            write, data = store.save, to_payload(journal)
+            write, data = store.save, to_payload(journal, streamed=not store.in_memory)
         else:
             write, data = store.append, _change(journal, saved)
         if store.in_memory:  # a thread hop costs more than keeping the data

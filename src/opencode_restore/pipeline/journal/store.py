@@ -15,7 +15,7 @@ import hashlib
 import logging
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -237,6 +237,30 @@ class JournalStore:
 _CHUNKED_LEVELS = 3
 
 
+class Streamed:
+    """A list that a snapshot makes item by item while it writes it (``json_chunks``):
+    the labels of a long restore are tens of thousands of small dicts, made only for the
+    file (bench/scale.py's peak was their last snapshot)."""
+
+    __slots__ = ("_items", "_length")
+
+    def __init__(self, items: Callable[[], Iterator[Any]], length: int) -> None:
+        self._items = items
+        self._length = length
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._items()
+
+
+def _listed(value: Any) -> list[Any]:
+    if isinstance(value, Streamed):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
 def json_chunks(value: Any, level: int = 0, levels: int = _CHUNKED_LEVELS) -> Iterator[bytes]:
     """``orjson.dumps(value, option=OPT_INDENT_2)`` in pieces, byte for byte.
 
@@ -244,10 +268,11 @@ def json_chunks(value: Any, level: int = 0, levels: int = _CHUNKED_LEVELS) -> It
     a 200 MB log); dumped whole, its bytes sat in memory beside the payload at every
     stage. Here the containers of the first ``levels`` levels are written item by item
     and each item is dumped alone, re-indented to its depth (a raw line break never
-    occurs inside a JSON string, so indenting after every one is safe).
+    occurs inside a JSON string, so indenting after every one is safe). A ``Streamed``
+    list is written as the list it yields.
     """
-    if levels == 0 or not isinstance(value, dict | list | tuple) or not value:
-        data = orjson.dumps(value, option=orjson.OPT_INDENT_2)
+    if levels == 0 or not isinstance(value, dict | list | tuple | Streamed) or not value:
+        data = orjson.dumps(value, default=_listed, option=orjson.OPT_INDENT_2)
         yield data.replace(b"\n", b"\n" + b"  " * level) if level else data
         return
     pad = b"\n" + b"  " * (level + 1)
