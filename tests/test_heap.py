@@ -7,23 +7,28 @@ import pytest
 
 from opencode_restore import heap
 
+GLIBC = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+
+
+class NoSuchLibc:
+    """A ``ctypes.CDLL`` stand-in whose library has none of the symbols asked for
+    (macOS, musl)."""
+
+    def __init__(self, name: object) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> object:
+        raise AttributeError(name)
+
 
 def test_give_back_trims_the_heap_where_glibc_is_the_libc() -> None:
     heap._malloc_trim.cache_clear()
-    expected = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
-    assert heap.give_back() is expected
+    assert heap.give_back() is GLIBC
 
 
 def test_give_back_is_a_no_op_without_malloc_trim(monkeypatch: pytest.MonkeyPatch) -> None:
-    class NoTrim:
-        def __init__(self, name: object) -> None:
-            pass
-
-        def __getattr__(self, name: str) -> object:
-            raise AttributeError(name)
-
     heap._malloc_trim.cache_clear()
-    monkeypatch.setattr(ctypes, "CDLL", NoTrim)
+    monkeypatch.setattr(ctypes, "CDLL", NoSuchLibc)
     try:
         assert heap.give_back() is False
     finally:
@@ -31,17 +36,9 @@ def test_give_back_is_a_no_op_without_malloc_trim(monkeypatch: pytest.MonkeyPatc
 
 
 def test_hold_thresholds_sets_both_where_glibc_is_the_libc() -> None:
-    expected = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
-    assert heap.hold_thresholds() is expected
+    assert heap.hold_thresholds() is GLIBC
 
 
 def test_hold_thresholds_is_a_no_op_without_mallopt(monkeypatch: pytest.MonkeyPatch) -> None:
-    class NoMallopt:
-        def __init__(self, name: object) -> None:
-            pass
-
-        def __getattr__(self, name: str) -> object:
-            raise AttributeError(name)
-
-    monkeypatch.setattr(ctypes, "CDLL", NoMallopt)
+    monkeypatch.setattr(ctypes, "CDLL", NoSuchLibc)
     assert heap.hold_thresholds() is False
