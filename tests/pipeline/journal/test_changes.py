@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,14 +88,15 @@ def test_a_turn_saves_only_its_own_labels_and_never_the_whole_map(
 ) -> None:
     from opencode_restore.timeline.numbering import Numbering
 
-    built: list[int] = []
-    whole = Numbering.to_dict
+    built: list[int] = []  # the sizes of every whole map made (labels from M1 on)
+    entries = Numbering.iter_entries
 
-    def counting(self: Numbering) -> dict[str, Any]:
-        built.append(len(self))
-        return whole(self)
+    def counting(self: Numbering, start: int) -> Iterator[dict[str, Any]]:
+        if start == 0:
+            built.append(len(self))
+        return entries(self, start)
 
-    monkeypatch.setattr(Numbering, "to_dict", counting)
+    monkeypatch.setattr(Numbering, "iter_entries", counting)
     session = session_of(5)
     with pytest.raises(Crash):
         restore(session, Counting(crash_at=5), tmp_path)  # turns 1-4 done

@@ -34,13 +34,15 @@ def to_payload(journal: Journal, *, streamed: bool = False) -> dict[str, Any]:
     ``streamed``: the labels are made while the payload is written (``store.Streamed``),
     for a store that writes it and keeps nothing.
     """
-    numbering = journal.labels.to_dict() if journal.labels is not None else journal.numbering
-    if streamed and journal.labels is not None:
-        labels = journal.labels
-        numbering = {
-            "version": STATE_VERSION,
-            "labels": Streamed(lambda: labels.iter_entries(0), len(labels)),
-        }
+    labels = journal.labels
+    numbering: dict[str, Any]
+    if labels is None:
+        numbering = journal.numbering
+    elif streamed:
+        entries = Streamed(lambda: labels.iter_entries(0), len(labels))
+        numbering = {"version": STATE_VERSION, "labels": entries}
+    else:
+        numbering = labels.to_dict()
     return {
         "schema": SCHEMA,
         "version": VERSION,
