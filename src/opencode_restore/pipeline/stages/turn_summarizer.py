@@ -46,7 +46,7 @@ def segments(transcript: str, limit: int) -> list[str]:
     while start < len(transcript):
         at = transcript.find(_MESSAGE_START, start + 1)
         end = len(transcript) if at == -1 else at
-        units.append(cap_middle(transcript[start:end].strip("\n"), limit, "this message"))
+        units.append(_fit(transcript[start:end].strip("\n"), limit))
         start = end
     parts: list[str] = []
     current = ""
@@ -58,6 +58,20 @@ def segments(transcript: str, limit: int) -> list[str]:
             current = f"{current}\n{unit}" if current else unit
     parts.append(current)
     return parts
+
+
+def _fit(message: str, limit: int) -> str:
+    """``message`` cut in its middle to at most ``limit`` characters.
+
+    The cut's mark takes room too: the cut widens until the mark fits, and a limit too
+    small for any mark cuts the message short unmarked.
+    """
+    capped = cap_middle(message, limit, "this message")
+    room = limit
+    while len(capped) > limit:
+        room -= len(capped) - limit
+        capped = cap_middle(message, room, "this message") if room > 0 else message[:limit]
+    return capped
 
 
 @dataclass(slots=True)
