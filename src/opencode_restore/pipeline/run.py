@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from ..config import Config
+from ..facts.turn import MAX_REQUEST_CHARS, cap_middle, compaction_text, turn_facts
 from ..heap import give_back
 from ..llm.base import Provider
 from ..llm.retry import RetryPolicy
@@ -27,7 +28,6 @@ from .journal.data import Clock, StageRecord, TurnRecord
 from .journal.lock import journal_lock
 from .journal.persist import persist
 from .journal.store import JournalStore, journal_dir, turn_hash
-from .prompting.facts import MAX_REQUEST_CHARS, cap_middle, compaction_text, turn_facts
 from .restoration import (
     FALLBACK_WARNING,
     INTERRUPTED_WARNING,

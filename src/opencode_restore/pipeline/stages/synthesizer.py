@@ -10,15 +10,16 @@ import orjson
 from pydantic import BaseModel
 
 from ...errors import ProviderError, RestoreError
-from ...llm.offline import OfflineProvider, synthesis_from_facts
+from ...facts.summary import synthesis_from_facts
+from ...facts.text import content_words
+from ...facts.turn import MAX_REQUEST_CHARS, cap_middle
+from ...llm.offline import OfflineProvider
 from ...llm.structured import complete_structured
-from ...llm.text_rules import content_words
 from ...model import Turn
 from ...redact import redact_value
 from ...timeline.numbering import Numbering, citation_spans, cited_labels, uncite
 from ..budget import Window
 from ..context import StageContext
-from ..prompting.facts import MAX_REQUEST_CHARS, cap_middle
 from ..prompting.prompts import quote_log, render
 from ..restoration import CitationStats, EvidenceItem
 from ..schemas import SessionSummary, TurnSummary

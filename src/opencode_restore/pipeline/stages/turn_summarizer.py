@@ -21,11 +21,11 @@ from typing import Any
 import orjson
 
 from ...errors import ProviderError, RestoreError
+from ...facts.turn import cap_middle, turn_facts
 from ...llm.structured import complete_structured
 from ...model import Turn
 from ..budget import Window
 from ..context import StageContext
-from ..prompting.facts import cap_middle, turn_facts
 from ..prompting.prompts import RenderedPrompt, quote_log, render
 from ..schemas import TurnSummary
 from ..state import RestoreState

@@ -3,9 +3,9 @@ once per text, in the head and tail of a huge tool output."""
 
 from __future__ import annotations
 
+from opencode_restore.facts import turn as facts
+from opencode_restore.facts.turn import error_lines, scanned_text, turn_facts
 from opencode_restore.model import Message, Turn
-from opencode_restore.pipeline.prompting import facts
-from opencode_restore.pipeline.prompting.facts import error_lines, scanned_text, turn_facts
 
 TRACEBACK = (
     "Traceback (most recent call last):\n"

@@ -1,4 +1,5 @@
-"""The offline provider's answers: every outcome listed (or counted), failures kept visible."""
+"""The summaries the rules write, asked as the pipeline asks (the offline provider):
+every outcome listed (or counted), failures kept visible."""
 
 from __future__ import annotations
 
@@ -11,14 +12,10 @@ import pytest
 
 from opencode_restore.config import load_config
 from opencode_restore.diagnostics import WarningSink
+from opencode_restore.facts.summary import DONE_ITEMS, ERROR_ITEMS
+from opencode_restore.facts.turn_summary import TURN_ERRORS, TURN_OUTCOMES
 from opencode_restore.llm.base import ChatMessage, LLMRequest
-from opencode_restore.llm.offline import (
-    DONE_ITEMS,
-    ERROR_ITEMS,
-    TURN_ERRORS,
-    TURN_OUTCOMES,
-    OfflineProvider,
-)
+from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.pipeline.restoration import Restoration
 from opencode_restore.pipeline.run import RestoreOptions, restore_session
 from opencode_restore.pipeline.schemas import SessionSummary, TurnSummary

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from opencode_restore.llm import text_rules as rules
+from opencode_restore.facts import text as rules
 
 RULES = (
     "Two ground rules before you touch anything: (1) a full target URL must never end up in a "

@@ -11,8 +11,8 @@ from typing import Any
 
 import regex
 
-from ...llm import text_rules as rules
-from ...model import Message, Turn
+from ..model import Message, Turn
+from . import text as rules
 
 # No leading `^.*`: that form backtracks over the whole of a huge line at every match
 # attempt. A hit is widened to its line afterwards, with plain string searches.
