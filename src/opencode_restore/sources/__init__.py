@@ -16,6 +16,7 @@ from ..diagnostics import WarningSink
 from ..errors import SourceError
 from ..model import Message, Session
 from .base import SNIFF_BYTES, ContainerReader, HollowReader, Reader
+from .ids import IdGuard, unique_ids
 
 #: Reader names and their format packages, in detection order (ties go to the earlier one).
 _READER_MODULES = {
@@ -157,7 +158,7 @@ def open_session(
             _check_named(paths, result.id, session)
     if agent and not result.messages():
         _warn_forced(paths, reader, sink)
-    return result
+    return unique_ids(result)
 
 
 def _check_named(paths: Sequence[Path], found: str, wanted: str) -> None:
@@ -187,6 +188,7 @@ def iter_messages(
         stream = iter(chosen.messages())
     else:
         stream = reader.iter_messages(paths, sink)
+    stream = IdGuard().stream(stream)
     return _checked(paths, reader, sink, stream) if agent else stream
 
 

@@ -19,6 +19,7 @@ from ..model import Message
 from ..redact import Redactor, redact_message
 from ..sources import filter_messages, is_container, iter_messages, readers
 from ..sources.base import Checkpoint, ContainerReader, Reader, TailReader
+from ..sources.ids import unique_ids
 from .checkpoints import tail_start, update_index
 from .store import SessionRow, Store
 
@@ -106,7 +107,7 @@ def session_messages(
     if stream is None:
         if isinstance(reader, ContainerReader):
             # One database holds many sessions: ask for this one by id.
-            stream = iter(reader.read(files, sink, session=row.id).messages())
+            stream = iter(unique_ids(reader.read(files, sink, session=row.id)).messages())
         else:
             stream = iter_messages(files, sink, row.agent if reader is not None else None)
     filtered = filter_messages(

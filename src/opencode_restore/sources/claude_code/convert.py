@@ -18,6 +18,7 @@ import orjson
 from ...fields import parse_timestamp
 from ...model import Compaction, Message, Usage
 from ..base import text_of, token_count
+from ..rejections import mark_rejection
 from ..slash import is_local_command
 
 #: User text that is bookkeeping of a slash command, not a request.
@@ -219,7 +220,7 @@ def _user(obj: dict[str, Any], uid: str, ts: datetime | None, fi: int, line: int
                 is_error=block.get("is_error") is True,
             )
             m.meta["synthetic"] = True
-            out.append(m)
+            out.append(mark_rejection(m))
         elif bt == "text":
             out.append(_user_text(mid, _str(block.get("text")), is_meta, ts, fi, line))
         elif bt == "image":

@@ -18,6 +18,7 @@ import regex
 from ...fields import non_empty
 from ...model import Compaction, Message, MessageType, Role, Usage
 from ..base import token_count
+from ..rejections import mark_rejection
 
 
 @dataclass(slots=True, frozen=True)
@@ -296,16 +297,18 @@ def tool_output(p: dict[str, Any], where: Where, tool_name: str | None) -> Messa
     meta: dict[str, Any] = {"item_type": p.get("type")}
     if exit_code is not None:
         meta["exit_code"] = exit_code
-    return new_message(
-        where,
-        non_empty(p.get("id")),
-        "tool",
-        "tool_result",
-        text,
-        tool_name=tool_name,
-        tool_call_id=non_empty(p.get("call_id")),
-        is_error=is_error,
-        meta=meta,
+    return mark_rejection(
+        new_message(
+            where,
+            non_empty(p.get("id")),
+            "tool",
+            "tool_result",
+            text,
+            tool_name=tool_name,
+            tool_call_id=non_empty(p.get("call_id")),
+            is_error=is_error,
+            meta=meta,
+        )
     )
 
 

@@ -49,6 +49,7 @@ from ...model import Message, Session, Timeline, TimelineEvent, TimelineSpan, Us
 from ..base import Found, token_count
 from ..chain import ChainLink
 from ..discover import Discovery
+from ..rejections import mark_rejection
 from . import discover
 from .chain import chain_link
 from .replay import Replay, Slot, parts_text, replay
@@ -201,7 +202,7 @@ class _Blocks:
             if call_id in self.calls.given:
                 return
             self.calls.given.add(call_id)
-        self.add("tool", "tool_result", text, ts, tool_call_id=call_id, **fields)
+        mark_rejection(self.add("tool", "tool_result", text, ts, tool_call_id=call_id, **fields))
 
 
 def _thought_parts(b: _Blocks, content: Any, ts: Any, model: str | None) -> None:

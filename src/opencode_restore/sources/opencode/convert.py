@@ -24,6 +24,8 @@ from ...diagnostics import WarningSink
 from ...fields import parse_timestamp
 from ...model import Compaction, Message, MessageType, Role, Usage
 from ..base import token_count
+from ..ids import source_id
+from ..rejections import mark_rejection
 
 #: A part with its 1-based ordinal in the session (or its line in an event stream).
 NumberedPart = tuple[int, dict[str, Any]]
@@ -130,6 +132,11 @@ class PartConverter:
 
     def convert(self, raw: RawMessage) -> list[Message]:
         """The messages of one opencode message, after any held-back compaction."""
+        if source_id(raw.info.get("id")) is None:
+            # A redacted message id would join every such message into one group (and
+            # one ``:error`` id): its first part's position names it instead.
+            first = raw.parts[0][0] if raw.parts else raw.line
+            raw = raw._replace(info={**raw.info, "id": f"0:{first}"})
         info, parts = raw.info, raw.parts
         role: Role = "user" if info.get("role") == "user" else "assistant"
         is_summary = role == "assistant" and info.get("summary") is True
@@ -257,8 +264,8 @@ class PartConverter:
         part: dict[str, Any],
     ) -> list[Message]:
         ptype = part.get("type") if isinstance(part.get("type"), str) else None
-        pid = part.get("id")
-        pid = pid if isinstance(pid, str) and pid else f"0:{index}"
+        # A part id the export redacted (``REDACTED``) names no part: use its position.
+        pid = source_id(part.get("id")) or f"0:{index}"
         start = as_dict(part.get("time")).get("start")
         meta: dict[str, Any] = {}
         if ptype in ("text", "reasoning"):
@@ -330,8 +337,10 @@ class PartConverter:
             self.sink.warn(self.path, index, f"tool part {pid} has no state; kept as a call")
         status = str(state.get("status") or "pending").lower()
         name = part.get("tool") if isinstance(part.get("tool"), str) else "unknown"
-        call_id = part.get("callID")
-        call_id = call_id.strip() if isinstance(call_id, str) and call_id.strip() else None
+        # The call and its result are one part: a redacted call id is the part's own.
+        raw_call = part.get("callID")
+        raw_call = raw_call.strip() if isinstance(raw_call, str) else ""
+        call_id = (source_id(raw_call) or pid) if raw_call else None
         tool_input = as_dict(state.get("input"))
         times = as_dict(state.get("time"))
         metadata = as_dict(state.get("metadata"))
@@ -366,7 +375,7 @@ class PartConverter:
             time=times.get("end") or times.get("start"), tool_name=name,
             tool_call_id=call_id, is_error=status == "error", meta=result_meta,
         )  # fmt: skip
-        return [use, result]
+        return [use, mark_rejection(result)]
 
 
 def _task_child(tool_input: dict[str, Any], metadata: dict[str, Any], output: str) -> str | None:

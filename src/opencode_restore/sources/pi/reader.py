@@ -37,6 +37,7 @@ from ...model import (
 from ..base import Found, MigrationResult, TreeEntry, text_of, token_count
 from ..chain import ChainLink
 from ..discover import Discovery
+from ..rejections import mark_rejection
 from . import discover, migrate, tree
 from .chain import chain_link
 from .tree import PiBranch, PiEntry, PiFile
@@ -181,13 +182,15 @@ def _message_entry(b: _Blocks, sink: WarningSink, path: Path) -> None:
     elif role == "assistant":
         _assistant(b, message)
     elif role == "toolResult":
-        b.add(
-            "tool",
-            "tool_result",
-            text_of(message.get("content")),
-            tool_name=_str(message.get("toolName")) or None,
-            tool_call_id=_str(message.get("toolCallId")) or None,
-            is_error=message.get("isError") is True,
+        mark_rejection(
+            b.add(
+                "tool",
+                "tool_result",
+                text_of(message.get("content")),
+                tool_name=_str(message.get("toolName")) or None,
+                tool_call_id=_str(message.get("toolCallId")) or None,
+                is_error=message.get("isError") is True,
+            )
         )
     elif role == "bashExecution":
         _bash(b, message)
