@@ -112,7 +112,9 @@ def test_restore_markdown_by_label_and_unknown_branches(fixtures: Path) -> None:
     assert code == 0
     assert "- Turn 2: try approach A [M7]" in out
     assert "None pending: the last request was answered [M8]." in out
-    assert "Which approach" not in out  # the agent's question was answered by turn 2
+    # The agent's question was answered by turn 2: the user's choice, not an open question.
+    assert "## Open questions" not in out
+    assert "The user chose “try approach A” [M7] when asked: Which approach do you want?" in out
     assert "## Abandoned branches" in out
     code, _, err = invoke("restore", str(fixtures / TREE_V3), "-q", "--label", "nope")
     assert code == 2

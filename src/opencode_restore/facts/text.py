@@ -207,3 +207,65 @@ def identifiers(user_text: str) -> list[str]:
         if m.group(0) not in seen:
             seen.append(m.group(0))
     return seen
+
+
+# A line of a pasted error: an exception or error named at its start ("Uncaught
+# ContextError: …", "TypeError: …", "error: …", "fatal: …", "npm ERR! …"), a traceback's
+# header, an HTTP failure status, or a message a parser or server gives for bad input.
+_PASTED_ERROR = regex.compile(
+    r"^\W{0,3}(?:(?:Uncaught|Unhandled)\s+(?:\(in promise\)\s+)?)?"
+    r"(?:[\w.]*(?:Error|Exception)\b(?:\s*\[[^\]]*\])?:?\s*\S|error(?:\[\w+\])?:\s*\S|fatal:\s*\S"
+    r"|npm ERR!|ERR_[A-Z_]+|Traceback \(most recent call last\)|panic:|FAILED\b)"
+    r"|\bHTTP(?:/[\d.]+)? [45]\d\d\b|\bstatus(?: code)? [45]\d\d\b"
+    r"|\bis not valid JSON\b|\bUnexpected token\b|\bpermission denied\b",
+    regex.IGNORECASE,
+)
+#: A pasted error line kept in full up to this length.
+ERROR_CHARS = 200
+
+
+def pasted_errors(user_text: str) -> list[str]:
+    """Error lines a user pasted into a message (a console error, a traceback's exception,
+    a failing CI step), at most two, each once: what the user saw go wrong."""
+    found: list[str] = []
+    for line in user_text[:20_000].splitlines():
+        flat = " ".join(line.split())
+        if len(flat) < 12 or not _PASTED_ERROR.search(flat) or flat in found:
+            continue
+        found.append(clip(flat, ERROR_CHARS))
+        if len(found) == 2:
+            break
+    return found
+
+
+_FENCE = regex.compile(r"```.*?(?:```|\Z)", regex.S)
+_LINK = regex.compile(r"\[([^\]\n]{1,200})\]\([^)\s]{1,500}\)")
+_MARKUP_LINE = regex.compile(r"^\s*(?:#+\s.*|\*\*[^*]{1,80}\*\*:?|[-*_]{3,}|\|.*\|)\s*$")
+_EMPHASIS = regex.compile(r"\*\*|__")
+#: The agent's account of a turn is this long at least, when its message is.
+ACCOUNT_MIN = 90
+ACCOUNT_CHARS = 180
+#: Sentences shorter than this ("Done.", "Both fixed.") say little on their own.
+_TERSE = 15
+
+
+def plain(text: str) -> str:
+    """Markdown as plain prose: no code blocks, headings, tables or rules; links as their
+    text; no emphasis marks."""
+    text = _FENCE.sub(" ", text[:20_000])
+    lines = [ln for ln in text.splitlines() if not _MARKUP_LINE.match(ln)]
+    linked: str = _LINK.sub(r"\1", "\n".join(lines))
+    return str(_EMPHASIS.sub("", linked))
+
+
+def account(text: str) -> str:
+    """What an agent's closing message says the turn came to: its opening sentences as
+    prose, questions left out (they are listed as questions), cut at a word."""
+    said: list[str] = []
+    for s in sentences(plain(text)):
+        if s.endswith("?") or (len(s) < _TERSE and not said and len(text) > ACCOUNT_MIN):
+            continue
+        said.append(_item(s))
+        if sum(len(x) for x in said) >= ACCOUNT_MIN:
+            break
+    return clip(" ".join(said), ACCOUNT_CHARS)

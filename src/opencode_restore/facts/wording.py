@@ -34,3 +34,13 @@ def cites(labels: list[str | None]) -> str:
     """`` [M1, M2]`` for the first three distinct labels, or nothing."""
     shown = [label for label in dict.fromkeys(labels) if label]
     return f" [{', '.join(shown[:3])}]" if shown else ""
+
+
+def clip_flat(text: str, limit: int = 300) -> str:
+    """``text`` on one line, at most ``limit`` characters (an ellipsis marks a cut)."""
+    # Only a bounded head is flattened: a fact never needs more of a huge text.
+    head = text[: limit * 4]
+    flat = " ".join(head.split())
+    if len(flat) <= limit and len(head) == len(text):
+        return flat
+    return flat[: limit - 1] + "…"

@@ -1,0 +1,166 @@
+"""Progress: one line per turn that did something (what was asked, what changed, what
+was committed, what the agent reported at its end), and the state of version control at
+the end of the session."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .text import clip, sentences
+from .wording import cite, cites, short
+
+#: A request is quoted by its first sentence, cut at a word past this length.
+REQUEST_CHARS = 100
+#: The agent's own account of a turn, from its closing message.
+OUTCOME_CHARS = 180
+
+_COURTESY = re.compile(r"^(?:hi|hello|hey|thanks|thank you|ok|okay|great|good|cool)\b", re.I)
+# Quotes around a whole prompt (some agents store it so) are not part of it.
+_QUOTES = "\"'“”‘’`"
+
+
+def request_line(text: str, limit: int = REQUEST_CHARS) -> str:
+    """A request in a few words: its first sentence that is not a greeting or a thanks."""
+    parts = sentences(text) or [""]
+    first = next((p for p in parts if not _COURTESY.match(p) or len(p.split()) > 6), parts[0])
+    return clip(first.strip(_QUOTES + " ") or first, limit)
+
+
+def changes(t: dict[str, Any]) -> str:
+    """What a turn changed, by action. A file deleted and another created by the same call
+    is a rename (``git mv``, a patch's move); a file deleted and made again under its own
+    name by one call was replaced, which is an edit."""
+    by_action: dict[str, dict[str, str | None]] = {}
+    for a in t.get("artifacts", []):
+        if a["action"] != "read":
+            by_action.setdefault(a["action"], {}).setdefault(a["path"], a.get("label"))
+    created, deleted = by_action.get("created", {}), by_action.get("deleted", {})
+    edited = by_action.setdefault("edited", {})
+    for path in list(created):
+        if path in deleted and deleted[path] == created[path]:
+            edited.setdefault(path, created.pop(path))
+            del deleted[path]
+    for path in created:  # a file made in this turn and then edited is just made
+        edited.pop(path, None)
+    renames = []
+    for old, label in list(deleted.items()):
+        new = next((p for p, lb in created.items() if label and lb == label and p != old), None)
+        if new is not None:
+            renames.append(f"`{old}` → `{new}`{cites([label])}")
+            del deleted[old], created[new]
+    parts = [
+        f"{action} " + ", ".join(f"`{p}`{cites([label])}" for p, label in files.items())
+        for action, files in by_action.items()
+        if files
+    ]
+    return "; ".join(parts + (["renamed " + ", ".join(renames)] if renames else []))
+
+
+# Words that date a statement: true when the agent said it, overtaken by later turns.
+_DATED = re.compile(r"\b(?:still|not yet|yet to|so far|for now|currently|at the moment)\b", re.I)
+
+
+def outcome(t: dict[str, Any], last: bool, fates: dict[str, str]) -> str:
+    """What the agent said the turn came to (``turn.turn_facts``' ``outcome``), cited; for
+    a turn before the last, a statement of a then-current state ("still a draft") is left
+    out, as later turns overtook it; a commit it names says what became of it."""
+    said = t.get("outcome")
+    if not said or (not last and _DATED.search(said["text"])):
+        return ""
+    text = said["text"]
+    for sha, fate in fates.items():
+        text = re.sub(rf"(`?\b{sha[:7]}\w*`?)", rf"\1{fate}", text, count=1)
+    return cite(text, said.get("label"))
+
+
+def _vcs_line(t: dict[str, Any], history: dict[str, str]) -> str:
+    """The turn's commits (with what became of them later), pushes and pull requests."""
+    parts = []
+    for e in t.get("vcs", []):
+        label = cites([e.get("label")])
+        if e["kind"] == "commit":
+            verb = "amended the commit as" if e.get("amend") else "committed"
+            fate = history.get(e["sha"], "")
+            parts.append(f"{verb} `{e['sha']}` “{short(e['subject'], 90)}”{label}{fate}")
+        elif e["kind"] == "push":
+            parts.append(f"pushed{label}")
+        elif e["kind"] == "pr_opened":
+            parts.append(f"opened PR #{e['number']}{label}")
+        elif e["kind"] == "pr_merged":
+            parts.append(f"merged PR #{e['number']}{label}")
+    return "; ".join(parts)
+
+
+def commit_fates(turns: list[dict[str, Any]]) -> dict[str, str]:
+    """What happened later to each commit: reverted (a later ``Revert "subject"`` commit)
+    or replaced by an amend; as a short clause to add after it."""
+    commits = [e for t in turns for e in t.get("vcs", []) if e["kind"] == "commit"]
+    fates: dict[str, str] = {}
+    for i, c in enumerate(commits):
+        for later in commits[i + 1 :]:
+            subject = later["subject"]
+            if subject.startswith("Revert") and (
+                c["subject"] in subject or c["sha"][:7] in subject
+            ):
+                fates[c["sha"]] = f" (reverted by `{later['sha']}`)"
+                break
+            if later.get("amend") and later["branch"] == c["branch"]:
+                fates[c["sha"]] = f" (replaced by the amended `{later['sha']}`)"
+                break
+    return fates
+
+
+def done(turns: list[dict[str, Any]]) -> list[str]:
+    """One line per turn that did something: the request, what changed, the commits and
+    pull requests, and the agent's own account. A turn that only read or answered keeps
+    its account; a turn cut off says so and keeps what it changed."""
+    fates = commit_fates(turns)
+    out = []
+    for t in turns:
+        made = changes(t)
+        if t.get("failed_artifacts") and not made and not t.get("vcs"):
+            continue  # every change it tried failed (listed as errors)
+        labels = t.get("user_labels") or [None]
+        head = f"Turn {t.get('turn_number')}"
+        if t.get("interrupted"):
+            head += " (interrupted)"
+        if t.get("interrupted") and t is turns[-1]:
+            continue  # the last request, unfinished: in progress, not done
+        did = "; ".join(x for x in (made, _vcs_line(t, fates)) if x)
+        asked = request_line(t.get("user_request") or "")
+        # A question that changed nothing was a discussion: its request is not work done.
+        asked = f"discussed “{asked}”" if asked.endswith("?") and not did else asked
+        line = f"{head}: {cite(asked, labels[0])}"
+        if did:
+            line += f" → {did}"
+        if t.get("rejected"):
+            line += "; the user rejected " + ", ".join(
+                f"{r['tool']}{' of `' + r['target'] + '`' if r['target'] else ''}"
+                f"{cites([r.get('label')])}"
+                for r in t["rejected"][:3]
+            )
+        said = outcome(t, t is turns[-1], fates)
+        if said:
+            line += f". Agent: {said}"
+        out.append(line)
+    return out
+
+
+def end_state(turns: list[dict[str, Any]]) -> str:
+    """Where version control stands at the end: the last commit of the session and
+    whether a push ran after it (in this log; a push made elsewhere is not seen)."""
+    events = [e for t in turns for e in t.get("vcs", [])]
+    commits = [i for i, e in enumerate(events) if e["kind"] == "commit"]
+    if not commits:
+        return ""
+    last = events[commits[-1]]
+    fates = commit_fates(turns)
+    pushed = any(e["kind"] == "push" for e in events[commits[-1] + 1 :])
+    line = (
+        f"Last commit `{last['sha']}` “{short(last['subject'], 90)}” on `{last['branch']}`"
+        f"{cites([last.get('label')])}{fates.get(last['sha'], '')}"
+    )
+    if pushed:
+        return line + "; pushed after it."
+    return line + "; not pushed in this session (no push after it in the log)."

@@ -1,0 +1,119 @@
+"""Where the session stands at its end: the work cut off, the question the agent is
+waiting on, a failure nothing fixed, what the agent said is left, and the compactions.
+"None pending" is said only when none of these holds."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .progress import changes, end_state
+from .text import clip, sentences
+from .wording import cite, cites, short
+
+NEXT_CHARS = 240
+#: What the agent's closing message says is still to do, at most this many sentences.
+LEFT_SENTENCES = 2
+COMPACTION_CHARS = 200
+
+_LEFT = re.compile(
+    r"\b(?:next steps?|still (?:need|needs|to do|open|pending|missing|failing|unverified)"
+    r"|remaining|left to do|not (?:yet|been) (?:\w+ed|done|run|tested|verified|pushed|committed)"
+    r"|outstanding|to ?do\b|follow[- ]up|unverified|untested|not (?:committed|pushed))",
+    re.I,
+)
+
+
+def open_questions(turns: list[dict[str, Any]]) -> list[str]:
+    """The questions the agent ended the session with. A question of an earlier turn was
+    followed by another request: the user answered it or moved on, either way it is not
+    open (a reply such as "yes" or "do stack" answers without repeating its words)."""
+    last = turns[-1] if turns else {}
+    return [cite(q["text"], q.get("label")) for q in last.get("questions", [])]
+
+
+def _unfixed(turns: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The last turn's last failing command when the turn did nothing after it."""
+    last = turns[-1] if turns else {}
+    failures = last.get("failed_commands", [])
+    if not failures:
+        return None
+    failed: dict[str, Any] = failures[-1]
+    # Anything the turn did after the failure (a change, a commit, any run that passed)
+    # may have dealt with it: only a failure that ends the turn's work is unresolved.
+    after = [
+        x.get("label")
+        for x in [
+            *last.get("passed_commands", []),
+            *last.get("artifacts", []),
+            *last.get("vcs", []),
+        ]
+        if x.get("action") != "read"
+    ]
+    if any(_order(label) > _order(failed.get("label")) for label in after):
+        return None
+    return failed
+
+
+def _order(label: str | None) -> int:
+    return int(label[1:]) if label and label[1:].isdigit() else 0
+
+
+def _left(t: dict[str, Any]) -> list[str]:
+    """What the agent's closing message says is still to do."""
+    last = t.get("last_assistant")
+    if not last:
+        return []
+    found = [s for s in sentences(last["text"]) if _LEFT.search(s) and not s.endswith("?")]
+    return [cite(clip(s, NEXT_CHARS), last.get("label")) for s in found[:LEFT_SENTENCES]]
+
+
+def next_step(turns: list[dict[str, Any]]) -> tuple[str, list[str], str]:
+    """(next step, work in progress, current work) at the end of the session."""
+    if not turns:
+        return "", [], ""
+    last = turns[-1]
+    n = last.get("turn_number")
+    labels = last.get("user_labels") or [None]
+    if last.get("interrupted"):
+        request = clip(" ".join((last.get("user_request") or "").split()), NEXT_CHARS)
+        # The banner says it was cut off; this says how far it got.
+        in_progress = [f"Turn {n} so far: {changes(last) or 'nothing changed yet'}"]
+        step = f"Finish the user's last request (turn {n}): {cite(request, labels[0])}"
+        current = ""
+        if last.get("last_assistant"):
+            current = cite(
+                short(last["last_assistant"]["text"], 160), last["last_assistant"].get("label")
+            )
+        return step, in_progress, current or end_state(turns)
+    steps = []
+    failed = _unfixed(turns)
+    if failed is not None:
+        error = f": {failed['error']}" if failed.get("error") else ""
+        steps.append(
+            cite(
+                f"Unresolved: `{short(failed['command'], 100)}` failed{error}", failed.get("label")
+            )
+        )
+    questions = last.get("questions", [])
+    if questions:
+        q = questions[-1]
+        steps.append("Answer the agent's question: " + cite(q["text"], q.get("label")))
+    steps += _left(last)
+    if not steps:
+        answer = last.get("last_assistant") or {}
+        steps = ["None pending: the last request was answered" + cites([answer.get("label")]) + "."]
+    return " ".join(steps), [], end_state(turns)
+
+
+def compaction_notes(turns: list[dict[str, Any]]) -> list[str]:
+    """Each compaction: the turn it happened in and what its summary kept."""
+    out = []
+    for t in turns:
+        for c in t.get("compactions", []):
+            kept = short(c.get("summary") or "", COMPACTION_CHARS)
+            what = f"; its summary kept: {kept}" if kept else " (no summary kept)"
+            out.append(
+                cite(f"Turn {t.get('turn_number')}: context compacted{what}", c.get("label"))
+            )
+    return out
