@@ -1,4 +1,4 @@
-"""The `eval` command: restore recorded sessions and score them against a facts file."""
+"""The `eval` command: restore recorded sessions and score them against facts files."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ..diagnostics import WarningSink
 from ..errors import UsageError
 from ..evaluate.facts_file import Fact, FactsFile, load_facts
 from ..evaluate.probes import ProbeResult, run_probes
-from ..evaluate.score import RecordingScore, score_restoration
+from ..evaluate.score import RecordingScore, Scoring, score_restoration
 from ..llm.base import Provider
 from ..llm.registry import close_provider, get_provider
 from ..llm.settings import ProviderSettings
@@ -24,7 +24,7 @@ from ..model import Session
 from ..pipeline.restoration import Restoration
 from ..pipeline.run import RestoreOptions, restore_session
 from ..pipeline.stages.turn_parser import parse_turns
-from ..report.summary import summary_markdown
+from ..report.summary import render_restoration, summary_markdown
 from ..sources import open_session
 from .exits import friendly_errors
 from .options import output_option, provider_options
@@ -34,9 +34,26 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
+def _row_name(scores: list[RecordingScore]) -> int:
+    return max([14, *(len(s.recording) for s in scores)])
+
+
 def table(scores: list[RecordingScore], probes: dict[str, list[ProbeResult]]) -> str:
-    """The per-recording table, a total line, and what each recording missed."""
-    head = f"{'recording':<14} {'kept':>9} {'cited':>9} {'contra':>6} {'tokens':>6} {'resolve':>7}"
+    """The per-recording table, a total line, and what each recording missed.
+
+    With ``fields`` scoring (the real devset's facts files) the table also has each
+    session's agent and its ``must_not`` hits, and the sentences that hit are listed.
+    """
+    w = _row_name(scores)
+    real = any(s.scoring == "fields" for s in scores)
+    agent_w = max([5, *(len(s.agent) for s in scores)]) if real else 0
+    head = f"{'recording':<{w}}"
+    if real:
+        head += f" {'agent':<{agent_w}}"
+    head += f" {'kept':>10} {'cited':>10}"
+    if real:
+        head += f" {'must_not':>8}"
+    head += f" {'contra':>6} {'tokens':>6} {'resolve':>7}"
     if probes:
         head += f" {'probes':>7}"
     out = [head, "-" * len(head)]
@@ -44,10 +61,13 @@ def table(scores: list[RecordingScore], probes: dict[str, list[ProbeResult]]) ->
         n = len(s.facts)
         kept = sum(f.kept for f in s.facts)
         cited = sum(f.cited for f in s.facts)
-        row = (
-            f"{s.recording:<14} {kept:>3}/{n:<2} {_pct(s.kept):>3} {cited:>3}/{n:<2} "
-            f"{_pct(s.cited):>3} {len(s.contradictions):>6} {s.tokens:>6} {_pct(s.resolved):>7}"
-        )
+        row = f"{s.recording:<{w}}"
+        if real:
+            row += f" {s.agent:<{agent_w}}"
+        row += f" {kept:>3}/{n:<2} {_pct(s.kept):>4} {cited:>3}/{n:<2} {_pct(s.cited):>4}"
+        if real:
+            row += f" {_ratio(len(s.must_not_hit_ids), s.must_not_items):>8}"
+        row += f" {len(s.contradictions):>6} {s.tokens:>6} {_pct(s.resolved):>7}"
         if probes:
             p = probes.get(s.recording, [])
             row += f" {sum(r.passed for r in p):>3}/{len(p):<3}"
@@ -55,13 +75,24 @@ def table(scores: list[RecordingScore], probes: dict[str, list[ProbeResult]]) ->
     total = sum(len(s.facts) for s in scores)
     kept = sum(f.kept for s in scores for f in s.facts)
     cited = sum(f.cited for s in scores for f in s.facts)
+    hits = sum(len(s.must_not_hit_ids) for s in scores)
+    items = sum(s.must_not_items for s in scores)
     if len(scores) > 1 and total:
-        out.append(
-            f"{'all':<14} {kept:>3}/{total:<2} {_pct(kept / total):>3} {cited:>3}/{total:<2} "
-            f"{_pct(cited / total):>3} {sum(len(s.contradictions) for s in scores):>6} "
+        row = f"{'all':<{w}}"
+        if real:
+            row += f" {'':<{agent_w}}"
+        row += (
+            f" {kept:>3}/{total:<2} {_pct(kept / total):>4} {cited:>3}/{total:<2} "
+            f"{_pct(cited / total):>4}"
+        )
+        if real:
+            row += f" {_ratio(hits, items):>8}"
+        row += (
+            f" {sum(len(s.contradictions) for s in scores):>6} "
             f"{max(s.tokens for s in scores):>6} "
             f"{_pct(min(s.resolved for s in scores)):>7}"
         )
+        out.append(row)
     for s in scores:
         lost = [f.id for f in s.facts if not f.kept]
         uncited = [f.id for f in s.facts if f.kept and not f.cited]
@@ -70,13 +101,27 @@ def table(scores: list[RecordingScore], probes: dict[str, list[ProbeResult]]) ->
                 out.append(f"{s.recording}: {what}: {', '.join(ids)}")
         out += [f"{s.recording}: contradiction: {c}" for c in s.contradictions]
         out += [f"{s.recording}: superseded: {c}" for c in s.superseded]
+        out += [
+            f"{s.recording}: must_not {h.id} ({h.field}): {h.sentence[:160]}"
+            for h in s.must_not_hits
+        ]
+    if real:
+        out.append(
+            f"overall: facts kept {kept}/{total}, cited correctly {cited}/{total}, "
+            f"must_not hits {hits}/{items}"
+        )
     return "\n".join(out) + "\n"
+
+
+def _ratio(part: int, whole: int) -> str:
+    return f"{part}/{whole}"
 
 
 def _as_json(scores: list[RecordingScore], probes: dict[str, list[ProbeResult]]) -> str:
     data: list[dict[str, Any]] = []
     for s in scores:
         item = asdict(s) | {"kept": s.kept, "cited": s.cited, "resolved": s.resolved}
+        item["must_not_hit_ids"] = s.must_not_hit_ids
         if s.recording in probes:
             item["probes"] = [asdict(p) for p in probes[s.recording]]
         data.append(item)
@@ -105,8 +150,14 @@ def evaluate(
     base_url: str | None,
     config_path: Path | None,
     judge: str | None,
+    scoring: Scoring = "auto",
+    keep: Path | None = None,
 ) -> tuple[list[RecordingScore], dict[str, list[ProbeResult]]]:
-    """Restore each recording with the configured provider (no saved timeline) and score it."""
+    """Restore each recording with the configured provider (no saved timeline) and score it.
+
+    ``keep``: a folder that gets each restoration as ``<recording>.json`` (what
+    ``restore --format json`` prints), so another scorer can read the very same summary.
+    """
     config = load_config(config_path, overrides={"llm": {"model": model, "base_url": base_url}})
     config.restore.resume = False
     scores: list[RecordingScore] = []
@@ -116,7 +167,13 @@ def evaluate(
         session = open_session([log], WarningSink(), None)
         provider = get_provider(config.llm.model, ProviderSettings.from_config(config))
         restoration = event_loop.run(_restore, session, config, provider)
-        scores.append(score_restoration(restoration, facts, name, parse_turns(session), log))
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            (keep / f"{name}.json").write_text(
+                render_restoration(restoration, "json") + "\n", encoding="utf-8"
+            )
+        turns = parse_turns(session)
+        scores.append(score_restoration(restoration, facts, name, turns, log, scoring))
         if judge is not None:
             judge_provider = get_provider(judge, ProviderSettings.from_config(config))
             text = summary_markdown(restoration)
@@ -124,62 +181,131 @@ def evaluate(
     return scores, probes
 
 
+def facts_paths(args: tuple[Path, ...]) -> list[Path]:
+    """The facts files named: a folder stands for its ``facts*.json`` files, by name."""
+    out: list[Path] = []
+    for arg in args:
+        if arg.is_dir():
+            found = sorted(arg.glob("facts*.json"))
+            if not found:
+                raise UsageError(f"{arg}: no facts*.json file in this folder")
+            out += found
+        else:
+            out.append(arg)
+    return out
+
+
+def load_all(paths: list[Path]) -> list[FactsFile]:
+    """Each facts file read; a recording name may occur in one file only."""
+    files = [load_facts(p) for p in paths]
+    seen: dict[str, Path] = {}
+    for path, facts in zip(paths, files, strict=True):
+        for name in facts.recordings:
+            if name in seen:
+                raise UsageError(f"{path}: recording {name!r} is also in {seen[name]}")
+            seen[name] = path
+    return files
+
+
 @click.command("eval")
-@click.argument("facts_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument(
+    "facts_files",
+    metavar="FACTS_FILE...",
+    nargs=-1,
+    required=True,
+    type=click.Path(exists=True, path_type=Path),
+)
 @click.option(
     "-r",
     "--recording",
     "recordings",
     multiple=True,
-    help="Score only this recording of the facts file (repeatable; default all).",
+    help="Score only this recording of the facts files (repeatable; default all).",
 )
 @provider_options
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@click.option(
+    "--scoring",
+    type=click.Choice(["auto", "markdown", "fields"]),
+    default="auto",
+    show_default=True,
+    help="Where facts are looked for: the summary markdown's lines, or the summary's fields "
+    "cut into sentences (the real devset's check.py). auto: fields for a facts file with "
+    "must_not.",
+)
 @click.option(
     "--min-kept", type=click.FloatRange(0, 100), default=None, help="Percent; exit 1 below."
 )
 @click.option(
     "--min-cited", type=click.FloatRange(0, 100), default=None, help="Percent; exit 1 below."
 )
+@click.option(
+    "--max-must-not",
+    type=click.IntRange(0),
+    default=None,
+    help="must_not items hit in all; exit 1 above.",
+)
+@click.option(
+    "--keep",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Write each restoration here as RECORDING.json (what restore --format json prints).",
+)
 @click.option("--probes", is_flag=True, help="Also ask probe questions of a judge model.")
 @click.option("--judge", default=None, help="The judge for --probes, provider:model.")
 @output_option()
 @friendly_errors
 def eval_command(
-    facts_file: Path,
+    facts_files: tuple[Path, ...],
     recordings: tuple[str, ...],
     model: str | None,
     base_url: str | None,
     config_path: Path | None,
     fmt: str,
+    scoring: Scoring,
     min_kept: float | None,
     min_cited: float | None,
+    max_must_not: int | None,
+    keep: Path | None,
     probes: bool,
     judge: str | None,
     output: Path | None,
 ) -> None:
-    """Restore the recordings of FACTS_FILE and score each summary against its facts.
+    """Restore the recordings of each FACTS_FILE and score each summary against its facts.
 
-    Per fact: kept (one of its strings is in the summary text) and cited correctly (that
-    line cites one of the fact's messages). Also contradictions, the summary's size in
-    tokens without the references appendix, and the share of citations that resolve.
+    A FACTS_FILE may be a folder: its facts*.json files (the real devset's layout). Per
+    fact: kept (one of its strings is in the summary text) and cited correctly (that
+    sentence cites one of the fact's messages); the must_not claims the summary makes (facts
+    files that have them). Also contradictions, the summary's size in tokens without the
+    references appendix, and the share of citations that resolve.
     """
     if probes and judge is None:
         raise UsageError("--probes needs --judge provider:model")
-    facts = load_facts(facts_file)
-    names = list(recordings) or list(facts.recordings)
-    unknown = [n for n in names if n not in facts.recordings]
+    paths = facts_paths(facts_files)
+    files = load_all(paths)
+    known = [n for f in files for n in f.recordings]
+    unknown = [n for n in recordings if n not in known]
     if unknown:
-        known = ", ".join(facts.recordings)
-        raise UsageError(f"{facts_file}: no recording {unknown[0]!r} (it has: {known})")
-    scores, probe_results = evaluate(
-        facts,
-        names,
-        model=model,
-        base_url=base_url,
-        config_path=config_path,
-        judge=judge if probes else None,
-    )
+        where = paths[0] if len(paths) == 1 else "the facts files"
+        raise UsageError(f"{where}: no recording {unknown[0]!r} (it has: {', '.join(known)})")
+    scores: list[RecordingScore] = []
+    probe_results: dict[str, list[ProbeResult]] = {}
+    for facts in files:
+        names = [n for n in facts.recordings if not recordings or n in recordings]
+        if not names:
+            continue
+        got, got_probes = evaluate(
+            facts,
+            names,
+            model=model,
+            base_url=base_url,
+            config_path=config_path,
+            judge=judge if probes else None,
+            scoring=scoring,
+            keep=keep,
+        )
+        scores += got
+        probe_results |= got_probes
     text = _as_json(scores, probe_results) if fmt == "json" else table(scores, probe_results)
     if output is not None:
         output.write_text(text, encoding="utf-8")
@@ -188,5 +314,10 @@ def eval_command(
     total = sum(len(s.facts) for s in scores) or 1
     kept = 100 * sum(f.kept for s in scores for f in s.facts) / total
     cited = 100 * sum(f.cited for s in scores for f in s.facts) / total
-    if (min_kept is not None and kept < min_kept) or (min_cited is not None and cited < min_cited):
+    hits = sum(len(s.must_not_hit_ids) for s in scores)
+    if (
+        (min_kept is not None and kept < min_kept)
+        or (min_cited is not None and cited < min_cited)
+        or (max_must_not is not None and hits > max_must_not)
+    ):
         sys.exit(1)

@@ -3,6 +3,8 @@
 The format is the one of ``shared/samples/recorded-devset/facts.json``: ``recordings`` (by
 name: the log's path relative to the file, whether the last request is unfinished) and
 ``facts`` (kind, turn, the strings that keep a fact, the evidence ids and lines per recording).
+The real devset's ``facts-<session>.json`` files add ``must_not``: claims a summary must not
+make (see :mod:`.fields`, which scores them).
 """
 
 from __future__ import annotations
@@ -39,6 +41,19 @@ class Fact(_In):
     evidence: dict[str, Evidence] = Field(default_factory=dict)
 
 
+class MustNot(_In):
+    """A claim the summary must not make: a sentence with one of ``strings``, one of
+    ``with_strings`` (when given) and none of ``except_strings``; only in ``fields`` if given."""
+
+    id: str
+    text: str = ""
+    strings: list[str] = Field(min_length=1)
+    with_strings: list[str] = Field(default_factory=list)
+    except_strings: list[str] = Field(default_factory=list)
+    fields: list[str] = Field(default_factory=list)
+    added_after_review: bool = False
+
+
 class Recording(_In):
     """One recorded session of the facts file."""
 
@@ -53,7 +68,11 @@ class FactsFile(_In):
 
     recordings: dict[str, Recording]
     facts: list[Fact]
+    #: ``None`` for a facts file without the key (the recorded devset's): it is scored on the
+    #: summary markdown; with it (the real devset's files), on the summary's fields.
+    must_not: list[MustNot] | None = None
     base: Path = Path(".")
+    path: Path | None = None
 
     def log_path(self, name: str) -> Path:
         """The native log of recording ``name``."""
@@ -79,4 +98,5 @@ def load_facts(path: Path) -> FactsFile:
         where = ".".join(str(p) for p in first["loc"])
         raise UsageError(f"{path}: not a facts file: {where}: {first['msg']}") from exc
     facts.base = path.parent
+    facts.path = path
     return facts

@@ -1,9 +1,15 @@
 """Score a restoration against a facts file: kept, cited correctly, contradictions, size.
 
-A fact is *kept* when one of its strings occurs in the summary text (the markdown without
-the references appendix and without table rows: a file named only in the files table is not
-kept), case-insensitively and not inside a longer word. It is *cited correctly* when a line
-that keeps it cites an ``[M#]`` resolving to one of the fact's messages (or lines).
+Two ways to find a fact (``scoring``):
+
+* ``markdown`` (the recorded devset's facts file, which has no ``must_not``): a fact is *kept*
+  when one of its strings occurs in the summary text (the markdown without the references
+  appendix and without table rows: a file named only in the files table is not kept),
+  case-insensitively and not inside a longer word. It is *cited correctly* when a line that
+  keeps it cites an ``[M#]`` resolving to one of the fact's messages (or lines).
+* ``fields`` (the real devset's files, which have ``must_not``): the summary's fields cut into
+  sentences, as the real devset's ``check.py`` scores (:mod:`.fields`), and the ``must_not``
+  claims it makes.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
+from typing import Literal
 
 from ..model import Turn
 from ..pipeline.prompting.render import raw_tokens
@@ -18,6 +25,9 @@ from ..pipeline.restoration import ReferenceRow, Restoration
 from ..report.summary import summary_markdown
 from ..timeline.numbering import cited_labels, uncite
 from .facts_file import Fact, FactsFile
+from .fields import MustNotHit, score_fields
+
+Scoring = Literal["auto", "markdown", "fields"]
 
 _WORD = re.compile(r"[A-Za-z0-9_]")
 
@@ -31,6 +41,7 @@ class FactScore:
     kept: bool
     cited: bool
     line: str = ""
+    field: str = ""
 
 
 @dataclass
@@ -45,6 +56,16 @@ class RecordingScore:
     citations: int
     citations_resolved: int
     warnings: list[str] = field(default_factory=list)
+    agent: str = ""
+    scoring: str = "markdown"
+    #: ``fields`` scoring only: the facts file's must_not items and the sentences that hit them.
+    must_not_items: int = 0
+    must_not_hits: list[MustNotHit] = field(default_factory=list)
+
+    @property
+    def must_not_hit_ids(self) -> list[str]:
+        """The must_not items hit, each once."""
+        return sorted({h.id for h in self.must_not_hits})
 
     @property
     def kept(self) -> float:
@@ -127,12 +148,20 @@ def _section(text: str, title: str) -> str:
     return match.group(1) if match else ""
 
 
+def resolve_scoring(facts: FactsFile, scoring: Scoring = "auto") -> str:
+    """``markdown`` or ``fields``: ``auto`` is ``fields`` for a facts file with ``must_not``."""
+    if scoring == "auto":
+        return "fields" if facts.must_not is not None else "markdown"
+    return scoring
+
+
 def score_restoration(
     r: Restoration,
     facts: FactsFile,
     recording: str,
     turns: list[Turn],
     log: Path | None = None,
+    scoring: Scoring = "auto",
 ) -> RecordingScore:
     """Score ``r`` (a restoration of ``recording``) against the facts file.
 
@@ -142,19 +171,19 @@ def score_restoration(
     text = scored_text(r, log)
     lines = text.splitlines()
     by_label = {ref.label: ref for ref in r.references}
-    has_lines = bool(any(ev.lines for f in facts.facts for ev in [f.evidence.get(recording)] if ev))
-    scores: list[FactScore] = []
-    for fact in facts.facts:
-        pats = [string_pattern(s) for s in fact.strings if s]
-        keeping = [ln for ln in lines if any(p.search(ln) for p in pats)]
-        cited = any(
-            (ref := by_label.get(label)) is not None and _resolves(ref, fact, recording, has_lines)
-            for ln in keeping
-            for label in cited_labels(ln)
+    how = resolve_scoring(facts, scoring)
+    hits: list[MustNotHit] = []
+    if how == "fields":
+        scored = score_fields(
+            r.model_dump(mode="json", include={"summary", "references"}), facts, recording
         )
-        scores.append(
-            FactScore(fact.id, fact.kind, bool(keeping), cited, keeping[0][:200] if keeping else "")
-        )
+        scores = [
+            FactScore(f.id, f.kind, f.kept, f.cited, f.sentence[:200], f.field)
+            for f in scored.facts
+        ]
+        hits = scored.hits
+    else:
+        scores = _markdown_facts(facts, recording, lines, by_label)
     constraints = _section(text, "Constraints and preferences")
     superseded = [
         f"{fact.id}: {s!r} stated as a current constraint"
@@ -171,4 +200,27 @@ def score_restoration(
         tokens=raw_tokens(len(summary_markdown(r, references=False))),
         citations=len(labels),
         citations_resolved=sum(1 for label in labels if label in by_label),
+        agent=r.session.agent,
+        scoring=how,
+        must_not_items=len(facts.must_not or []),
+        must_not_hits=hits,
     )
+
+
+def _markdown_facts(
+    facts: FactsFile, recording: str, lines: list[str], by_label: dict[str, ReferenceRow]
+) -> list[FactScore]:
+    has_lines = bool(any(ev.lines for f in facts.facts for ev in [f.evidence.get(recording)] if ev))
+    scores: list[FactScore] = []
+    for fact in facts.facts:
+        pats = [string_pattern(s) for s in fact.strings if s]
+        keeping = [ln for ln in lines if any(p.search(ln) for p in pats)]
+        cited = any(
+            (ref := by_label.get(label)) is not None and _resolves(ref, fact, recording, has_lines)
+            for ln in keeping
+            for label in cited_labels(ln)
+        )
+        scores.append(
+            FactScore(fact.id, fact.kind, bool(keeping), cited, keeping[0][:200] if keeping else "")
+        )
+    return scores
