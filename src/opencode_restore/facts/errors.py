@@ -198,9 +198,9 @@ def read_results(turn: Turn) -> set[str]:
         call = calls.get(m.tool_call_id) if m.type == "tool_result" and m.tool_call_id else None
         if call is None:
             continue
-        if m.is_error and (call.tool_name or "").lower() in _READ_TOOLS:
-            if not _MISSING.search(m.text[:2000]):
-                continue  # a read that failed otherwise says why in its result: an error
+        failed_read = m.is_error and (call.tool_name or "").lower() in _READ_TOOLS
+        if failed_read and not _MISSING.search(m.text[:2000]):
+            continue  # a read that failed otherwise says why in its result: an error
         name = (call.tool_name or "").lower()
         command = (call.tool_input or {}).get("command") or (call.tool_input or {}).get("cmd")
         if name in _READ_TOOLS or isinstance(command, (str, list)):

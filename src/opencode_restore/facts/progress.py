@@ -11,9 +11,7 @@ from .text import clip, sentences
 from .wording import cite, cites, short
 
 #: A request is quoted by its first sentence, cut at a word past this length.
-REQUEST_CHARS = 100
-#: The agent's own account of a turn, from its closing message.
-OUTCOME_CHARS = 180
+REQUEST_CHARS = 80
 
 _COURTESY = re.compile(r"^(?:hi|hello|hey|thanks|thank you|ok|okay|great|good|cool)\b", re.I)
 # Quotes around a whole prompt (some agents store it so) are not part of it.
@@ -25,6 +23,16 @@ def request_line(text: str, limit: int = REQUEST_CHARS) -> str:
     parts = sentences(text) or [""]
     first = next((p for p in parts if not _COURTESY.match(p) or len(p.split()) > 6), parts[0])
     return clip(first.strip(_QUOTES + " ") or first, limit)
+
+
+#: Files named per action in a turn's line; the rest are counted (the files table has all).
+TURN_FILES = 5
+
+
+def _files(files: dict[str, str | None]) -> str:
+    shown = [f"`{p}`{cites([label])}" for p, label in list(files.items())[:TURN_FILES]]
+    more = len(files) - TURN_FILES
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 
 
 def changes(t: dict[str, Any]) -> str:
@@ -49,11 +57,7 @@ def changes(t: dict[str, Any]) -> str:
         if new is not None:
             renames.append(f"`{old}` → `{new}`{cites([label])}")
             del deleted[old], created[new]
-    parts = [
-        f"{action} " + ", ".join(f"`{p}`{cites([label])}" for p, label in files.items())
-        for action, files in by_action.items()
-        if files
-    ]
+    parts = [f"{action} " + _files(files) for action, files in by_action.items() if files]
     return "; ".join(parts + (["renamed " + ", ".join(renames)] if renames else []))
 
 
@@ -147,20 +151,69 @@ def done(turns: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def _paths(paths: list[str], total: int) -> str:
+    shown = ", ".join(f"`{p}`" for p in paths)
+    return shown + (f" (and {total - len(paths)} more)" if total > len(paths) else "")
+
+
+_NOT_PUSHED = "not pushed in this session (no push after it in the log)"
+
+
 def end_state(turns: list[dict[str, Any]]) -> str:
-    """Where version control stands at the end: the last commit of the session and
-    whether a push ran after it (in this log; a push made elsewhere is not seen)."""
-    events = [e for t in turns for e in t.get("vcs", [])]
-    commits = [i for i, e in enumerate(events) if e["kind"] == "commit"]
-    if not commits:
+    """Where version control stands at the end, as far as this log shows: the last commit
+    and whether a push ran after it (a push made elsewhere is not seen), what the last
+    ``git status`` listed as not committed (untracked files stay so through a commit that
+    does not add everything), and the files changed after both."""
+    events = [(e, _order(e.get("label"))) for t in turns for e in t.get("vcs", [])]
+    commits = [(e, at) for e, at in events if e["kind"] == "commit"]
+    statuses = [(e, at) for e, at in events if e["kind"] == "status"]
+    last, last_at = commits[-1] if commits else ({}, -1)
+    parts = []
+    if last:
+        fates = commit_fates(turns)
+        pushed = any(e["kind"] == "push" and at >= last_at for e, at in events)
+        parts.append(
+            f"Last commit `{last['sha']}` “{short(last['subject'], 90)}” on `{last['branch']}`"
+            f"{cites([last.get('label')])}{fates.get(last['sha'], '')}; "
+            + ("pushed after it" if pushed else _NOT_PUSHED)
+        )
+    seen_at = last_at
+    if statuses:
+        status, status_at = statuses[-1]
+        changed = status.get("changed", []) if status_at > last_at else []
+        untracked = [] if last.get("all") and status_at <= last_at else status.get("untracked", [])
+        counts = status.get("counts") or [len(changed), len(untracked)]
+        listed = []
+        if changed:
+            listed.append("changed " + _paths(changed, counts[0]))
+        if untracked:
+            listed.append("untracked " + _paths(untracked, counts[1]))
+        if listed:
+            parts.append(
+                f"not committed at the last `git status`{cites([status.get('label')])}: "
+                + "; ".join(listed)
+            )
+        seen_at = max(seen_at, status_at)
+    if commits or statuses:
+        later = {
+            a["path"]: a.get("label")
+            for t in turns
+            for a in t.get("artifacts", [])
+            if a["action"] != "read" and _order(a.get("label")) > seen_at
+        }
+        if later:
+            shown = [f"`{p}`{cites([lb])}" for p, lb in list(later.items())[:TURN_FILES]]
+            more = len(later) - len(shown)
+            parts.append(
+                "changed after that (not committed in this log): "
+                + ", ".join(shown)
+                + (f" and {more} more" if more > 0 else "")
+            )
+    if not parts:
         return ""
-    last = events[commits[-1]]
-    fates = commit_fates(turns)
-    pushed = any(e["kind"] == "push" for e in events[commits[-1] + 1 :])
-    line = (
-        f"Last commit `{last['sha']}` “{short(last['subject'], 90)}” on `{last['branch']}`"
-        f"{cites([last.get('label')])}{fates.get(last['sha'], '')}"
-    )
-    if pushed:
-        return line + "; pushed after it."
-    return line + "; not pushed in this session (no push after it in the log)."
+    text = "; ".join(parts)
+    return text[0].upper() + text[1:] + "."
+
+
+def _order(label: str | None) -> int:
+    return int(label[1:]) if label and label[1:].isdigit() else -1

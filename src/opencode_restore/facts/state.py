@@ -8,13 +8,13 @@ import re
 from typing import Any
 
 from .progress import changes, end_state
-from .text import clip, sentences
+from .text import answers, clip, sentences
 from .wording import cite, cites, short
 
 NEXT_CHARS = 240
 #: What the agent's closing message says is still to do, at most this many sentences.
 LEFT_SENTENCES = 2
-COMPACTION_CHARS = 200
+COMPACTION_CHARS = 100
 
 _LEFT = re.compile(
     r"\b(?:next steps?|still (?:need|needs|to do|open|pending|missing|failing|unverified)"
@@ -25,11 +25,18 @@ _LEFT = re.compile(
 
 
 def open_questions(turns: list[dict[str, Any]]) -> list[str]:
-    """The questions the agent ended the session with. A question of an earlier turn was
-    followed by another request: the user answered it or moved on, either way it is not
-    open (a reply such as "yes" or "do stack" answers without repeating its words)."""
-    last = turns[-1] if turns else {}
-    return [cite(q["text"], q.get("label")) for q in last.get("questions", [])]
+    """The questions the agent ended a turn with that no later request took up: those of
+    the last turn, and an earlier one only when the next request went on to another
+    subject without a word of it (``text.answers``)."""
+    out = []
+    for i, t in enumerate(turns):
+        nxt = turns[i + 1].get("user_request") or "" if i + 1 < len(turns) else ""
+        out += [
+            cite(q["text"], q.get("label"))
+            for q in t.get("questions", [])
+            if not (nxt and answers(nxt, q["text"]))
+        ]
+    return out
 
 
 def _unfixed(turns: list[dict[str, Any]]) -> dict[str, Any] | None:

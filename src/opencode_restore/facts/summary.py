@@ -19,7 +19,7 @@ ERROR_ITEMS = 20
 FINDINGS = 3
 EVIDENCE_FINDINGS = 1
 #: Sizes of the synthesis's own lines: the summary must be read in one go.
-GOAL_CHARS = 160
+GOAL_CHARS = 220
 
 
 def _finding(item: dict[str, Any]) -> str | None:

@@ -21,9 +21,9 @@ DECISION_CHARS = 170
 LONG_CHARS = 220
 REASON_CHARS = 120
 #: Meaningful words a user's message shares with a question when it answers it.
-ANSWER_WORDS = 3
-#: A reply this short that names the question's subject answers it ("try approach A").
-SHORT_REPLY_WORDS = 12
+ANSWER_WORDS = 2
+#: A reply this short answers the question before it ("try approach A", "fix all").
+SHORT_REPLY_WORDS = 15
 #: A sentence longer than this is a task description, not a standing rule.
 RULE_CHARS = 300
 
@@ -37,6 +37,29 @@ _CONSTRAINT = regex.compile(
     r"|should(?:n't| not)?|make sure|ensure|avoid|rules?|prefer|required?)\b",
     regex.IGNORECASE,
 )
+_FENCE = regex.compile(r"```.*?(?:```|\Z)", regex.S)  # a fenced block of code
+# Who a constraint word is said of when the sentence states a fact instead of ruling.
+_SUBJECTS = frozenset(
+    [
+        "i",
+        "it",
+        "this",
+        "that",
+        "he",
+        "she",
+        "they",
+        "there",
+        "which",
+        "what",
+        "who",
+        "it's",
+        "that's",
+        "everything",
+        "nothing",
+    ]
+)
+_COMMENT_MARKS = ("//", "/*", "#", "--", "* ", "<!--")
+_CLAUSE = regex.compile(r";\s+|\s+[—–]\s+")
 # Words that scope an instruction to the current request: not a standing rule.
 _FOR_NOW = regex.compile(r"\b(?:yet|for now|for the moment|this time|today)\b", regex.IGNORECASE)
 _REVERSAL = regex.compile(
@@ -97,7 +120,13 @@ def sentences(text: str) -> list[str]:
 # not have them kept here.
 @functools.lru_cache(maxsize=2)
 def _split_sentences(text: str) -> tuple[str, ...]:
-    return tuple(flat for piece in _SPLIT.split(text) if (flat := " ".join(piece.split())))
+    # Box-drawing characters are a terminal's frame pasted with the text, not words.
+    return tuple(
+        flat for piece in _SPLIT.split(text) if (flat := " ".join(_BOX.sub(" ", piece).split()))
+    )
+
+
+_BOX = regex.compile(r"[\u2500-\u257f]")
 
 
 def clip(text: str, limit: int = SENTENCE_CHARS) -> str:
@@ -121,18 +150,35 @@ def _item(sentence: str) -> str:
     return plain.rstrip(";,")
 
 
+def _ruling(clause: str) -> bool:
+    """True when a constraint word of ``clause`` is an instruction, not a statement about
+    what someone does ("I don't see a prompt", "it should work")."""
+    for m in _CONSTRAINT.finditer(clause):
+        before = clause[: m.start()].split()[-1:]
+        if not (before and before[0].lower() in _SUBJECTS):
+            return True
+    return False
+
+
 def constraints(user_text: str) -> list[str]:
-    """Standing rules and preferences in a user's message: imperative sentences with a
-    constraint word, not questions, not scoped to this request ("yet", "for now")."""
-    return [
-        clip(_item(s))
-        for s in sentences(user_text)
-        if _CONSTRAINT.search(s)
-        and not s.endswith(("?", ":"))  # a question, or the lead-in of a list
-        and not _FOR_NOW.search(s)
-        and not _REVERSAL.search(s)  # withdrawing a rule is not one
-        and len(s) <= RULE_CHARS  # a long sentence describes a task, not a rule
-    ]
+    """Standing rules and preferences in a user's message: imperative clauses with a
+    constraint word, not questions, not scoped to this request ("yet", "for now"), not
+    code (a fenced block, a comment line) pasted with the message. A long sentence is
+    read clause by clause (";", " — "): rules often close a pasted task description."""
+    out = []
+    for s in sentences(_FENCE.sub(" ", user_text[:20_000])):
+        if s.startswith(_COMMENT_MARKS):
+            continue
+        for clause in _CLAUSE.split(s) if len(s) > RULE_CHARS else [s]:
+            if (
+                _ruling(clause)
+                and not clause.endswith(("?", ":"))  # a question, or the lead-in of a list
+                and not _FOR_NOW.search(clause)
+                and not _REVERSAL.search(clause)  # withdrawing a rule is not one
+                and len(clause) <= RULE_CHARS  # a long one describes a task, not a rule
+            ):
+                out.append(clip(_item(clause)))
+    return out
 
 
 def reversals(user_text: str) -> list[str]:
@@ -189,15 +235,29 @@ def questions(text: str) -> list[str]:
     return [clip(s, LONG_CHARS) for s in sentences(text) if s.endswith("?")]
 
 
+_NUMBERED = regex.compile(r"(?m)^\s*\(?\d{1,2}[.)]\s+\S")
+
+
+def _shared(a: set[str], b: set[str]) -> int:
+    """Words of ``a`` that ``b`` holds, whole or inside a compound name (``render`` in
+    ``rendertrusted``)."""
+    return sum(1 for w in a if any(w == x or (len(w) >= 5 and w in x) for x in b))
+
+
 def answers(user_text: str, question: str) -> bool:
-    """True when a user's message answers ``question``: it opens with a yes or a no, it is a
-    short reply naming the question's subject, or it shares several meaningful words."""
+    """True when a user's next message takes ``question`` up, so it is no longer open: it
+    opens with a yes or a no, it is a short reply ("do stack", "fix both": real users
+    answer so, without the question's words), it asks back, or it shares meaningful words
+    with the question. Only a long request on another subject leaves it open."""
     opener = user_text.lstrip().lower()
-    if regex.match(r"(?:yes|no|yep|nope|sure|go with|option)\b", opener):
+    if regex.match(r"(?:yes|no|yep|yeah|nope|sure|ok|okay|go with|go ahead|option)\b", opener):
         return True
-    shared = len(content_words(user_text) & content_words(question))
-    short = len(user_text.split()) <= SHORT_REPLY_WORDS
-    return shared >= ANSWER_WORDS or (short and shared >= 1)
+    if len(user_text.split()) <= SHORT_REPLY_WORDS or "?" in user_text[:500]:
+        return True
+    if len(_NUMBERED.findall(user_text[:5000])) >= 2:
+        return True  # answers given by number ("1. …", "2. …") take up numbered questions
+    words = content_words(user_text[:5000])
+    return _shared(content_words(question), words) >= ANSWER_WORDS
 
 
 def identifiers(user_text: str) -> list[str]:
@@ -209,28 +269,36 @@ def identifiers(user_text: str) -> list[str]:
     return seen
 
 
-# A line of a pasted error: an exception or error named at its start ("Uncaught
-# ContextError: …", "TypeError: …", "error: …", "fatal: …", "npm ERR! …"), a traceback's
-# header, an HTTP failure status, or a message a parser or server gives for bad input.
+# Where a pasted error starts in its line: an exception or error named ("Uncaught
+# ContextError: …", "sqlite3.IntegrityError: …", "error: …" at the line's start), an HTTP
+# failure status, a parser's complaint about bad input. A traceback is known by its
+# exception line, which names it.
 _PASTED_ERROR = regex.compile(
-    r"^\W{0,3}(?:(?:Uncaught|Unhandled)\s+(?:\(in promise\)\s+)?)?"
-    r"(?:[\w.]*(?:Error|Exception)\b(?:\s*\[[^\]]*\])?:?\s*\S|error(?:\[\w+\])?:\s*\S|fatal:\s*\S"
-    r"|npm ERR!|ERR_[A-Z_]+|Traceback \(most recent call last\)|panic:|FAILED\b)"
+    r"\b(?:Uncaught|Unhandled)\s+(?:\(in promise\)\s+)?\w+"
+    r"|(?:\b\w+\.)*\b[A-Z]\w*(?:Error|Exception)(?:\s*\[[^\]]*\])?:\s*\S"
+    r"|^\W{0,3}(?:error|fatal|panic)(?:\[\w+\])?:\s*\S|npm ERR!"
     r"|\bHTTP(?:/[\d.]+)? [45]\d\d\b|\bstatus(?: code)? [45]\d\d\b"
-    r"|\bis not valid JSON\b|\bUnexpected token\b|\bpermission denied\b",
-    regex.IGNORECASE,
+    r"|Unexpected token\b|\bis not valid JSON\b|\bpermission denied\b",
 )
+# A stack frame ("at f (file.js:1:2)", "File "x.py", line 3"): where, not what.
+_FRAME = regex.compile(r"^\s*(?:at\s|File \"|\^|~)")
 #: A pasted error line kept in full up to this length.
 ERROR_CHARS = 200
 
 
 def pasted_errors(user_text: str) -> list[str]:
     """Error lines a user pasted into a message (a console error, a traceback's exception,
-    a failing CI step), at most two, each once: what the user saw go wrong."""
+    a failing CI step), from where the error starts, at most two, each once: what the user
+    saw go wrong."""
     found: list[str] = []
     for line in user_text[:20_000].splitlines():
-        flat = " ".join(line.split())
-        if len(flat) < 12 or not _PASTED_ERROR.search(flat) or flat in found:
+        if _FRAME.match(line):
+            continue
+        hit = _PASTED_ERROR.search(line)
+        if hit is None:
+            continue
+        flat = " ".join(line[hit.start() :].split())
+        if len(flat) < 12 or any(flat in f or f in flat for f in found):
             continue
         found.append(clip(flat, ERROR_CHARS))
         if len(found) == 2:
@@ -238,13 +306,12 @@ def pasted_errors(user_text: str) -> list[str]:
     return found
 
 
-_FENCE = regex.compile(r"```.*?(?:```|\Z)", regex.S)
 _LINK = regex.compile(r"\[([^\]\n]{1,200})\]\([^)\s]{1,500}\)")
 _MARKUP_LINE = regex.compile(r"^\s*(?:#+\s.*|\*\*[^*]{1,80}\*\*:?|[-*_]{3,}|\|.*\|)\s*$")
 _EMPHASIS = regex.compile(r"\*\*|__")
 #: The agent's account of a turn is this long at least, when its message is.
-ACCOUNT_MIN = 90
-ACCOUNT_CHARS = 180
+ACCOUNT_MIN = 60
+ACCOUNT_CHARS = 140
 #: Sentences shorter than this ("Done.", "Both fixed.") say little on their own.
 _TERSE = 15
 
@@ -268,4 +335,5 @@ def account(text: str) -> str:
         said.append(_item(s))
         if sum(len(x) for x in said) >= ACCOUNT_MIN:
             break
-    return clip(" ".join(said), ACCOUNT_CHARS)
+    told = clip(" ".join(said), ACCOUNT_CHARS)
+    return told if len(told) >= _TERSE * 2 else ""  # "Done." says nothing the turn does not
