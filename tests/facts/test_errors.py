@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from opencode_restore.facts import errors as facts
 from opencode_restore.facts.errors import error_lines, scanned_text
-from opencode_restore.model import Message
+from opencode_restore.model import CommandRun, Message, Turn
 
 TRACEBACK = (
     "Traceback (most recent call last):\n"
@@ -85,3 +85,118 @@ def test_read_only_commands() -> None:
     assert not facts.read_only("sed -i s/a/b/ a.py")
     assert not facts.read_only("cat > a.py <<'EOF'")
     assert not facts.read_only("python3 -m unittest")
+
+
+# --- which runs failed: precision first ------------------------------------------------
+# Outputs are excerpts of real sessions (shared/samples/real-devset).
+
+PASSING_BUN = (
+    "src/api/routes/evaluation.test.ts:\n"
+    '184 |   submitJobError: new Error("Job queue is at capacity"),\n'
+    "error: Database connection failed\n"
+    "      at <anonymous> (src/api/routes/evaluation.test.ts:313:46)\n\n"
+    " 1274 pass\n 0 fail\n 2760 expect() calls\nRan 1274 tests across 56 files. [752.00ms]"
+)
+CODEX_ENVELOPE = (
+    "Chunk ID: 671c5a\nWall time: 0.3186 seconds\nProcess exited with code 128\n"
+    "Original token count: 19\nOutput:\nremote: Not Found\n"
+    "fatal: repository 'https://github.com/..git/' not found\n"
+)
+
+
+def test_a_passing_test_run_that_prints_errors_did_not_fail() -> None:
+    # ctxeval-tree-view: tests of error paths print error words; the summary counts none.
+    assert not facts.command_failed("bun run test 2>&1 | tail -30", None, False, PASSING_BUN)
+    assert facts.passed_summary(PASSING_BUN)
+    assert facts.command_failed("pytest", None, False, "E   KeyError\n=== 2 failed, 5 passed ===")
+    assert facts.command_failed("pytest", None, False, f"x\n{TRACEBACK}")
+
+
+def test_the_exit_status_decides_where_the_log_has_one() -> None:
+    assert facts.command_failed("make", 2, False, "ok")
+    assert not facts.command_failed("make", 0, False, "FAILED to frobnicate (warning only)")
+    # Claude Code opens a failing run's output with its status and marks it an error.
+    assert facts.command_failed("go vet ./...", None, True, "Exit code 1\nvet: x.go:3: bad")
+    assert not facts.command_failed("true", None, False, "")
+
+
+def test_a_search_that_matched_nothing_did_not_fail() -> None:
+    assert not facts.command_failed("rg -n 'logWarning' src", 1, True, "")
+    assert not facts.command_failed("grep -rn x src", None, True, "Exit code 1\n")
+    codex_empty = "Chunk ID: 452a0d\nWall time: 0.0 seconds\nProcess exited with code 1\nOutput:\n"
+    assert not facts.command_failed("rg foo", 1, False, codex_empty)
+    # A search that printed an error did fail (it is a look, though: see shell_outcomes).
+    assert facts.command_failed("grep -rn x src", 2, True, "grep: src: No such file or directory")
+    assert facts.command_failed("python3 check.py", 1, True, "")
+
+
+def test_the_failure_line_skips_the_agents_envelope() -> None:
+    assert facts.output_body(CODEX_ENVELOPE).startswith("remote: Not Found")
+    assert facts.failure_line(CODEX_ENVELOPE) == (
+        "fatal: repository 'https://github.com/..git/' not found"
+    )
+    assert facts.failure_line(f"Exit code 1\n{TRACEBACK}") == "KeyError: 'name'"
+    # No line names an error: the output's last words say what went wrong.
+    assert facts.failure_line("Exit code 1\nbuilding\nx.go:3:1: undefined: foo") == (
+        "building x.go:3:1: undefined: foo"
+    )
+
+
+def test_only_commands_that_change_something_are_outcomes() -> None:
+    calls = [
+        ("c1", "rg -n missing src", "", 1),
+        ("c2", "cd D:/repo && gh pr checks 7713 2>&1", "test (windows-latest) fail 55s", 1),
+        ("c3", "go build ./...", "Exit code 1\n./a.go:3:1: undefined: x", None),
+        ("c4", "git status --short", "", 0),
+        ("c5", "go test ./...", "ok  \tpkg\t0.1s", 0),
+    ]
+    messages = []
+    commands = []
+    for mid, command, out, code in calls:
+        messages.append(
+            Message(
+                mid,
+                "assistant",
+                "tool_use",
+                "",
+                tool_call_id=f"t{mid}",
+                tool_input={"command": command},
+            )
+        )
+        messages.append(
+            Message(
+                f"r{mid}",
+                "tool",
+                "tool_result",
+                out,
+                tool_call_id=f"t{mid}",
+                is_error=code not in (0, None) or out.startswith("Exit code"),
+            )
+        )
+        commands.append(CommandRun(command, mid, exit_code=code))
+    turn = Turn(1, "x", messages, commands=commands)
+    failures, passes = facts.shell_outcomes(turn, lambda mid: mid)
+    assert [f["command"] for f in failures] == ["go build ./..."]
+    assert failures[0]["error"] == "./a.go:3:1: undefined: x"
+    assert [p["command"] for p in passes] == ["go test ./..."]
+
+
+def test_a_read_of_a_missing_path_is_exploration() -> None:
+    call = Message("c", "assistant", "tool_use", "", tool_name="Read", tool_call_id="t")
+    missing = Message(
+        "r",
+        "tool",
+        "tool_result",
+        "<tool_use_error>Path does not exist: D:\\src\\ansi</tool_use_error>",
+        tool_call_id="t",
+        is_error=True,
+    )
+    broken = Message(
+        "r2", "tool", "tool_result", "PermissionError: denied", tool_call_id="t2", is_error=True
+    )
+    call2 = Message("c2", "assistant", "tool_use", "", tool_name="Read", tool_call_id="t2")
+    looked = facts.read_results(Turn(1, "x", [call, missing, call2, broken]))
+    assert "r" in looked
+    assert "r2" not in looked
+    assert error_lines(broken) == ["PermissionError: denied"]
+    assert error_lines(missing) == ["Path does not exist: D:\\src\\ansi"]  # markup dropped

@@ -92,3 +92,91 @@ def test_each_call_gets_its_own_list_of_sentences() -> None:
     first.append("changed")
     assert rules.sentences(text) == ["We chose SQLite.", "Because it is simple.", "keep the tests"]
     assert rules.decisions(text) == [("We chose SQLite.", "it is simple.")]
+
+
+# --- rules read on real sessions (shared/samples/real-devset) ---------------------------
+
+
+def test_pasted_errors_are_read_from_where_the_error_starts() -> None:
+    # ctxeval-tree-view turn 3: a browser console pasted whole, stack frames and all.
+    console = (
+        'The "Tree view" makes everything bugged. [App] Not an active job\n'
+        "2chunk-z33mq3ks.js:31200 Uncaught ContextError: useContext returned `undefined`. "
+        "Seems you forgot to wrap component within <ChakraProvider />\n"
+        "    at useSlotRecipe (chunk-z33mq3ks.js:35506:15)\n"
+        "logCapturedError @ chunk-z33mq3ks.js:15346Understand this error\n"
+    )
+    assert rules.pasted_errors(console) == [
+        "Uncaught ContextError: useContext returned `undefined`. Seems you forgot to wrap "
+        "component within <ChakraProvider />"
+    ]
+    # nimbus-report-ui turn 4: the UI's message glued to the parser's.
+    assert rules.pasted_errors(
+        "Unable to load reviewUnexpected token '<', \"<!doctype \"... is not valid JSON"
+    ) == ["Unexpected token '<', \"<!doctype \"... is not valid JSON"]
+    assert rules.pasted_errors(
+        'Traceback (most recent call last):\n  File "a.py", line 1\n'
+        "sqlite3.IntegrityError: UNIQUE constraint failed: links.code"
+    ) == ["sqlite3.IntegrityError: UNIQUE constraint failed: links.code"]
+    # Talk about errors is not an error.
+    assert rules.pasted_errors("fix the error handling in the parser, and the ErrorBoundary") == []
+    assert rules.pasted_errors("Why do we need VITE_NIMNUS_API_BASE_URL to be able to see?") == []
+
+
+def test_constraints_are_instructions_not_statements_or_code() -> None:
+    # omp-prompt-speed turn 10: a bug report, not a rule.
+    assert (
+        rules.constraints("Seems like CMD is now broken. I don't see a prompt anymore at all.")
+        == []
+    )
+    # omp-template-trust turn 1: a pasted report's code comment.
+    assert rules.constraints("Code:\n// make sure we resolve all templates\nreturn x") == []
+    assert rules.constraints("```go\n// never do this\n```\nKeep the API stable.") == [
+        "Keep the API stable."
+    ]
+    assert rules.constraints(
+        "internal changes are never breaking changes, only configuration behaviour is."
+    ) == ["internal changes are never breaking changes, only configuration behaviour is."]
+
+
+def test_rules_closing_a_long_pasted_task_are_read_clause_by_clause() -> None:
+    # agentv-sync-pr turn 1 (shortened): one sentence, rules after a ";", a terminal's frame.
+    task = (
+        "Create a worktree off latest origin/main, then open a draft PR that adds an "
+        "auto_merged_remote boolean signal set only in the diverged 3-way-merge branch of  "
+        "\u2503  resolveResultBranchPushConflict, plumbs it snake_case through "
+        "mergeDirectPushResults to the dashboard types and renders a toast in the Dashboard "
+        "so users know a push silently absorbed concurrent remote changes; never force-push, "
+        "snake_case wire / camelCase TS, add core + dashboard tests, and get it reviewed "
+        "\u2503   before squash-merge."
+    )
+    [rule] = rules.constraints(task)
+    assert rule.startswith("never force-push, snake_case wire / camelCase TS")
+    assert "\u2503" not in rule
+
+
+def test_a_question_is_taken_up_by_the_next_request() -> None:
+    q = "Which do you want?"
+    assert rules.answers("do stack, fix it", q)  # omp-prompt-speed turn 2
+    assert rules.answers(
+        "but Render[T Trusted | Untrusted] would work, no?", "Want me to leave it?"
+    )
+    numbered = "1. I like the label.\n2. I love the idea.\n3. No idea yet. " + "More words. " * 20
+    assert rules.answers(numbered, "For polyglot rollout, what are your top 2 languages?")
+
+
+def test_the_agents_account_of_a_turn() -> None:
+    closing = (
+        "Fixed and committed as [cdb4bfe8](https://github.com/x/y/commit/cdb4bfe8).\n\n"
+        "**What changed:**\n- `terminal.SetParentColors` — push to stack tail (O(1)).\n"
+        "Want me to push?"
+    )
+    said = rules.account(closing)
+    assert said.startswith("Fixed and committed as cdb4bfe8.")
+    assert "](" not in said
+    assert "?" not in said
+    assert "**" not in said
+    assert rules.account("Done.") == ""
+    assert rules.account(
+        "## Analysis\n\nThe real bug class: not one sink but every one."
+    ).startswith("The real bug class")

@@ -20,9 +20,9 @@ _QUOTES = "\"'“”‘’`"
 
 def request_line(text: str, limit: int = REQUEST_CHARS) -> str:
     """A request in a few words: its first sentence that is not a greeting or a thanks."""
-    parts = sentences(text) or [""]
+    parts = sentences(text.strip().strip(_QUOTES)) or [""]
     first = next((p for p in parts if not _COURTESY.match(p) or len(p.split()) > 6), parts[0])
-    return clip(first.strip(_QUOTES + " ") or first, limit)
+    return clip(first, limit)
 
 
 #: Files named per action in a turn's line; the rest are counted (the files table has all).

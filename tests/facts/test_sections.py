@@ -1,0 +1,274 @@
+"""The SESSION SUMMARY's sections as the rules write them from turn facts: progress,
+decisions, errors and fixes, the end state, the next step and open questions. Each case
+is a shape seen in a real session of shared/samples/real-devset, with its false twin."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opencode_restore.facts.decisions import key_decisions, stale
+from opencode_restore.facts.fixes import errors_and_fixes
+from opencode_restore.facts.progress import changes, done, end_state, request_line
+from opencode_restore.facts.state import compaction_notes, next_step, open_questions
+
+
+def turn(n: int, request: str, **kw: Any) -> dict[str, Any]:
+    return {"turn_number": n, "user_request": request, "user_labels": [f"M{n}0"], **kw}
+
+
+def commit(sha: str, subject: str, label: str, **kw: Any) -> dict[str, Any]:
+    return {
+        "kind": "commit",
+        "sha": sha,
+        "branch": "next",
+        "subject": subject,
+        "amend": False,
+        "all": False,
+        "label": label,
+        **kw,
+    }
+
+
+def test_a_turn_line_has_its_changes_commits_and_the_agents_account() -> None:
+    t = turn(
+        2,
+        "do stack, fix it",
+        artifacts=[{"path": "src/writer.go", "action": "edited", "label": "M21"}],
+        vcs=[commit("cdb4bfe8", "fix(terminal): stop parent color stack growing unbounded", "M22")],
+        outcome={"text": "Fixed and committed as cdb4bfe8.", "label": "M23"},
+    )
+    [line] = done([t])
+    assert line == (
+        "Turn 2: do stack, fix it [M20] → edited `src/writer.go` [M21]; committed `cdb4bfe8` "
+        "“fix(terminal): stop parent color stack growing unbounded” [M22]. "
+        "Agent: Fixed and committed as cdb4bfe8. [M23]"
+    )
+
+
+def test_a_reverted_commit_says_so_wherever_it_is_named() -> None:
+    # omp-prompt-speed turns 9-10: f2c1bde broke cmd and was reverted by 7dbba6d6.
+    turns = [
+        turn(
+            9,
+            "yes",
+            vcs=[commit("f2c1bde", "perf(shell): read cmd records in chunks", "M91")],
+            outcome={"text": "Committed as f2c1bde.", "label": "M92"},
+        ),
+        turn(
+            10,
+            "Seems like CMD is now broken.",
+            vcs=[commit("7dbba6d6", 'Revert "perf(shell): read cmd records in chunks"', "M101")],
+        ),
+    ]
+    lines = done(turns)
+    assert (
+        "`f2c1bde` “perf(shell): read cmd records in chunks” [M91] (reverted by `7dbba6d6`)"
+        in lines[0]
+    )
+    assert "Committed as f2c1bde (reverted by `7dbba6d6`)." in lines[0]
+
+
+def test_a_question_that_changed_nothing_was_a_discussion() -> None:
+    [line] = done([turn(9, "but Render[T Trusted | Untrusted] would work, no?")])
+    assert line.startswith("Turn 9: discussed “but Render[T Trusted | Untrusted] would work, no?”")
+    [work] = done(
+        [
+            turn(
+                8,
+                "Can you fix it?",
+                artifacts=[{"path": "a.py", "action": "edited", "label": "M81"}],
+            )
+        ]
+    )
+    assert work.startswith("Turn 8: Can you fix it? [M80] → edited")
+
+
+def test_a_dated_account_of_an_earlier_turn_is_left_out() -> None:
+    # agentv-sync-pr turn 11 said "still a draft"; turn 12 merged it.
+    early = turn(
+        11,
+        "is it ready to merge now",
+        outcome={"text": "Not yet mergeable, the PR is still a draft.", "label": "M111"},
+    )
+    late = turn(
+        12, "let's merge it", vcs=[{"kind": "pr_merged", "number": "1510", "label": "M121"}]
+    )
+    lines = done([early, late])
+    assert "still a draft" not in lines[0]
+    assert lines[1].endswith("merged PR #1510 [M121]")
+    assert "still a draft" in done([early])[0]  # the last turn's state is current
+
+
+def test_removing_a_file_then_moving_another_onto_its_name_is_no_rename() -> None:
+    same_call = [
+        {"path": "a.md", "action": "deleted", "label": "M5"},
+        {"path": "b.md", "action": "deleted", "label": "M5"},
+        {"path": "a.md", "action": "created", "label": "M5"},
+    ]
+    made = changes({"artifacts": same_call})
+    assert "renamed" not in made
+    assert "edited `a.md` [M5]" in made
+    assert "deleted `b.md` [M5]" in made
+    moved = changes(
+        {
+            "artifacts": [
+                {"path": "old.py", "action": "deleted", "label": "M6"},
+                {"path": "new.py", "action": "created", "label": "M6"},
+            ]
+        }
+    )
+    assert moved == "renamed `old.py` → `new.py` [M6]"
+
+
+def test_request_lines_drop_the_quotes_a_log_keeps_around_a_prompt() -> None:
+    assert request_line('"Hi! Please add a README."') == "Please add a README."
+    assert request_line("“fix the CI issue”") == "fix the CI issue"
+
+
+def test_the_end_state_of_version_control() -> None:
+    last = turn(
+        6,
+        "commit",
+        vcs=[
+            {
+                "kind": "status",
+                "label": "M61",
+                "changed": ["a.ts"],
+                "untracked": [".claude/", ".husky/x"],
+                "counts": [1, 5],
+            },
+            commit("37016ac", "Fix tree view", "M62"),
+        ],
+    )
+    state = end_state([last])
+    assert state.startswith("Last commit `37016ac` “Fix tree view” on `next` [M62]; not pushed")
+    assert "untracked `.claude/`, `.husky/x` (and 3 more)" in state
+    assert "a.ts" not in state  # changed before the commit: committed with it
+    pushed = turn(
+        13,
+        "push",
+        vcs=[commit("e2c15e5", "feat: ui", "M131"), {"kind": "push", "label": "M132"}],
+        artifacts=[{"path": "README.md", "action": "edited", "label": "M140"}],
+    )
+    assert end_state([pushed]) == (
+        "Last commit `e2c15e5` “feat: ui” on `next` [M131]; pushed after it; changed after that "
+        "(not committed in this log): `README.md` [M140]."
+    )
+    assert end_state([turn(1, "hi")]) == ""
+
+
+def test_next_step_is_none_pending_only_when_nothing_is_left() -> None:
+    answered = turn(3, "fix both", last_assistant={"text": "Both fixed.", "label": "M31"})
+    assert next_step([answered])[0] == "None pending: the last request was answered [M31]."
+    asking = turn(
+        11,
+        "fix the CI issue",
+        questions=[{"text": "Not pushed yet — want me to push to `next`?", "label": "M112"}],
+    )
+    assert next_step([asking])[0] == (
+        "Answer the agent's question: Not pushed yet — want me to push to `next`? [M112]"
+    )
+    failing = turn(
+        6,
+        "push it",
+        failed_commands=[
+            {"command": "git push", "label": "M61", "exit_code": 1, "error": "rejected"}
+        ],
+    )
+    assert next_step([failing])[0].startswith("Unresolved: `git push` failed: rejected [M61]")
+    worked_on = dict(failing, artifacts=[{"path": "a", "action": "edited", "label": "M62"}])
+    assert not next_step([worked_on])[0].startswith("Unresolved")
+    left = turn(
+        2, "x", last_assistant={"text": "Done. The docs are not yet updated.", "label": "M21"}
+    )
+    assert next_step([left])[0] == "The docs are not yet updated. [M21]"
+    cut = turn(4, "add a purge command", interrupted=True)
+    step, in_progress, _ = next_step([cut])
+    assert step == "Finish the user's last request (turn 4): add a purge command [M40]"
+    assert in_progress == ["Turn 4 so far: nothing changed yet"]
+
+
+def test_open_questions_are_the_ones_no_later_request_took_up() -> None:
+    q = {"text": "Which do you want?", "label": "M12"}
+    reply = turn(2, "do stack, fix it")
+    assert open_questions([turn(1, "x", questions=[q]), reply]) == []
+    unrelated = turn(
+        2,
+        "Next, a validation pass over the whole public API, with a test for each "
+        "check, run the whole suite after every change and report back.",
+    )
+    migrate = {
+        "text": "Should upgrades only run through an explicit `migrate` command?",
+        "label": "M13",
+    }
+    assert open_questions([turn(1, "x", questions=[migrate]), unrelated]) == [
+        "Should upgrades only run through an explicit `migrate` command? [M13]"
+    ]
+    assert open_questions([turn(1, "x", questions=[q])]) == ["Which do you want? [M12]"]
+
+
+def test_decisions_the_user_made_and_stale_ones() -> None:
+    asked = turn(
+        1, "Investigate", questions=[{"text": "Reset per render or a real stack?", "label": "M11"}]
+    )
+    chose = turn(2, "do stack, fix it")
+    [d] = key_decisions([asked, chose])
+    assert d["decision"] == (
+        "The user chose “do stack, fix it” [M20] when asked: "
+        "Reset per render or a real stack? [M11]"
+    )
+    # omp-template-trust: RenderRestricted was dropped for RenderUntrusted later.
+    early = turn(
+        5,
+        "go ahead",
+        decisions=[
+            {"text": "Switch the sink to `RenderRestricted`.", "reason": "", "label": "M51"}
+        ],
+    )
+    later = turn(
+        7,
+        "Why don't we have a template.RenderTrusted() instead as we also have "
+        "template.RenderRestricted?",
+    )
+    assert all("RenderRestricted" not in x["decision"] for x in key_decisions([early, later]))
+    assert key_decisions([early])[0]["decision"] == "Switch the sink to `RenderRestricted`. [M51]"
+    assert stale("use `foo`", ["We removed foo entirely."])
+    assert not stale("use plain words", ["We removed everything."])
+
+
+def test_errors_the_user_pasted_with_what_the_turn_changed() -> None:
+    t = turn(
+        3,
+        "The tree view makes everything bugged.",
+        pasted_errors=[
+            {"text": "Uncaught ContextError: useContext returned `undefined`", "label": "M30"}
+        ],
+        artifacts=[{"path": "ContextTreeView.tsx", "action": "edited", "label": "M33"}],
+    )
+    assert errors_and_fixes([t]) == [
+        "Turn 3: the user reported “Uncaught ContextError: useContext returned `undefined`” "
+        "[M30]; the turn then edited `ContextTreeView.tsx` [M33]"
+    ]
+
+
+def test_a_quoting_slip_fixed_at_once_is_not_listed() -> None:
+    t = turn(
+        1,
+        "x",
+        failed_commands=[
+            {
+                "command": "echo 'a",
+                "label": "M11",
+                "exit_code": 2,
+                "error": "unexpected EOF while looking for matching `''",
+            }
+        ],
+    )
+    assert errors_and_fixes([t]) == []
+
+
+def test_compaction_notes() -> None:
+    t = turn(7, "x", compactions=[{"label": "M70", "summary": "Goal: ship the PR."}])
+    assert compaction_notes([t]) == [
+        "Turn 7: context compacted; its summary kept: Goal: ship the PR. [M70]"
+    ]
