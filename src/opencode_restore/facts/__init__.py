@@ -15,3 +15,8 @@ sentence of a summary leads to the rule that wrote it (and its tests, in tests/f
 Every statement is log text or a fixed wording around it; nothing is invented, and a
 rule that is not sure says nothing: a wrong statement is worse than a missing one.
 """
+
+#: Which edition of the rules wrote a saved turn's facts and summaries: a saved journal of
+#: another edition is not reused (``pipeline.resume.fingerprint``). Raise it with every
+#: change to what the rules write.
+RULES_VERSION = 2

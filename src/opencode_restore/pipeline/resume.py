@@ -22,6 +22,7 @@ from ..model import Session, Turn
 from ..timeline.numbering import Numbering
 from .context import StageContext
 from .journal.data import Clock, Journal
+from ..facts import RULES_VERSION
 from .journal.persist import SCHEMA, JournalFormatError, from_payload
 from .journal.store import JournalStore, chain_hash, file_change, source_file, turn_hash
 from .schemas import TurnSummary
@@ -32,10 +33,12 @@ STAGES = ("evidence", "synthesis", "branches")
 
 
 def fingerprint(ctx: StageContext) -> str:
-    """The settings a saved turn summary depends on; another value means start again."""
+    """The settings a saved turn summary depends on (and the rules' edition, which wrote its
+    facts); another value means start again."""
     r = ctx.config.restore
     return chain_hash(
         SCHEMA,
+        f"rules {RULES_VERSION}",
         f"{ctx.provider.name}:{ctx.provider.model}",
         str(r.redact),
         str(r.max_tool_output_chars),
