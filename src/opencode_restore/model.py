@@ -247,6 +247,8 @@ class CommandRun:
     line_number: int | None = None
     exit_code: int | None = None
     is_error: bool = False
+    #: The user (``rejected``) or a rule refused it: it never ran.
+    rejected: bool = False
 
 
 @dataclass(slots=True)
@@ -260,8 +262,13 @@ class Turn:
     commands: list[CommandRun] = field(default_factory=list)
     #: File actions the agent attempted whose tool call failed (never in ``artifacts``).
     failed_artifacts: list[ArtifactAction] = field(default_factory=list)
-    #: The agent was stopped mid-turn: its work ends on a tool call or result, or it never
-    #: answered, so the request has no final answer (see ``turn_parser.is_interrupted``).
+    #: File actions of tool calls the user (or a permission rule) refused: they never
+    #: happened (never in ``artifacts`` nor ``failed_artifacts``; the result's
+    #: ``meta["rejected"]``/``meta["user_said"]`` say who refused and why).
+    rejected_artifacts: list[ArtifactAction] = field(default_factory=list)
+    #: The agent was stopped mid-turn: the log marks an interrupt after the last request
+    #: (Claude's ``[Request interrupted by user]``, Codex's ``turn_aborted``), or its work
+    #: ends on a tool call or result, or it never answered (``turn_parser.is_interrupted``).
     interrupted: bool = False
 
     @property

@@ -133,7 +133,7 @@ def test_writes_create_new_files_and_edit_known_ones() -> None:
         *bash("cat known.py"),
         *bash("echo x > known.py && echo y > fresh.py"),
         *bash("touch known.py fresh.py brand.py"),  # touching a known file changes nothing
-        *bash("rm fresh.py && echo z > fresh.py"),  # gone, then written anew
+        *bash("rm fresh.py && echo z > fresh.py"),  # replaced: an edit, not delete + create
         *bash("cat > w/a.py <<EOF\nx\nEOF", workdir="/repo/pkg"),
         *bash("sed -i s/a/b/ known.py; sed -i s/c/d/ known.py"),  # one call, one citation
     ]
@@ -143,8 +143,7 @@ def test_writes_create_new_files_and_edit_known_ones() -> None:
         ("known.py", "edited"),
         ("fresh.py", "created"),
         ("brand.py", "created"),
-        ("fresh.py", "deleted"),
-        ("fresh.py", "created"),
+        ("fresh.py", "edited"),
         ("pkg/w/a.py", "created"),
         ("known.py", "edited"),
     ]

@@ -46,8 +46,18 @@ _PATCH_LINE = regex.compile(
     regex.MULTILINE,
 )
 #: A file operation before it is resolved against the session's files: a ``write`` creates
-#: or edits, a ``snapshot`` (opencode patch part) edits only what no other action explains.
-_Op = ArtifactKind | ShellOp | Literal["snapshot"]
+#: or edits, a ``snapshot`` (opencode patch part) edits only what no other action explains,
+#: ``new`` is a write whose tool said the file did not exist before.
+_Op = ArtifactKind | ShellOp | Literal["snapshot", "new"]
+#: What file-writing tools answer: a new file, or one that was there and is replaced.
+_WROTE_NEW = regex.compile(
+    r"^\s*(?:File created successfully|Successfully created and wrote to new file)",
+    regex.IGNORECASE,
+)
+_WROTE_OVER = regex.compile(
+    r"^\s*(?:The file \S.{0,4000}? has been (?:updated|overwritten)|Successfully overwrote file)",
+    regex.IGNORECASE | regex.DOTALL,
+)
 _PATCH_ACTION: dict[str, ArtifactKind] = {"Add": "created", "Update": "edited", "Delete": "deleted"}
 _CHANGE_KIND: dict[Any, ArtifactKind] = {"add": "created", "update": "edited", "delete": "deleted"}
 #: How the agents' file tools report a failure when the result carries no error flag.
@@ -193,29 +203,87 @@ def _failed(result: Message | None, shell: bool) -> bool:
     return not shell and result.text.lstrip()[:64].lower().startswith(_FAILURE_PREFIXES)
 
 
+def _refused(result: Message | None) -> bool:
+    """True when the user (or a permission rule) refused the call: it never ran."""
+    return result is not None and bool(result.meta.get("rejected") or result.meta.get("denied"))
+
+
+def _settle_writes(ops: list[tuple[str, _Op]], result: Message | None) -> list[tuple[str, _Op]]:
+    """A write tool's ops as its result tells them: a file it replaced is edited, one it
+    made is new, whatever the session saw of that file before."""
+    if result is None or not any(op == "write" for _, op in ops):
+        return ops
+    existed = result.meta.get("file_existed")
+    if not isinstance(existed, bool):
+        if _WROTE_OVER.match(result.text):
+            existed = True
+        elif _WROTE_NEW.match(result.text):
+            existed = False
+        else:
+            return ops
+    return [(path, ("edited" if existed else "new") if op == "write" else op) for path, op in ops]
+
+
+@dataclass(slots=True)
+class _Net:
+    """What one call's ops did to one path, from before the call to after it."""
+
+    before: bool
+    after: bool
+    changed: bool = False
+    read: bool = False
+    snapshot: bool = False
+
+
+def _net_kind(path: str, net: _Net, files: _Files) -> ArtifactKind | None:
+    if net.changed:
+        if net.before:
+            return "edited" if net.after else "deleted"
+        # Made and removed again by the same call: a scratch file, no lasting change.
+        return "created" if net.after else None
+    if net.snapshot:
+        # A change some other action shows is not repeated; others (made by a script,
+        # say) are edits: the snapshot cannot tell a new file from a changed one.
+        return None if path in files.changed else "edited"
+    return None
+
+
 def _resolve(ops: Iterable[tuple[str, _Op]], files: _Files) -> list[tuple[str, ArtifactKind]]:
-    """Normalized paths with the action each op amounts to, given what the session did before."""
-    out: list[tuple[str, ArtifactKind]] = []
-    exists: dict[str, bool] = {}  # what this call's earlier ops did (``rm f && touch f``)
+    """Normalized paths with the action each op amounts to, given what the session did before.
+
+    One call's ops on one path are read as a whole, from whether the file existed before
+    the call to whether it exists after: ``rm a && mv b a`` edits ``a`` (and deletes ``b``),
+    never "deletes and creates ``a``"; a file written and removed by the same call (a
+    scratch file) is no change; a file deleted or edited first existed, even if the session
+    never looked at it.
+    """
+    nets: dict[str, _Net] = {}
     for raw, op in ops:
         path = files.norm(raw)
         if path in (".", ".."):
             continue
-        new = not exists.get(path, path in files.seen)
-        kind: ArtifactKind | None
-        if op == "write":
-            kind = "created" if new else "edited"
-        elif op == "touch":
-            kind = "created" if new else None
+        net = nets.get(path)
+        if net is None:
+            before = op in ("deleted", "edited") or (op != "new" and path in files.seen)
+            net = nets[path] = _Net(before, before)
+        if op == "read":
+            net.read = True
         elif op == "snapshot":
-            # A change some other action shows is not repeated; others (made by a script,
-            # say) are edits: the snapshot cannot tell a new file from a changed one.
-            kind = None if path in files.changed or path in exists else "edited"
-        else:
-            kind = op
-        if kind is not None and (path, kind) not in out:  # one call, one citation per fact
+            net.snapshot = True
+        elif op == "touch":
+            if not net.after:
+                net.after = net.changed = True
+        elif op == "deleted":
+            net.after, net.changed = False, True
+        else:  # write, new, edited, created
+            net.after = net.changed = True
+    out: list[tuple[str, ArtifactKind]] = []
+    for path, net in nets.items():
+        if net.read and (net.before or not net.changed):  # not a file this call made
+            out.append((path, "read"))
+        kind = _net_kind(path, net, files)
+        if kind is not None:
             out.append((path, kind))
-            exists[path] = kind != "deleted"
     return out
 
 
@@ -264,16 +332,26 @@ def _step_order(messages: Iterable[Message]) -> Iterator[Message]:
     yield from held
 
 
+def is_interrupt_marker(m: Message) -> bool:
+    """True for the note an agent writes when the user stops a turn (Claude Code's
+    ``[Request interrupted by user]``, Codex's ``<turn_aborted>`` or its event)."""
+    return m.meta.get("injected") == "interrupt"
+
+
 def is_interrupted(messages: Sequence[Message]) -> bool:
-    """True when a turn has no final answer: after its last request the agent's work ends
-    on a tool call or a tool result (the session was killed mid-turn), or never started.
+    """True when a turn has no final answer: the log marks an interrupt after its last
+    request, or the agent's work after that request ends on a tool call or a tool result
+    (the session was killed mid-turn), or never started.
 
     Thinking, compaction and system notes are not answers and do not end a turn either way.
     """
     last_request = max((i for i, m in enumerate(messages) if m.is_human), default=-1)
     if last_request < 0:
         return False  # preamble text with no request: nothing was asked
-    for m in reversed(messages[last_request + 1 :]):
+    after = messages[last_request + 1 :]
+    if any(is_interrupt_marker(m) for m in after):
+        return True
+    for m in reversed(after):
         if m.type in ("tool_use", "tool_result"):
             return True
         if m.role == "assistant" and m.type == "text" and m.text.strip():
@@ -290,7 +368,8 @@ def build_turn(
     """One turn with its artifacts and commands (``files`` carries the session's files).
 
     A tool call whose result reports a failure makes no artifact: its attempted actions go
-    to ``Turn.failed_artifacts``, so nothing claims a change that did not happen. What a
+    to ``Turn.failed_artifacts`` (``Turn.rejected_artifacts`` when the user or a rule
+    refused it), so nothing claims a change that did not happen. What a
     sub-agent started by a call of this turn did (``subagents``: its conversation by the
     id of that call) counts for the turn and is cited by that call, the message a reader
     of the main conversation sees.
@@ -313,12 +392,16 @@ def _take(
         source = cite or m
         ops, command = _actions_for(m)
         res = results.get(m.tool_call_id) if m.tool_call_id else None
-        ok = not _failed(res, shell=command is not None)
+        refused = _refused(res)
+        ok = not refused and not _failed(res, shell=command is not None)
         actions = [
             ArtifactAction(path, kind, source.id, source.entry_index)
-            for path, kind in _resolve(ops, files)
+            for path, kind in _resolve(_settle_writes(ops, res), files)
         ]
-        (turn.artifacts if ok else turn.failed_artifacts).extend(actions)
+        if refused:
+            turn.rejected_artifacts.extend(actions)
+        else:
+            (turn.artifacts if ok else turn.failed_artifacts).extend(actions)
         for a in actions if ok else ():
             if a.action == "deleted":
                 files.seen.discard(a.file_path)  # so a file written again is created anew
@@ -335,6 +418,7 @@ def _take(
                     line_number=source.entry_index,
                     exit_code=exit_code if isinstance(exit_code, int) else None,
                     is_error=bool(res.is_error) if res is not None else False,
+                    rejected=refused,
                 )
             )
         if m.type == "tool_use" and m.tool_call_id and m.tool_call_id in subagents:
