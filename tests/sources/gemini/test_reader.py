@@ -196,7 +196,11 @@ def test_compression_checkpoint_becomes_a_summary_compaction() -> None:
         "Got it. Thanks for the additional context!"
     )
     # the synthetic summary turn is not a human request
-    assert msgs[5].meta == {"synthetic": True, "compaction_summary": True}
+    assert msgs[5].meta == {
+        "synthetic": True,
+        "compaction_summary": True,
+        "injected": "compaction_summary",
+    }
     assert not msgs[5].is_human
     assert [m.text for m in msgs if m.is_human] == [
         "add a --shout flag",

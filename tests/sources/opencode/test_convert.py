@@ -62,7 +62,7 @@ def test_auto_compaction_then_synthetic_continue() -> None:
     assert (summary_msg.type, summary_msg.role) == ("summary", "assistant")
     assert summary_msg.usage is not None
     assert summary_msg.usage.cache_read == 100
-    assert cont.meta == {"synthetic": True}
+    assert cont.meta == {"synthetic": True, "injected": "synthetic"}
     assert not cont.is_human
 
 

@@ -205,7 +205,12 @@ def test_tree_session_message_kinds() -> None:
     assert summary.meta == {"synthetic": True, "from_id": "b2000003"}
     custom = msgs["c3000007"]
     assert (custom.role, custom.text, custom.is_human) == ("user", "Lint: 0 problems", False)
-    assert custom.meta == {"synthetic": True, "custom_type": "lint-hook", "display": False}
+    assert custom.meta == {
+        "synthetic": True,
+        "injected": "custom",
+        "custom_type": "lint-hook",
+        "display": False,
+    }
     bash = msgs["c300000c.1"]
     assert (bash.text, bash.is_error, bash.meta["exit_code"]) == ("1 failed", True, 1)
     marker = msgs["c300000d"]
@@ -236,7 +241,7 @@ def test_context_messages_of_the_tree_and_of_a_chosen_leaf() -> None:
 def test_v2_file_hook_message_and_two_compactions() -> None:
     session = READER.read([V2], WarningSink())
     msgs = session.messages()
-    assert msgs[1].meta == {"synthetic": True, "custom_type": "greeter"}
+    assert msgs[1].meta == {"synthetic": True, "injected": "custom", "custom_type": "greeter"}
     assert msgs[1].text == "Hook says hi"
     assert [m.id for m in msgs if m.type == "compaction"] == ["d4000005", "d4000008"]
     last = next(m for m in msgs if m.id == "d4000008")

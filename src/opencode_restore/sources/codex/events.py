@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from ...model import Message, MessageType
-from .items import Where, content_text, is_injected, new_message, summary_parts
+from .items import Where, content_text, new_message, summary_parts, user_meta
 
 #: Event copies come through two channels that can both repeat one response item.
 EVENT = "event"
@@ -23,10 +23,10 @@ CHANNELS = (EVENT, ITEM)
 def _user(where: Where, msg_id: Any, text: str, kind: Any = None) -> Message | None:
     if not text.strip():
         return None
-    synthetic = (isinstance(kind, str) and kind != "plain") or is_injected(text)
-    meta: dict[str, Any] = {"from_event": True}
-    if synthetic:
-        meta["synthetic"] = True
+    text, meta = user_meta(text)
+    if isinstance(kind, str) and kind != "plain" and not meta.get("synthetic"):
+        meta = {"synthetic": True, "injected": kind}
+    meta["from_event"] = True
     return new_message(where, msg_id, "user", "text", text, meta=meta)
 
 

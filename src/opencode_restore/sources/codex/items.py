@@ -36,25 +36,31 @@ class Where:
         return f"{self.file_index}:{self.line}"
 
 
-# Text Codex injects into the conversation as "user" messages; none of it was typed by a person.
-_INJECTED_PREFIXES = (
-    "<environment_context>",
-    "<user_instructions>",
-    "<turn_aborted>",
-    "<user_shell_command>",
-    "<INSTRUCTIONS>",
-    "<skills_instructions>",
-    "<permissions instructions>",
-    "<collaboration_mode>",
-    "<subagent_notification>",
-    "<personality_spec>",
-    "<model_switch>",
-    "# AGENTS.md instructions",
-)
+# Text Codex injects into the conversation as "user" messages; none of it was typed by a
+# person. The kind each is marked with (``meta["injected"]``): a tag's name, or these.
+_INJECTED_PREFIXES = {
+    "<environment_context>": "environment_context",
+    "<user_instructions>": "instructions",
+    "<turn_aborted>": "interrupt",
+    "<user_shell_command>": "user_shell_command",
+    "<INSTRUCTIONS>": "instructions",
+    "<skills_instructions>": "instructions",
+    "<permissions instructions>": "instructions",
+    "<collaboration_mode>": "collaboration_mode",
+    "<subagent_notification>": "notice",
+    "<personality_spec>": "instructions",
+    "<model_switch>": "model_switch",
+    "# AGENTS.md instructions": "instructions",
+}
 # The preamble Codex puts before a compaction summary it hands back to the model.
 _SUMMARY_PREAMBLE = "Another language model started to solve this problem"
 # A message that is one XML-ish element from start to end is harness text (future tags too).
 _WRAPPED = regex.compile(r"^\s*<([A-Za-z_][\w -]{0,60})>.*</\1>\s*$", regex.DOTALL)
+# The IDE extension (and Desktop) put what the editor shows before the request:
+# ``# Context from my IDE setup:`` (active file, open tabs, selection) or ``# Files
+# mentioned by the user:``, then ``## My request for Codex:`` and the request itself.
+_IDE_CONTEXT = ("# Context from my IDE setup:", "# Files mentioned by the user:")
+_IDE_REQUEST = regex.compile(r"^## My request for Codex:[ \t]*(?:\r?\n)?", regex.MULTILINE)
 _EXIT_CODE = regex.compile(
     r"^(?:Process exited with code|Exit code:)\s*(-?\d+)\s*$", regex.MULTILINE
 )
@@ -94,18 +100,82 @@ def dedupe_key(text: str) -> str:
     return " ".join(text.replace(_IMAGE, " ").split())
 
 
-def is_injected(text: str, payload: dict[str, Any] | None = None) -> bool:
-    """True when a user-role text was put there by the harness, not typed by a person."""
+def _text_kind(text: str) -> str | None:
+    stripped = text.lstrip()
+    if stripped.startswith(_SUMMARY_PREAMBLE):
+        return "compaction_summary"
+    for prefix, kind in _INJECTED_PREFIXES.items():
+        if stripped.startswith(prefix):
+            return kind
+    wrapped = _WRAPPED.match(stripped)
+    if wrapped:
+        return str(wrapped.group(1)).strip().lower().replace(" ", "_")
+    if stripped.startswith(_IDE_CONTEXT) and not _IDE_REQUEST.search(stripped):
+        return "ide_context"  # the editor's context with no request after it
+    return None
+
+
+def injected_kind(text: str, payload: dict[str, Any] | None = None) -> str | None:
+    """Why a user-role text was put there by the harness (``environment_context``,
+    ``instructions``, ``interrupt``, a tag's name...), or ``None`` when a person typed it.
+
+    A message of several content items (Codex Desktop's first one: the plugin list, the
+    AGENTS.md text and the environment) is injected when every item is.
+    """
     if payload is not None:
         passthrough = payload.get("internal_chat_message_metadata_passthrough")
         if isinstance(passthrough, dict):
             kinds = passthrough.get("content_item_kinds")
             if isinstance(kinds, list) and kinds:
-                return not any(isinstance(k, str) and k.startswith("user.") for k in kinds)
+                if any(isinstance(k, str) and k.startswith("user.") for k in kinds):
+                    return None
+                first = kinds[0]
+                return first if isinstance(first, str) and first else "harness"
+        content = payload.get("content")
+        if isinstance(content, list):
+            texts = [
+                item["text"]
+                for item in content
+                if isinstance(item, dict) and isinstance(item.get("text"), str)
+            ]
+            if len(texts) > 1:
+                found = [_text_kind(t) for t in texts if t.strip()]
+                # Every item the harness's, or one a person typed among them.
+                return found[0] if found and all(found) else None
+    return _text_kind(text)
+
+
+def is_injected(text: str, payload: dict[str, Any] | None = None) -> bool:
+    """True when a user-role text was put there by the harness, not typed by a person."""
+    return injected_kind(text, payload) is not None
+
+
+def split_ide_context(text: str) -> tuple[str, str | None]:
+    """``(request, context)`` of a prompt the IDE extension wrapped in its context
+    (``context`` is ``None`` when ``text`` is not wrapped, and ``request`` is ``text``)."""
     stripped = text.lstrip()
-    return stripped.startswith((*_INJECTED_PREFIXES, _SUMMARY_PREAMBLE)) or bool(
-        _WRAPPED.match(stripped)
-    )
+    if not stripped.startswith(_IDE_CONTEXT):
+        return text, None
+    heading = _IDE_REQUEST.search(stripped)
+    if heading is None:
+        return text, None
+    request = stripped[heading.end() :].strip()
+    if not request:
+        return text, None
+    return request, stripped[: heading.start()].rstrip()
+
+
+def user_meta(text: str, payload: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    """A user-role text as the message shows it, with its meta: injected text is marked
+    ``synthetic`` with its kind (``injected``); a prompt wrapped in IDE context keeps the
+    request as its text and the context in ``meta["injected_context"]``."""
+    kind = injected_kind(text, payload)
+    if kind is not None:
+        return text, {"synthetic": True, "injected": kind}
+    request, context = split_ide_context(text)
+    if context is None:
+        return text, {}
+    return request, {"injected_context": {"kind": "ide_context", "text": context}}
 
 
 def new_message(
@@ -132,8 +202,7 @@ def response_message(p: dict[str, Any], where: Where) -> Message | None:
         return None
     meta: dict[str, Any] = {}
     if role == "user":
-        if is_injected(text, p):
-            meta["synthetic"] = True
+        text, meta = user_meta(text, p)
         return new_message(where, non_empty(p.get("id")), "user", "text", text, meta=meta)
     if role == "assistant":
         if isinstance(p.get("phase"), str):

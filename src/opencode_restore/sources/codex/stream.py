@@ -98,11 +98,17 @@ class ThreadStream:
         self.compaction_open = False
         self.compaction_output = False
         self.compaction_usage: Usage | None = None
+        #: The interrupt marker of the turn in progress (``<turn_aborted>`` or the event's).
+        self.interrupt: Message | None = None
 
     # -- output -------------------------------------------------------------------------------
 
     def _emit(self, m: Message) -> None:
         self.pending.append(m)
+        if m.meta.get("injected") == "interrupt":
+            self.interrupt = m
+        elif m.type == "text" and m.role in ("user", "assistant"):
+            self.interrupt = None
         self.compaction_open = m.type == "compaction"
         if len(self.pending) >= _WINDOW:
             self.flush()
@@ -248,6 +254,8 @@ class ThreadStream:
             self._token_count(p, where)
         elif kind == "task_complete":
             self.flush()
+        elif kind == "turn_aborted":
+            self._turn_aborted(p, where)
         elif is_compaction_event(p):
             if not self.compaction_open:
                 self._emit(items.compaction_event(where))
@@ -262,6 +270,21 @@ class ThreadStream:
                 return
             self.waiting[key] = m
             self._emit(m)
+
+    def _turn_aborted(self, p: dict[str, Any], where: items.Where) -> None:
+        """The user stopped the turn: one interrupt marker per turn. Builds that write the
+        ``<turn_aborted>`` user message have it already (it gets the reason); others get a
+        system marker here."""
+        reason = p.get("reason") if isinstance(p.get("reason"), str) else None
+        if self.interrupt is not None:
+            if reason:
+                self.interrupt.meta.setdefault("reason", reason)
+            return
+        meta: dict[str, Any] = {"synthetic": True, "injected": "interrupt", "from_event": True}
+        if reason:
+            meta["reason"] = reason
+        text = f"Turn aborted ({reason})" if reason else "Turn aborted"
+        self._emit(items.new_message(where, None, "system", "text", text, meta=meta))
 
     def _token_count(self, p: dict[str, Any], where: items.Where) -> None:
         info = p.get("info")

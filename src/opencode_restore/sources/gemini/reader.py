@@ -192,7 +192,7 @@ class _Blocks:
             **fields,
         )
         if self.slot.synthetic:
-            m.meta.update(synthetic=True, compaction_summary=True)
+            m.meta.update(synthetic=True, compaction_summary=True, injected="compaction_summary")
         self.out.append(m)
         return m
 

@@ -284,7 +284,9 @@ class PartConverter:
                 return []
             synthetic = part.get("synthetic") is True or part.get("ignored") is True
             mtype: MessageType = "summary" if is_summary else "text"
-            meta = {"synthetic": True} if synthetic else {}
+            # opencode's own text (after a sub-agent's task, a command's expansion):
+            # harness context, never the user's request.
+            meta = {"synthetic": True, "injected": "synthetic"} if synthetic else {}
             return [self._msg(info, pid, role, mtype, text, index, time=start, meta=meta)]
         if ptype == "tool":
             return self._tool(info, pid, index, part)
@@ -365,6 +367,9 @@ class PartConverter:
         exit_code = metadata.get("exit")
         if isinstance(exit_code, int) and not isinstance(exit_code, bool):
             result_meta["exit_code"] = exit_code
+        if isinstance(metadata.get("exists"), bool):
+            # The write tool says whether it replaced a file or made a new one.
+            result_meta["file_existed"] = metadata["exists"]
         if times.get("compacted"):
             # opencode pruned this output from later model calls.
             result_meta["compacted"] = True

@@ -195,7 +195,11 @@ def _message_entry(b: _Blocks, sink: WarningSink, path: Path) -> None:
     elif role == "bashExecution":
         _bash(b, message)
     elif role == "custom":
-        meta = {"synthetic": True, "custom_type": _str(message.get("customType"))}
+        meta = {
+            "synthetic": True,
+            "injected": "custom",
+            "custom_type": _str(message.get("customType")),
+        }
         b.add("user", "text", text_of(message.get("content")), meta=meta)
     elif role in ("branchSummary", "compactionSummary"):
         meta = {"synthetic": True, "summary_of": role}
@@ -235,6 +239,7 @@ def entry_messages(entry: PiEntry, file_index: int, sink: WarningSink, path: Pat
     elif kind == "custom_message":
         meta = {
             "synthetic": True,
+            "injected": "custom",
             "custom_type": _str(entry.data.get("customType")),
             "display": entry.data.get("display") is not False,
         }
