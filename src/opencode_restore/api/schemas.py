@@ -66,6 +66,13 @@ class SessionList(BaseModel):
     offset: int
 
 
+class InjectedContext(BaseModel):
+    """Context a harness wrapped around a user's request (kept apart from its text)."""
+
+    kind: str = Field(description="What the context is, e.g. ide_context")
+    text: str
+
+
 class MessageOut(BaseModel):
     """One message (seed 004 FR2); tool fields appear on tool blocks only."""
 
@@ -82,6 +89,17 @@ class MessageOut(BaseModel):
     tool_call_id: str | None = None
     tool_input: dict[str, Any] | None = None
     is_error: bool | None = None
+    injected: str | None = Field(
+        None,
+        description="Set when the whole message is context the agent's harness put in the "
+        "conversation, not the user's words (environment_context, instructions, interrupt, "
+        "recommended_plugins, session_context, reminder, command, ...): a viewer may fold it.",
+    )
+    context: InjectedContext | None = Field(
+        None,
+        description="Context that wrapped the user's request and was taken off its text "
+        "(e.g. an IDE's active file and open tabs); text holds the request alone.",
+    )
 
 
 class MessagesOut(BaseModel):

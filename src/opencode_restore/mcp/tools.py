@@ -84,7 +84,10 @@ class Restored(BaseModel):
     agent: str
     format: Format
     turns: int
-    model_calls: int = Field(description="Model calls this restore made (0: all reused).")
+    model_calls: int = Field(
+        description="Model calls this restore made (0: all reused, or the offline rules "
+        "wrote it: no model is called offline)."
+    )
     text: str = Field(description="The restoration; [M#] cite the session's messages.")
     truncated: bool
     note: str
@@ -96,6 +99,8 @@ class Messages(BaseModel):
     session: str
     messages: list[dict[str, Any]] = Field(
         description="role, type, text, timestamp, entry_index, file_index, id, tool fields, "
+        "injected (the kind of harness context a whole message is, not the user's words), "
+        "context ({kind, text}: context taken off a wrapped request), "
         "and label: the [M#] its restoration cites (null for a message it never showed)."
     )
     total: int = Field(description="Messages passing the filters.")
@@ -403,4 +408,7 @@ def _record(m: Message, numbering: Numbering) -> dict[str, Any]:
             record[key] = redact(value)[0]
     if isinstance(record.get("tool_input"), dict):
         record["tool_input"] = redact(str(record["tool_input"]))[0]
+    context = record.get("context")
+    if isinstance(context, dict) and isinstance(context.get("text"), str):
+        record["context"] = {**context, "text": redact(context["text"])[0]}
     return record

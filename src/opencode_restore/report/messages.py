@@ -47,7 +47,26 @@ def message_record(m: Message) -> dict[str, Any]:
         rec["tool_input"] = m.tool_input
     if m.is_error:
         rec["is_error"] = True
+    injected, context = injected_of(m)
+    if injected is not None:
+        rec["injected"] = injected
+    if context is not None:
+        rec["context"] = context
     return rec
+
+
+def injected_of(m: Message) -> tuple[str | None, dict[str, str] | None]:
+    """How ``m`` is context rather than the user's words, for a viewer to fold it:
+    ``(kind, None)`` when the whole message was put there by the harness (an
+    environment block, AGENTS.md, a plugin list, an interrupt note: ``meta["injected"]``),
+    ``(None, {"kind", "text"})`` when a request came wrapped in context that was taken
+    off its text (``meta["injected_context"]``, e.g. an IDE's open files)."""
+    kind = m.meta.get("injected") if m.meta else None
+    wrapped = m.meta.get("injected_context") if m.meta else None
+    context = None
+    if isinstance(wrapped, dict) and isinstance(wrapped.get("text"), str):
+        context = {"kind": str(wrapped.get("kind") or "context"), "text": wrapped["text"]}
+    return (kind if isinstance(kind, str) and kind else None), context
 
 
 #: Messages per chunk of :func:`iter_jsonl`: one write per chunk, not per message.
@@ -88,8 +107,14 @@ def write_markdown(out: TextIO, messages: Iterable[Message]) -> None:
         kind = "" if m.type == "text" else f" · {m.type}"
         if m.tool_name:
             kind += f" `{m.tool_name}`"
+        injected, context = injected_of(m)
+        if injected is not None:
+            kind += f" · context ({injected})"
         ts = iso(m.timestamp) or ""
         out.write(f"### {label}{kind} — file {m.file_index} entry {m.entry_index} {ts}\n\n")
+        if context is not None:
+            quoted = "\n".join("> " + line for line in context["text"].splitlines())
+            out.write(f"> context ({context['kind']}):\n{quoted}\n\n")
         if m.tool_input is not None:
             out.write("```json\n" + orjson.dumps(m.tool_input).decode() + "\n```\n\n")
         if m.text:
