@@ -83,7 +83,32 @@ def test_progress_counts_sessions_failures_and_tokens() -> None:
         shown.finish(Outcome(item, "failed", error="x"))
         task = bar.tasks[0]
     assert (task.completed, task.total) == (2, 2)
-    assert task.fields == {"failed": 1, "running": 0, "tokens": 15}
+    assert task.fields == {"failed": 1, "running": 0, "usage": "15 tokens"}
+    with Progress(console=Console(file=io.StringIO())) as bar:
+        shown = BatchProgress(bar, 1, offline=True)
+        shown.finish(Outcome(item, "done", usage=UsageReport(offline_answers=4)))
+        assert bar.tasks[0].fields["usage"] == "offline rules: no model called"
+
+
+def _table(report: BatchReport) -> str:
+    out = io.StringIO()
+    Console(file=out, width=160).print(report_table(report))
+    return out.getvalue()
+
+
+def test_the_table_says_when_no_model_was_called() -> None:
+    done = Outcome(BatchItem("s", "x", []), "done", usage=UsageReport(calls=3, input_tokens=90))
+    model = _table(BatchReport([done], provider="openai:gpt-4o"))
+    assert "LLM calls" in model
+    assert "│         3 │     90 │" in model
+    offline = BatchReport(
+        [Outcome(BatchItem("s", "x", []), "done", usage=UsageReport(offline_answers=4))],
+        provider="offline:rules",
+    )
+    text = _table(offline)
+    assert "offline rules: no model called" in text
+    assert "LLM calls" not in text
+    assert "tokens" not in text
 
 
 def test_report_table_and_the_progress_hooks(tmp_path: Path) -> None:
@@ -92,8 +117,12 @@ def test_report_table_and_the_progress_hooks(tmp_path: Path) -> None:
     Console(file=out, width=120).print(report_table(report))
     assert "1.2s" in out.getvalue() or "1.3s" in out.getvalue()
 
+    class Provider:
+        name = "offline"
+
     class Job:
         on_start = on_finish = None
+        provider = Provider()
 
         def plan(self) -> tuple[list[BatchItem], list[BatchItem]]:
             return [BatchItem("a", "x", [])], []

@@ -99,14 +99,14 @@ def test_a_manifest_keyed_by_file_stems_costs_one_rerun_from_the_saved_timeline(
     assert code == 0
     [line] = read_manifest(out / "manifest.jsonl")
     assert (line["key"], line["turns_reused"]) == ("sess-tree-0001", 0)
-    assert line["usage"]["calls"] > 0
+    assert line["usage"]["offline_answers"] > 0
     old = {**line, "key": "tree-v3", "session": "tree-v3", "hash": "0" * 64}
     (out / "manifest.jsonl").write_text(json.dumps(old) + "\n")
     code, _, _ = _batch(str(TREE_V3), "--out", str(out), "-q")
     assert code == 0
     rerun = read_manifest(out / "manifest.jsonl")[-1]
     assert (rerun["key"], rerun["status"]) == ("sess-tree-0001", "done")
-    assert rerun["usage"]["calls"] == 0
+    assert rerun["usage"]["offline_answers"] == 0
     assert rerun["turns_reused"] > 0
     code, _, _ = _batch(str(TREE_V3), "--out", str(out), "-q")
     assert len(read_manifest(out / "manifest.jsonl")) == 2  # skipped from now on

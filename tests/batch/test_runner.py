@@ -75,7 +75,10 @@ def test_outputs_manifest_and_a_failure_that_stops_nothing(tmp_path: Path) -> No
     assert done["source_files"] == [str(paths[1])]
     assert done["hash"] == items[1].content_hash
     assert done["provider"].startswith("offline")
-    assert done["usage"]["calls"] >= 1
+    # The offline rules answered; no model was called, so nothing was spent.
+    assert done["usage"]["offline_answers"] >= 1
+    assert (done["usage"]["calls"], done["usage"]["input_tokens"]) == (0, 0)
+    assert done["usage"]["cost_usd"] == 0.0
     assert done["duration_s"] > 0
     assert lines["gone"]["outputs"] == []
     restored = json.loads((tmp_path / "out" / f"{session_id(1)}.json").read_text())

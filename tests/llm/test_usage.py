@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from opencode_restore.llm.settings import ModelPrice
-from opencode_restore.llm.usage import PriceTable, UsageLedger
+from opencode_restore.llm.usage import PriceTable, UsageLedger, is_offline
 from opencode_restore.model import Usage
 
 PRICES = PriceTable(
@@ -130,3 +130,40 @@ def test_totals_are_kept_as_calls_come_and_handed_out_as_copies() -> None:
     for call in ledger.calls:
         fresh.add(call.usage)
     assert ledger.total().usage == fresh
+
+
+def test_offline_answers_are_no_model_calls_and_cost_nothing() -> None:
+    ledger = UsageLedger(PRICES)
+    # The offline provider sets a characters/3.5 estimate on its results: not kept.
+    for stage in ("turn", "turn", "synthesis"):
+        ledger.record(
+            stage=stage,
+            template="t.j2",
+            provider="offline",
+            model="rules",
+            usage=Usage(input=5000, output=300),
+            attempts=1,
+        )
+    total = ledger.total()
+    assert (total.calls, total.offline, total.usage.total) == (0, 3, 0)
+    assert total.cost == 0.0  # not None: nothing was spent, whatever the price table says
+    assert ledger.by_stage()["turn"].offline == 2
+    # A model's calls next to them (the synthesis of a model run) are counted as before.
+    ledger.record(
+        stage="synthesis",
+        template="s.j2",
+        provider="openai",
+        model="gpt-test",
+        usage=Usage(input=1_000_000),
+        attempts=1,
+    )
+    total = ledger.total()
+    assert (total.calls, total.offline, total.usage.input) == (1, 3, 1_000_000)
+    assert total.cost == pytest.approx(1.0)
+
+
+def test_is_offline_by_name_or_spec() -> None:
+    assert is_offline("offline")
+    assert is_offline("offline:rules")
+    assert not is_offline("openai:offline")
+    assert not is_offline("offlinex:m")

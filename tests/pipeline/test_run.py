@@ -159,7 +159,9 @@ def test_offline_provider_cites_parsed_facts() -> None:
     assert r.summary.goal.startswith("Add a --shout flag to greet.py [M1]")
     assert r.summary.progress.done[0].startswith("Turn 1: Add a --shout flag to greet.py [M1] →")
     assert r.citations.removed_unknown == 0
-    assert r.usage.calls == 3
+    # Two turns and the synthesis, answered by the rules: no model call, no tokens, no cost.
+    assert (r.usage.offline_answers, r.usage.calls, r.usage.input_tokens) == (3, 0, 0)
+    assert r.usage.cost_usd == 0.0
 
 
 def test_a_provider_that_does_not_read_facts_gets_none() -> None:

@@ -68,6 +68,7 @@ def test_selected_leaf_and_restoration_refs(fixtures: Path) -> None:
     ids = {b["m"] for n in data["nodes"] for b in n["b"]}
     assert set(data["refs"].values()) <= ids  # every citation has a message to scroll to
     assert data["provider"] == "offline:rules"
+    assert data["summarized_by"] == "offline rules: no model called"
 
 
 def test_log_text_cannot_close_the_data_block() -> None:

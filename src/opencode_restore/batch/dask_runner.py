@@ -122,7 +122,7 @@ def run_on_dask(
     out.mkdir(parents=True, exist_ok=True)
     manifest = Manifest(out / MANIFEST_NAME)
     spec = _spec(settings.config())
-    report = BatchReport([])
+    report = BatchReport([], provider=spec)
     todo = []
     for item in items:
         if manifest.is_done(item.key, item.content_hash, spec):

@@ -16,6 +16,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from ..llm.usage import OFFLINE_NOTE, is_offline
 from .items import BatchItem
 from .runner import BatchJob, BatchReport, Outcome
 
@@ -23,12 +24,20 @@ _MAX_ERROR = 120
 
 
 class BatchProgress:
-    """Sessions done out of the total, failures, tokens and the time left."""
+    """Sessions done out of the total, failures, tokens and the time left.
 
-    def __init__(self, bar: Progress, total: int) -> None:
+    ``offline``: the offline rules restore, no model is called: that is shown instead of
+    a token count.
+    """
+
+    def __init__(self, bar: Progress, total: int, offline: bool = False) -> None:
         self.bar = bar
-        self.task = bar.add_task("batch", total=total, failed=0, running=0, tokens=0)
+        self.offline = offline
         self.failed = self.running = self.tokens = 0
+        self.task = bar.add_task("batch", total=total, failed=0, running=0, usage=self._usage())
+
+    def _usage(self) -> str:
+        return OFFLINE_NOTE if self.offline else f"{self.tokens} tokens"
 
     def start(self, item: BatchItem) -> None:
         """A session started."""
@@ -42,7 +51,7 @@ class BatchProgress:
         u = outcome.usage
         self.tokens += u.input_tokens + u.output_tokens
         self.bar.update(
-            self.task, advance=1, running=self.running, failed=self.failed, tokens=self.tokens
+            self.task, advance=1, running=self.running, failed=self.failed, usage=self._usage()
         )
 
 
@@ -55,7 +64,7 @@ def progress_for(job: BatchJob, console: Console, enabled: bool) -> Iterator[Non
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("{task.fields[running]} running, {task.fields[failed]} failed,"),
-        TextColumn("{task.fields[tokens]} tokens"),
+        TextColumn("{task.fields[usage]}"),
         TimeElapsedColumn(),
         TextColumn("ETA"),
         TimeRemainingColumn(),
@@ -63,7 +72,7 @@ def progress_for(job: BatchJob, console: Console, enabled: bool) -> Iterator[Non
         disable=not enabled,
         transient=True,
     ) as bar:
-        shown = BatchProgress(bar, len(todo))
+        shown = BatchProgress(bar, len(todo), offline=is_offline(job.provider.name))
         job.on_start, job.on_finish = shown.start, shown.finish
         yield
 
@@ -74,9 +83,15 @@ def _short(text: str | None) -> str:
 
 
 def report_table(report: BatchReport) -> Table:
-    """Counts, usage and time, then one row per session that did not succeed."""
+    """Counts, usage and time, then one row per session that did not succeed.
+
+    With the offline provider the usage is one cell, "offline rules: no model called",
+    not LLM calls and tokens that no model made.
+    """
     table = Table(title="batch", show_header=True, header_style="bold")
-    for column in ("sessions", "done", "skipped", "incomplete", "failed", "LLM calls", "tokens"):
+    offline = is_offline(report.provider)
+    usage = ("model",) if offline else ("LLM calls", "tokens")
+    for column in ("sessions", "done", "skipped", "incomplete", "failed", *usage):
         table.add_column(column, justify="right")
     table.add_column("time", justify="right")
     calls = sum(o.usage.calls for o in report.outcomes)
@@ -87,8 +102,7 @@ def report_table(report: BatchReport) -> Table:
         str(report.count("skipped")),
         str(report.count("incomplete")),
         str(report.count("failed")),
-        str(calls),
-        str(tokens),
+        *((OFFLINE_NOTE,) if offline else (str(calls), str(tokens))),
         f"{report.wall:.1f}s",
     )
     return table

@@ -69,6 +69,8 @@ class BatchReport:
 
     outcomes: list[Outcome]
     wall: float = 0.0
+    #: The ``provider:model`` that restored (``offline:rules``: no model was called).
+    provider: str = ""
 
     def count(self, status: str) -> int:
         """How many items ended with ``status``."""
@@ -150,7 +152,9 @@ class BatchJob:
         """Restore every item not already done; never raises for a session's failure."""
         start = time.perf_counter()
         todo, done = self.plan()
-        report = BatchReport([Outcome(item, "skipped") for item in done])
+        report = BatchReport(
+            [Outcome(item, "skipped") for item in done], provider=self.provider_spec
+        )
         self.out_dir.mkdir(parents=True, exist_ok=True)
         remove_stale_temporaries(self.out_dir)  # outputs half-written when a batch was killed
         workers = max(1, min(self.concurrency, len(todo)))

@@ -22,11 +22,12 @@ from ..consoles import console as make_console
 from ..heap import hold_thresholds
 from ..llm.registry import close_provider, get_provider
 from ..llm.settings import ProviderSettings
-from ..llm.usage import UsageLedger
+from ..llm.usage import OFFLINE_NOTE, UsageLedger, is_offline
 from ..pipeline.restoration import Restoration
 from ..pipeline.run import RestoreOptions, journal_store, restore_locked
 from ..report.html import session_html
 from ..report.summary import render_restoration, restoration_json
+from ..report.usage_note import usage_note
 from ..sources import open_session
 from ..tree import select_branch
 from .exits import friendly_errors
@@ -82,18 +83,19 @@ def run_restore(
         TextColumn("[bold]restore[/] turn {task.completed}/{task.total}"),
         BarColumn(),
         TaskProgressColumn(),
-        TextColumn("{task.fields[tokens]} tokens {task.fields[cost]}"),
+        TextColumn("{task.fields[usage]}"),
         TimeRemainingColumn(),
         console=console,
         disable=not show_progress,
         transient=True,
     ) as bar:
-        task = bar.add_task("turns", total=None, tokens=0, cost="")
+        offline = is_offline(provider.name)
+        task = bar.add_task("turns", total=None, usage=OFFLINE_NOTE if offline else "0 tokens")
 
         def progress(done: int, total: int, ledger: UsageLedger) -> None:
             t = ledger.total()
-            cost = f"${t.cost:.4f}" if t.cost else ""
-            bar.update(task, completed=done, total=total, tokens=t.usage.total, cost=cost)
+            spent = f"{t.usage.total} tokens" + (f" ${t.cost:.4f}" if t.cost else "")
+            bar.update(task, completed=done, total=total, usage=OFFLINE_NOTE if offline else spent)
 
         def waiting(held: str) -> None:
             console.print(
@@ -140,10 +142,16 @@ def run_restore(
         sys.stdout.writelines(text)
         sys.stdout.write("\n")
     if not quiet:
-        u = restoration.usage
+        # The reader's warnings were printed as it read; the restore's own (evidence
+        # search, fallback, an unfinished last turn) are in no format but the JSON.
+        read = {str(w) for w in session.warnings}
+        for warning in restoration.warnings:
+            if warning not in read:
+                console.print(f"warning: {warning}", highlight=False, markup=False, soft_wrap=True)
         failed = len(restoration.failed_turns)
-        tokens = u.input_tokens + u.output_tokens
-        note = f"{restoration.turn_count} turns, {u.calls} calls, {tokens} tokens"
+        note = (
+            f"{restoration.turn_count} turns, {usage_note(restoration.usage, restoration.provider)}"
+        )
         if restoration.evidence:
             note += f", {len(restoration.evidence)} evidence items"
         if restoration.redactions:

@@ -1,4 +1,11 @@
-"""A ledger of LLM calls and the price table that turns their usage into dollars."""
+"""A ledger of LLM calls and the price table that turns their usage into dollars.
+
+The offline provider is no model: its answers are the fact rules' (``OFFLINE``). The
+ledger counts them apart (``offline_answers``), with no tokens and no cost, so no
+report, table or JSON says a model was called when none was. (The provider still sets a
+characters/3.5 estimate on its results, which the context budget reads; the ledger does
+not keep it.)
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,16 @@ from opencode_restore.llm.settings import ModelPrice
 from opencode_restore.model import Usage
 
 _PER_TOKEN = 1_000_000
+
+#: The offline provider's name (``offline:rules`` as a ``provider:model`` spec).
+OFFLINE = "offline"
+#: What every report says instead of calls and tokens when the offline rules wrote it.
+OFFLINE_NOTE = "offline rules: no model called"
+
+
+def is_offline(provider: str) -> bool:
+    """True for the offline provider, by name or by its ``provider:model`` spec."""
+    return provider.split(":", 1)[0] == OFFLINE
 
 
 class PriceTable:
@@ -67,9 +84,14 @@ class CallRecord:
 
 @dataclass(slots=True)
 class StageTotals:
-    """Sums over the calls of one stage; `cost` is None if any priced call was unknown."""
+    """Sums over the calls of one stage; `cost` is None if any priced call was unknown.
+
+    `calls` counts calls to a model; the offline rules' answers are `offline` (with no
+    usage and no cost: nothing was sent anywhere).
+    """
 
     calls: int = 0
+    offline: int = 0
     errors: int = 0
     attempts: int = 0
     usage: Usage = field(default_factory=Usage)
@@ -101,8 +123,13 @@ class UsageLedger:
         attempts: int,
         error: str | None = None,
     ) -> CallRecord:
-        """Add one call; a failed call is recorded with zero usage."""
-        usage = usage if usage is not None else Usage()
+        """Add one call; a failed call is recorded with zero usage.
+
+        An answer of the offline provider is recorded with zero usage and a cost of 0.0
+        whatever the provider estimated: no model read or wrote those tokens.
+        """
+        offline = is_offline(provider)
+        usage = usage if usage is not None and not offline else Usage()
         record = CallRecord(
             stage=stage,
             template=template,
@@ -110,7 +137,7 @@ class UsageLedger:
             model=model,
             usage=usage,
             attempts=attempts,
-            cost=self.prices.cost(provider, model, usage),
+            cost=0.0 if offline else self.prices.cost(provider, model, usage),
             error=error,
         )
         self.calls.append(record)
@@ -132,7 +159,10 @@ def _copy(totals: StageTotals) -> StageTotals:
 
 
 def _add(totals: StageTotals, call: CallRecord) -> None:
-    totals.calls += 1
+    if is_offline(call.provider):
+        totals.offline += 1
+    else:
+        totals.calls += 1
     totals.errors += 0 if call.ok else 1
     totals.attempts += call.attempts
     totals.usage.add(call.usage)

@@ -92,7 +92,14 @@ class CitationStats(BaseModel):
 
 
 class UsageReport(BaseModel):
+    """What this run spent. ``calls`` and the tokens are a model's only: with the offline
+    provider no model is called, so they are 0 and ``offline_answers`` counts the stage
+    answers the offline rules wrote instead. ``cost_usd`` is in dollars: 0.0 when nothing
+    was spent (offline, or every turn reused from the journal), null only when a model
+    was called whose price is not configured (``[prices]``)."""
+
     calls: int = 0
+    offline_answers: int = 0
     failed_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0

@@ -154,6 +154,7 @@ def _usage(ledger: UsageLedger) -> UsageReport:
     total = ledger.total()
     return UsageReport(
         calls=total.calls,
+        offline_answers=total.offline,
         failed_calls=total.errors,
         input_tokens=total.usage.input,
         output_tokens=total.usage.output,

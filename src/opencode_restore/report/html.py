@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from ..llm.usage import OFFLINE_NOTE, is_offline
 from ..model import Message, Session
 from ..pipeline.restoration import Restoration
 from ..redact import Redactor
@@ -143,6 +144,10 @@ def report_data(
         data["summary"] = summary_markdown(restoration, references=True)
         data["refs"] = {r.label: r.message_id for r in restoration.references}
         data["provider"] = restoration.provider
+        # What the page's header says: the model, or that none was called.
+        data["summarized_by"] = (
+            OFFLINE_NOTE if is_offline(restoration.provider) else restoration.provider
+        )
     return data
 
 

@@ -53,7 +53,7 @@ def test_skip_and_max_searches(fixtures: Path, tmp_path: Path) -> None:
     ws = str(workspace(tmp_path))
     _, skipped, _ = restore(fixtures, "--workspace", ws, "--skip-evidence-search")
     assert skipped["evidence"] == []
-    assert skipped["usage"]["calls"] == 4  # three turns and the synthesis
+    assert skipped["usage"]["offline_answers"] == 4  # three turns and the synthesis
     _, one, _ = restore(fixtures, "--workspace", ws, "--max-searches", "1")
     assert [e["tool"] for e in one["evidence"]] == ["SEARCH_LOG"]
     # The offline pass plans no more than it may run, so it still completes on its own.

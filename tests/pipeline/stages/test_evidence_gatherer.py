@@ -350,7 +350,7 @@ def test_offline_restore_reads_the_workspace(fixtures: Path, tmp_path: Path) -> 
     assert "--shout" in r.evidence[1].result
     assert r.evidence[1].citations  # the messages that read and edited greet.py
     # Turns, evidence rounds (three tools, then the completion), synthesis.
-    assert r.usage.calls == 3 + 4 + 1
+    assert r.usage.offline_answers == 3 + 4 + 1
     labels = {ref.label for ref in r.references}
     assert set(r.evidence[1].citations) <= labels
     md = summary_markdown(r)

@@ -65,7 +65,7 @@
   var facts = [DATA.agent, "session " + DATA.session, N + " entries"];
   if (DATA.cwd) facts.push("cwd " + DATA.cwd);
   if (DATA.started) facts.push("started " + DATA.started);
-  if (DATA.provider) facts.push("summarized by " + DATA.provider);
+  if (DATA.summarized_by || DATA.provider) facts.push("summarized by " + (DATA.summarized_by || DATA.provider));
   if (DATA.redacted) facts.push(DATA.redacted + " secrets redacted");
   $("facts").textContent = facts.join(" · ");
 
