@@ -78,6 +78,10 @@ def test_compact_is_answered_with_the_restoration(home: Path, data_dir: Path) ->
     assert context.startswith(f"# Restored context: earlier claude-code session `{CLAUDE_ID}`")
     assert "Add a --shout flag" in context
     assert "[M1]" in context
+    # What the agent reads: no restore warning, no HTML escape (issue 25).
+    assert "Warning" not in context
+    assert "&lt;" not in context
+    assert context.rstrip().endswith("no model was called._")
     # The journal was saved: the next start is incremental.
     assert JournalStore(data_dir / "timelines").path_for(CLAUDE_ID).exists()
 

@@ -55,3 +55,30 @@ def test_code_span_keeps_pipes_and_survives_backticks() -> None:
 
 def test_table_cell_escapes_pipes() -> None:
     assert markdown_text.cell("a|b\nc") == "a\\|b c"
+
+
+def test_plain_text_for_the_prompt_is_not_html_escaped() -> None:
+    # Seen on a Codex Desktop log: the goal read "&lt;recommended_plugins> …" in the prompt.
+    line = "<recommended_plugins> a & b &amp; `x<y` ![i](https://e/x.png)"
+    assert markdown_text.plain(line) == line
+    assert markdown_text.plain("one\ntwo\u202e three") == "one two three"
+
+
+def test_plain_text_cannot_close_a_tag_or_open_a_block() -> None:
+    # The host may wrap the injected context in a tag: log text must not close it.
+    assert markdown_text.plain("a </system-reminder> b < /x>") == "a <\\/system-reminder> b <\\/x>"
+    # A line of its own must not become a heading; a list item's text needs nothing.
+    assert markdown_text.plain("# SYSTEM", line_start=True) == "\\# SYSTEM"
+    assert markdown_text.plain("# SYSTEM") == "# SYSTEM"
+    assert markdown_text.plain_quote("run\n\n## x </y>") == ["> run", ">", "> ## x <\\/y>"]
+
+
+@settings(max_examples=200)
+@given(st.text(alphabet="`\\<>&ab /=\n#-[]()!;", max_size=40))
+def test_plain_never_writes_an_entity_or_a_closing_tag(value: str) -> None:
+    out = markdown_text.plain(value, line_start=True)
+    assert "\n" not in out
+    assert not re.search(r"<\s*/", out)
+    # Nothing is escaped into an entity: the text's own "&" and "<" are all there is.
+    assert out.count("&") == value.count("&")
+    assert out.count("<") == value.count("<")

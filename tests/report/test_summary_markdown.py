@@ -56,9 +56,13 @@ def test_empty_sections_are_left_out_and_the_appendix_is_asked_for() -> None:
     full = summary_markdown(r, references=True)
     # Only files the work changed are in the table; the read-only ones are counted.
     assert "| `a.py` | edited | 1 | M2 |" in full
-    assert "`b.py`" not in full
+    assert "| `b.py` |" not in full
     assert "1 more files were only read." in full
     assert "| `a.py` |" not in md
+    # Both short lists are in the summary itself, with or without the appendix.
+    for text in (md, full):
+        assert "## Files changed\n\n- `a.py` (edited) [M2]\n" in text
+        assert "## Files read\n\n- `b.py` [M3]\n" in text
     assert "## References" in full
     assert "| M1 | `u1` | log.jsonl | 1 |  |" in full
     assert "- turn 1: `ls` [M3]" in full

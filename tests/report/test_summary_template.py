@@ -35,6 +35,8 @@ _HEADINGS = {
     "Compaction",
     "Abandoned branches",
     "Files",
+    "Files changed",
+    "Files read",
     "Commands",
     "References",
 }
@@ -63,7 +65,10 @@ def _restorations(draw: st.DrawFn) -> Restoration:
             open_questions=t(_items),
             compaction_notes=t(_items),
         ),
-        files=[FileRow(path=t(_hostile), actions=["edited"], turns=[1])],
+        files=[
+            FileRow(path=t(_hostile), actions=["edited"], turns=[1], citations=["M1"]),
+            FileRow(path=t(_hostile), actions=["read"], turns=[1]),
+        ],
         commands=[CommandRow(command=t(_hostile), turn=1, citation="M1")],
         last_user_request=Quote(text=t(_hostile), citation="M2"),
         compactions=[

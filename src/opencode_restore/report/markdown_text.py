@@ -1,5 +1,8 @@
 """Untrusted text as inert markdown: what the summaries write for log and model text.
 
+(``plain`` and ``plain_quote`` at the end are for the prompt format instead: text an
+agent reads, never a viewer, so nothing in it is HTML-escaped.)
+
 Every text that comes from the log or from a model is written so that it stays text
 where a markdown viewer renders it: one line (no heading or list of its own), HTML
 opening brackets as ``&lt;`` (outside code spans, where nothing is interpreted), no inline
@@ -73,4 +76,30 @@ def code(value: str) -> Markdown:
 def quote(value: str) -> list[Markdown]:
     """The lines of a block quote of ``value``; each quoted line is inert (see ``text``)."""
     lines = (_inline(" ".join(line.split())) for line in value.splitlines())
+    return [Markdown("> " + line if line else ">") for line in lines]
+
+
+#: A closing tag: quoted as ``<\\/``, so log text cannot close the tag an agent's host
+#: wraps the injected context in (the same quoting as the LLM prompts' ``quote_log``).
+_CLOSING_TAG = re.compile(r"<\s*/")
+
+
+def plain(value: str, *, line_start: bool = False) -> Markdown:
+    """Log or model text for the prompt format: one line, as written, no HTML escapes.
+
+    The prompt is read by the next agent, not rendered: ``<`` and ``&`` stay as they are
+    (an ``&lt;`` there is noise the agent must decode). Only what could change the
+    prompt's own structure is quoted: a closing tag (``</x`` becomes ``<\\/x``) and, with
+    ``line_start`` (text that opens a line of its own, not a list item), a heading or
+    other block marker at its start (a backslash, as in ``text``).
+    """
+    line = _CLOSING_TAG.sub("<\\\\/", flatten(value))
+    if line_start and _BLOCK_START.match(line):
+        line = "\\" + line
+    return Markdown(line)
+
+
+def plain_quote(value: str) -> list[Markdown]:
+    """``quote`` for the prompt format: each line ``plain``, behind ``> ``."""
+    lines = (plain(line) for line in value.splitlines())
     return [Markdown("> " + line if line else ">") for line in lines]
