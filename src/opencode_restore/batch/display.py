@@ -85,12 +85,17 @@ def _short(text: str | None) -> str:
 def report_table(report: BatchReport) -> Table:
     """Counts, usage and time, then one row per session that did not succeed.
 
-    With the offline provider the usage is one cell, "offline rules: no model called",
-    not LLM calls and tokens that no model made.
+    With the offline provider the caption says "offline rules: no model called" where
+    the LLM calls and tokens would be: no model made any.
     """
-    table = Table(title="batch", show_header=True, header_style="bold")
     offline = is_offline(report.provider)
-    usage = ("model",) if offline else ("LLM calls", "tokens")
+    table = Table(
+        title="batch",
+        caption=OFFLINE_NOTE if offline else None,
+        show_header=True,
+        header_style="bold",
+    )
+    usage = () if offline else ("LLM calls", "tokens")
     for column in ("sessions", "done", "skipped", "incomplete", "failed", *usage):
         table.add_column(column, justify="right")
     table.add_column("time", justify="right")
@@ -102,7 +107,7 @@ def report_table(report: BatchReport) -> Table:
         str(report.count("skipped")),
         str(report.count("incomplete")),
         str(report.count("failed")),
-        *((OFFLINE_NOTE,) if offline else (str(calls), str(tokens))),
+        *(() if offline else (str(calls), str(tokens))),
         f"{report.wall:.1f}s",
     )
     return table
