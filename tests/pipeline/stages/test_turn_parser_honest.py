@@ -236,3 +236,31 @@ def test_a_file_kept_by_a_later_call_is_created_then_deleted() -> None:
         ("/tmp/n.txt", "created"),
         ("/tmp/n.txt", "deleted"),
     ]
+
+
+# -- Windows paths (the real-devset's omp sessions: cwd D:\oh-my-posh) ------------------------
+
+
+def test_windows_paths_in_either_spelling_are_one_file() -> None:
+    msgs = [
+        ask("add a temp test"),
+        call("Write", "w", file_path="D:\\oh-my-posh\\src\\prompt\\zz_tmp_test.go"),
+        res("w", "File created successfully at: D:\\oh-my-posh\\src\\prompt\\zz_tmp_test.go"),
+        call("Bash", "d", command="rm D:/oh-my-posh/src/prompt/zz_tmp_test.go"),
+        res("d", "", meta={"exit_code": 0}),
+    ]
+    (turn,) = parse_turns(msgs, cwd="D:\\oh-my-posh")
+    assert arts(turn) == [
+        ("src/prompt/zz_tmp_test.go", "created"),
+        ("src/prompt/zz_tmp_test.go", "deleted"),
+    ]
+
+
+def test_windows_path_outside_the_cwd_keeps_its_drive() -> None:
+    msgs = [ask("x"), call("Read", "r", file_path="C:\\Users\\j\\tmp\\a.ps1"), res("r", "1")]
+    assert arts(parse_turns(msgs, cwd="D:\\oh-my-posh")[0]) == [("C:/Users/j/tmp/a.ps1", "read")]
+
+
+def test_posix_session_paths_are_unchanged() -> None:
+    msgs = [ask("x"), call("Read", "r", file_path="/repo/a\\b.py"), res("r", "1")]
+    assert arts(parse_turns(msgs, cwd="/repo")[0]) == [("a\\b.py", "read")]

@@ -51,7 +51,7 @@ def humans(messages: list[Message]) -> list[Message]:
 
 def test_sniff_claims_every_codex_fixture(codex: Path) -> None:
     files = [p for p in codex.rglob("*.jsonl") if "not-codex" not in p.parts]
-    assert len(files) == 14  # 13 rollouts and one `codex exec --json` output
+    assert len(files) == 15  # 14 rollouts and one `codex exec --json` output
     for path in files:
         score = READER.sniff(path, path.read_bytes()[:SNIFF_BYTES])
         assert score >= 0.9, path

@@ -6,6 +6,7 @@ raw terminal logs into ``tool_use`` messages too), never asked of an LLM.
 
 from __future__ import annotations
 
+import ntpath
 import os
 import shlex
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -111,14 +112,41 @@ def _patch_actions(text: str) -> list[tuple[str, _Op]]:
     return out
 
 
+#: A Windows path: a drive (``D:\\x``, ``D:/x``) or a UNC share (``\\\\host\\x``).
+_WINDOWS_PATH = regex.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
+
+
 class _Normalizer:
-    """Paths relative to the session's working directory when they lie inside it."""
+    """Paths relative to the session's working directory when they lie inside it.
+
+    A session on Windows names one file ``D:\\repo\\a.go`` in one call and ``D:/repo/a.go``
+    in the next (a shell tool): both read as the same path, relative to a Windows cwd
+    with ``/`` separators, and one outside it keeps its drive (``D:/other/b.go``).
+    """
 
     def __init__(self, cwd: str | None) -> None:
-        self.cwd = os.path.normpath(cwd) if cwd else None
+        self.windows = bool(cwd and _WINDOWS_PATH.match(cwd))
+        if self.windows and cwd:
+            self.cwd: str | None = ntpath.normcase(ntpath.normpath(cwd))
+        else:
+            self.cwd = os.path.normpath(cwd) if cwd else None
+
+    def _windows(self, path: str) -> str:
+        norm = ntpath.normpath(path)
+        if self.windows and self.cwd and ntpath.isabs(norm):
+            try:
+                rel = ntpath.relpath(ntpath.normcase(norm), self.cwd)
+            except ValueError:  # another drive
+                rel = ".."
+            if not rel.startswith(".."):
+                # relpath ran on the case-folded path: take the same tail of the original.
+                norm = norm[len(norm) - len(rel) :] if rel != "." else "."
+        return norm.replace("\\", "/")
 
     def __call__(self, path: str) -> str:
         path = path.strip().strip("'\"")
+        if _WINDOWS_PATH.match(path) or (self.windows and "\\" in path):
+            return self._windows(path)
         norm = os.path.normpath(path)
         if self.cwd and os.path.isabs(norm):
             try:
