@@ -39,7 +39,7 @@ def test_a_turn_line_has_its_changes_commits_and_the_agents_account() -> None:
     )
     [line] = done([t])
     assert line == (
-        "Turn 2: do stack, fix it [M20] → edited `src/writer.go` [M21]; committed `cdb4bfe8` "
+        "Turn 2: do stack, fix it [M20] → edited `writer.go` [M21]; committed `cdb4bfe8` "
         "“fix(terminal): stop parent color stack growing unbounded” [M22]. "
         "Agent: Fixed and committed as cdb4bfe8. [M23]"
     )
@@ -151,8 +151,8 @@ def test_the_end_state_of_version_control() -> None:
         artifacts=[{"path": "README.md", "action": "edited", "label": "M140"}],
     )
     assert end_state([pushed]) == (
-        "Last commit `e2c15e5` “feat: ui” on `next` [M131]; pushed after it; changed after that "
-        "(not committed in this log): `README.md` [M140]."
+        "Last commit `e2c15e5` “feat: ui” on `next` [M131]; pushed after it; then changed, "
+        "not committed in this log: `README.md` [M140]."
     )
     assert end_state([turn(1, "hi")]) == ""
 
@@ -269,6 +269,4 @@ def test_a_quoting_slip_fixed_at_once_is_not_listed() -> None:
 
 def test_compaction_notes() -> None:
     t = turn(7, "x", compactions=[{"label": "M70", "summary": "Goal: ship the PR."}])
-    assert compaction_notes([t]) == [
-        "Turn 7: context compacted; its summary kept: Goal: ship the PR. [M70]"
-    ]
+    assert compaction_notes([t]) == ["Turn 7: the context was compacted [M70]"]

@@ -171,7 +171,7 @@ def test_recorded_sessions_done_lists_the_changes_once_and_no_reads(path: str) -
     r = restore(path)
     done = " ".join(r.summary.progress.done)
     assert "Ran " not in done  # commands are not progress; their failures are errors
-    for change in ("edited `greet.py` [M", "created `tests/test_greet.py` [M", "`README.md` [M"):
+    for change in ("edited `greet.py` [M", "created `test_greet.py` [M", "`README.md` [M"):
         assert done.count(change) == 1
     # One citation per change: the opencode snapshot parts add none of their own.
     assert not re.search(r"`greet\.py` \[M\d+,", done)

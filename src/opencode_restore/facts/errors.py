@@ -58,11 +58,15 @@ def _error_hits(text: str) -> list[str]:
 _TAG = regex.compile(r"</?[a-z][a-z_-]*>")
 
 
+#: The error line of a failed call that printed nothing.
+NO_OUTPUT = "(error, no output)"
+
+
 @lru_cache(maxsize=1024)
 def _error_lines(kind: str, is_error: bool, text: str) -> tuple[str, ...]:
     found = _error_hits(text)
     if kind == "tool_result" and is_error and not found:
-        first = next((ln for ln in text.splitlines() if ln.strip()), "(error, no output)")
+        first = next((ln for ln in text.splitlines() if ln.strip()), NO_OUTPUT)
         found = [first.strip()]
     # The exception line of a traceback is the last one that names an error.
     if any(f.startswith("Traceback") for f in found):
@@ -79,7 +83,19 @@ def error_lines(m: Message) -> list[str]:
     """
     if m.type not in ("tool_result", "text"):
         return []
-    return list(_error_lines(m.type, bool(m.is_error), scanned_text(m.text)))
+    text = output_body(m.text) if m.type == "tool_result" else m.text
+    return list(_error_lines(m.type, bool(m.is_error), scanned_text(text)))
+
+
+def reports_failure(m: Message) -> bool:
+    """True when a tool's result says the call failed: the log marks it an error, or its
+    output opens with an error. Error words further down are output the tool passed on
+    (a log it printed, a file it showed), not its failure."""
+    if m.is_error:
+        return True
+    head = output_body(m.text).lstrip()[:300]
+    first = head.split("\n", 1)[0]
+    return bool(first) and _ERROR_MARK.search(first) is not None
 
 
 _READ_TOOLS = frozenset(
@@ -165,6 +181,32 @@ _MISSING = regex.compile(
     regex.I,
 )
 _SEARCH_PROGRAMS = frozenset({"grep", "rg", "egrep", "fgrep", "ag", "find", "ls", "test", "["})
+
+
+def refused(turn: Turn, lab: Any) -> list[dict[str, Any]]:
+    """Commands refused before they ran, by whom (the user, or a rule or reviewer: the
+    readers' ``meta["rejected"]`` / ``meta["denied"]``) and why."""
+    results = {
+        m.tool_call_id: m for m in turn.messages if m.type == "tool_result" and m.tool_call_id
+    }
+    calls = {m.id: m for m in turn.messages if m.type == "tool_use"}
+    out = []
+    for c in turn.commands:
+        if not c.rejected:
+            continue
+        call = calls.get(c.message_id)
+        res = results.get(call.tool_call_id) if call is not None and call.tool_call_id else None
+        by = "policy" if res is not None and res.meta.get("denied") else "user"
+        reason = refusal_reason(res.text) if res is not None else ""
+        out.append(
+            {
+                "command": clip_flat(c.command, 160),
+                "by": by,
+                "reason": reason,
+                "label": lab(c.message_id),
+            }
+        )
+    return out
 
 
 def read_only(command: str) -> bool:
@@ -277,6 +319,25 @@ def failure_line(output: str) -> str:
     return clip_flat(" ".join(last), 200) if last else ""
 
 
+_ESCAPES = (("\\\\", "\\"), ('\\"', '"'), ("\\n", "\n"))
+_REASON = regex.compile(r"(?m)^\s*Reason:\s*([^\n{]{3,200}?)[:\s]*(?:\{|$)")
+_MESSAGE = regex.compile(r'"message"\s*:\s*"([^"\n]{3,300})"')
+
+
+def refusal_reason(output: str) -> str:
+    """Why a call was refused before it ran, in one line: the refusal's stated reason and
+    the innermost error message it quotes (often JSON escaped several times over)."""
+    text = output[:8000]
+    for _ in range(4):  # each layer of quoting escaped the one inside it again
+        for old, new in _ESCAPES:
+            text = text.replace(old, new)
+    reason = _REASON.search(text)
+    inner = _MESSAGE.findall(text)
+    parts = [reason.group(1).strip() if reason else "", inner[-1].strip() if inner else ""]
+    said = ": ".join(p for p in parts if p)
+    return clip_flat(said or output_body(output), 240)
+
+
 def shell_outcomes(turn: Turn, lab: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The turn's failing commands (with their error line) and its passing ones; read-only
     commands are neither (their output is content, not an outcome, and one that fails
@@ -292,8 +353,10 @@ def shell_outcomes(turn: Turn, lab: Any) -> tuple[list[dict[str, Any]], list[dic
         res = results.get(call.tool_call_id) if call is not None and call.tool_call_id else None
         text = res.text if res is not None else ""
         item = {"command": clip_flat(c.command, 160), "label": lab(c.message_id)}
-        if read_only(c.command):
-            continue  # a look that failed (a wrong path, no match) is exploration
+        if c.rejected or read_only(c.command):
+            # A refused command never ran (``refused``); a look that failed (a wrong path,
+            # no match) is exploration.
+            continue
         if command_failed(c.command, c.exit_code, c.is_error, text):
             error = failure_line(text)
             failures.append(item | {"exit_code": c.exit_code, "error": error})

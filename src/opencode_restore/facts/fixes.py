@@ -35,6 +35,7 @@ def errors_and_fixes(turns: list[dict[str, Any]]) -> list[str]:
     """Each failing command once: its error, the turns it failed again, and the run that
     passed after it (the fix), with the files changed in between."""
     runs: dict[str, dict[str, Any]] = {}
+    refusals: dict[str, list[tuple[Any, dict[str, Any]]]] = {}
     later = later_texts(turns)
     for t in turns:
         n = t.get("turn_number")
@@ -87,11 +88,23 @@ def errors_and_fixes(turns: list[dict[str, Any]]) -> list[str]:
                 )
         out += [cite(f"Turn {n}: {e['text']}", e.get("label")) for e in t.get("errors", [])]
         out += _reported(t)
+        for r in t.get("refused_commands", []):
+            if r.get("by") == "policy":
+                refusals.setdefault(r.get("reason") or "", []).append((n, r))
         out += [
             cite(f"Turn {n}: ruled out: {r['text']}", r.get("label"))
             for r in t.get("ruled_out", [])[:1]
             if not stale(r["text"], later.get(t.get("turn_number", 0), []))
         ]
+    for reason, refused in refusals.items():
+        runs_of = ", ".join(
+            f"`{short(r['command'], 60)}` (turn {n}){cites([r.get('label')])}" for n, r in refused
+        )
+        why = f": {reason}" if reason else ""
+        out.append(
+            f"Refused before they ran, by an approval rule or reviewer (not the user): {runs_of}"
+            f"{why}"
+        )
     return out
 
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .text import clip, sentences
+from .text import clip, content_words, sentences
 from .wording import cite, cites, short
 
 #: A request is quoted by its first sentence, cut at a word past this length.
-REQUEST_CHARS = 80
+REQUEST_CHARS = 64
 
 _COURTESY = re.compile(r"^(?:hi|hello|hey|thanks|thank you|ok|okay|great|good|cool)\b", re.I)
 # Quotes around a whole prompt (some agents store it so) are not part of it.
@@ -25,12 +25,30 @@ def request_line(text: str, limit: int = REQUEST_CHARS) -> str:
     return clip(first, limit)
 
 
+#: Share of an account's words that the request holds when the account only echoes it.
+ECHO = 0.6
 #: Files named per action in a turn's line; the rest are counted (the files table has all).
-TURN_FILES = 5
+TURN_FILES = 4
 
 
-def _files(files: dict[str, str | None]) -> str:
-    shown = [f"`{p}`{cites([label])}" for p, label in list(files.items())[:TURN_FILES]]
+def short_names(paths: list[str]) -> dict[str, str]:
+    """Each path by its file name, or by as many trailing parts as tell it apart from the
+    others: a turn's line names files, the files table gives their whole paths."""
+    parts = {p: [x for x in re.split(r"[/\\]", p) if x] or [p] for p in paths}
+    out: dict[str, str] = {}
+    for p, words in parts.items():
+        for n in range(1, len(words) + 1):
+            tail = words[-n:]
+            if all(q == p or parts[q][-n:] != tail for q in parts):
+                break
+        out[p] = "/".join(tail) if len(tail) < len(words) else p
+    return out
+
+
+def _files(files: dict[str, str | None], names: dict[str, str]) -> str:
+    shown = [
+        f"`{names.get(p, p)}`{cites([label])}" for p, label in list(files.items())[:TURN_FILES]
+    ]
     more = len(files) - TURN_FILES
     return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 
@@ -57,7 +75,8 @@ def changes(t: dict[str, Any]) -> str:
         if new is not None:
             renames.append(f"`{old}` → `{new}`{cites([label])}")
             del deleted[old], created[new]
-    parts = [f"{action} " + _files(files) for action, files in by_action.items() if files]
+    names = short_names([a["path"] for a in t.get("artifacts", [])])
+    parts = [f"{action} " + _files(files, names) for action, files in by_action.items() if files]
     return "; ".join(parts + (["renamed " + ", ".join(renames)] if renames else []))
 
 
@@ -73,6 +92,9 @@ def outcome(t: dict[str, Any], last: bool, fates: dict[str, str]) -> str:
     if not said or (not last and _DATED.search(said["text"])):
         return ""
     text = said["text"]
+    own = content_words(text)
+    if own and len(own & content_words(t.get("user_request") or "")) >= ECHO * len(own):
+        return ""  # it says back what was asked: the request already says it
     for sha, fate in fates.items():
         text = re.sub(rf"(`?\b{sha[:7]}\w*`?)", rf"\1{fate}", text, count=1)
     return cite(text, said.get("label"))
@@ -202,10 +224,11 @@ def end_state(turns: list[dict[str, Any]]) -> str:
             if a["action"] != "read" and _order(a.get("label")) > seen_at
         }
         if later:
-            shown = [f"`{p}`{cites([lb])}" for p, lb in list(later.items())[:TURN_FILES]]
+            names = short_names(list(later))
+            shown = [f"`{names[p]}`{cites([lb])}" for p, lb in list(later.items())[:TURN_FILES]]
             more = len(later) - len(shown)
             parts.append(
-                "changed after that (not committed in this log): "
+                "then changed, not committed in this log: "
                 + ", ".join(shown)
                 + (f" and {more} more" if more > 0 else "")
             )

@@ -11,10 +11,10 @@ from .progress import changes, end_state
 from .text import answers, clip, sentences
 from .wording import cite, cites, short
 
-NEXT_CHARS = 240
+NEXT_CHARS = 200
 #: What the agent's closing message says is still to do, at most this many sentences.
 LEFT_SENTENCES = 2
-COMPACTION_CHARS = 100
+CURRENT_MIN = 40
 
 _LEFT = re.compile(
     r"\b(?:next steps?|still (?:need|needs|to do|open|pending|missing|failing|unverified)"
@@ -86,12 +86,18 @@ def next_step(turns: list[dict[str, Any]]) -> tuple[str, list[str], str]:
         request = clip(" ".join((last.get("user_request") or "").split()), NEXT_CHARS)
         # The banner says it was cut off; this says how far it got.
         in_progress = [f"Turn {n} so far: {changes(last) or 'nothing changed yet'}"]
+        call = last.get("unanswered_call")
+        if call:
+            shown = f"`{call['target']}`" if call.get("target") else str(call["tool"])
+            in_progress.append(
+                cite(f"Its last call has no result in the log: {shown}", call["label"])
+            )
         step = f"Finish the user's last request (turn {n}): {cite(request, labels[0])}"
         current = ""
-        if last.get("last_assistant"):
-            current = cite(
-                short(last["last_assistant"]["text"], 160), last["last_assistant"].get("label")
-            )
+        words = last.get("last_assistant") or {}
+        # The last words before a tool call, when they say more than "Now the tests.".
+        if len(words.get("text", "")) >= CURRENT_MIN:
+            current = cite(short(words["text"], 160), words.get("label"))
         return step, in_progress, current or end_state(turns)
     steps = []
     failed = _unfixed(turns)
@@ -114,13 +120,10 @@ def next_step(turns: list[dict[str, Any]]) -> tuple[str, list[str], str]:
 
 
 def compaction_notes(turns: list[dict[str, Any]]) -> list[str]:
-    """Each compaction: the turn it happened in and what its summary kept."""
-    out = []
-    for t in turns:
-        for c in t.get("compactions", []):
-            kept = short(c.get("summary") or "", COMPACTION_CHARS)
-            what = f"; its summary kept: {kept}" if kept else " (no summary kept)"
-            out.append(
-                cite(f"Turn {t.get('turn_number')}: context compacted{what}", c.get("label"))
-            )
-    return out
+    """Each compaction and the turn it happened in; what its summary kept is listed with
+    the restoration's compactions, read from the log (not repeated here)."""
+    return [
+        cite(f"Turn {t.get('turn_number')}: the context was compacted", c.get("label"))
+        for t in turns
+        for c in t.get("compactions", [])
+    ]

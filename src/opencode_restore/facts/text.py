@@ -310,16 +310,22 @@ _LINK = regex.compile(r"\[([^\]\n]{1,200})\]\([^)\s]{1,500}\)")
 _MARKUP_LINE = regex.compile(r"^\s*(?:#+\s.*|\*\*[^*]{1,80}\*\*:?|[-*_]{3,}|\|.*\|)\s*$")
 _EMPHASIS = regex.compile(r"\*\*|__")
 #: The agent's account of a turn is this long at least, when its message is.
-ACCOUNT_MIN = 60
-ACCOUNT_CHARS = 140
+ACCOUNT_MIN = 40
+ACCOUNT_CHARS = 100
 #: Sentences shorter than this ("Done.", "Both fixed.") say little on their own.
 _TERSE = 15
+
+
+def _inline(block: regex.Match[str]) -> str:
+    """A one-line code block as inline code (an error it quotes); a longer one is left out."""
+    body = block.group(0).strip("`").partition("\n")[2].strip() or ""
+    return f" `{body}` " if body and "\n" not in body and len(body) <= 120 else " "
 
 
 def plain(text: str) -> str:
     """Markdown as plain prose: no code blocks, headings, tables or rules; links as their
     text; no emphasis marks."""
-    text = _FENCE.sub(" ", text[:20_000])
+    text = _FENCE.sub(_inline, text[:20_000])
     lines = [ln for ln in text.splitlines() if not _MARKUP_LINE.match(ln)]
     linked: str = _LINK.sub(r"\1", "\n".join(lines))
     return str(_EMPHASIS.sub("", linked))

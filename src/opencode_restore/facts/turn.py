@@ -13,7 +13,15 @@ import regex
 from ..model import Message, Turn
 from . import text as rules
 from . import vcs
-from .errors import command_failed, error_lines, read_results, shell_outcomes
+from .errors import (
+    NO_OUTPUT,
+    command_failed,
+    error_lines,
+    read_results,
+    refused,
+    reports_failure,
+    shell_outcomes,
+)
 from .wording import clip_flat
 
 #: Longest user request put in a prompt's facts or quoted in the summary: a 50 MB message
@@ -104,6 +112,18 @@ def _rejections(turn: Turn, lab: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _unanswered(turn: Turn, lab: Any) -> dict[str, Any] | None:
+    """The turn's last tool call when the log ends before its result: what the agent was
+    doing when it was cut off (a commit issued, a test run started)."""
+    answered = {m.tool_call_id for m in turn.messages if m.type == "tool_result"}
+    last = next((m for m in reversed(turn.messages) if m.type == "tool_use"), None)
+    if last is None or not last.tool_call_id or last.tool_call_id in answered:
+        return None
+    args = last.tool_input or {}
+    what = next((str(args[k]) for k in ("command", "cmd", "file_path", "path") if args.get(k)), "")
+    return {"tool": last.tool_name or "tool", "target": clip_flat(what, 160), "label": lab(last.id)}
+
+
 # A failed call that the next call of the same tool on the same target put right (an edit
 # whose old text did not match, a file not read first): a retry, not an error of the work.
 def _retried(turn: Turn) -> set[str]:
@@ -175,8 +195,11 @@ def turn_facts(turn: Turn, label_of: Mapping[str, str]) -> dict[str, Any]:
     for m in turn.messages:
         if m.role == "user" or m.id in looked or m.type == "text" or m.meta.get("rejected"):
             continue
+        if m.type == "tool_result" and not reports_failure(m):
+            continue
         for line in error_lines(m):
-            errors.append({"label": lab(m.id), "text": line})
+            if line != NO_OUTPUT:  # a failure that says nothing tells the reader nothing
+                errors.append({"label": lab(m.id), "text": line})
     compactions = [
         {"label": lab(m.id), "summary": compaction_text(m.compaction.summary or "")}
         for m in turn.messages
@@ -199,11 +222,15 @@ def turn_facts(turn: Turn, label_of: Mapping[str, str]) -> dict[str, Any]:
         turn, lab, lambda cmd, run, out: command_failed(cmd, run.exit_code, run.is_error, out)
     )
     rejected = _rejections(turn, lab)
+    stopped = refused(turn, lab)
+    waiting = _unanswered(turn, lab) if turn.interrupted else None
     return {
         # Only when there are some: the facts travel in every turn's prompt.
         **({"failed_artifacts": failed} if failed else {}),
         **({"vcs": history} if history else {}),
         **({"rejected": rejected} if rejected else {}),
+        **({"refused_commands": stopped} if stopped else {}),
+        **({"unanswered_call": waiting} if waiting else {}),
         **({"outcome": {"text": said, "label": lab(closing.id)}} if said and closing else {}),
         "turn_number": turn.number,
         "user_request": cap_middle(turn.user_text, MAX_REQUEST_CHARS, "the request"),

@@ -34,7 +34,7 @@ _LISTED = regex.compile(r"^[\w.~/-][^\s]*$")
 # A commit that takes every change with it (``git add -A``, ``git add .``, ``commit -a``).
 _ALL = regex.compile(r"\bgit\s+add\s+(?:-A|--all|\.(?:\s|$))|\bcommit\s+(?:-\w*a\b|--all)")
 #: Paths a status lists, kept per kind.
-STATUS_PATHS = 8
+STATUS_PATHS = 3
 _GH_PR = regex.compile(r"\bgh\s+pr\s+(create|merge)\b(?:\s+(\d+))?")
 
 

@@ -16,9 +16,10 @@ from ..facts.turn_summary import range_summary, turn_summary
 from ..model import Usage
 from .base import LLMRequest, LLMResult, ToolCallRequest
 
-# Rough prompt size accounting so the progress bar and ledgers show something honest.
+# A rough size of each request, as a model's usage would report it: the context budget
+# learns its characters-per-token factor from it (``pipeline.budget``); the ledger counts
+# offline answers apart and spends nothing on them (``llm.usage``).
 _CHARS_PER_TOKEN = 3.5
-
 
 _STAGES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "turn_summary": turn_summary,

@@ -18,11 +18,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..facts import RULES_VERSION
 from ..model import Session, Turn
 from ..timeline.numbering import Numbering
 from .context import StageContext
 from .journal.data import Clock, Journal
-from ..facts import RULES_VERSION
 from .journal.persist import SCHEMA, JournalFormatError, from_payload
 from .journal.store import JournalStore, chain_hash, file_change, source_file, turn_hash
 from .schemas import TurnSummary
