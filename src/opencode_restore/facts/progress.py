@@ -11,7 +11,7 @@ from .text import clip, content_words, sentences
 from .wording import cite, cites, short
 
 #: A request is quoted by its first sentence, cut at a word past this length.
-REQUEST_CHARS = 64
+REQUEST_CHARS = 60
 
 _COURTESY = re.compile(r"^(?:hi|hello|hey|thanks|thank you|ok|okay|great|good|cool)\b", re.I)
 # Quotes around a whole prompt (some agents store it so) are not part of it.
@@ -137,10 +137,11 @@ def commit_fates(turns: list[dict[str, Any]]) -> dict[str, str]:
     return fates
 
 
-def done(turns: list[dict[str, Any]]) -> list[str]:
+def done(turns: list[dict[str, Any]], goal_label: str | None = None) -> list[str]:
     """One line per turn that did something: the request, what changed, the commits and
     pull requests, and the agent's own account. A turn that only read or answered keeps
-    its account; a turn cut off says so and keeps what it changed."""
+    its account; a turn cut off says so and keeps what it changed. The request that is
+    the goal (``goal_label`` cites it) is not quoted again."""
     fates = commit_fates(turns)
     out = []
     for t in turns:
@@ -155,6 +156,8 @@ def done(turns: list[dict[str, Any]]) -> list[str]:
             continue  # the last request, unfinished: in progress, not done
         did = "; ".join(x for x in (made, _vcs_line(t, fates)) if x)
         asked = request_line(t.get("user_request") or "")
+        if goal_label is not None and labels[0] == goal_label:
+            asked = "the goal"
         # A question that changed nothing was a discussion: its request is not work done.
         asked = f"discussed “{asked}”" if asked.endswith("?") and not did else asked
         line = f"{head}: {cite(asked, labels[0])}"
@@ -217,9 +220,11 @@ def end_state(turns: list[dict[str, Any]]) -> str:
             )
         seen_at = max(seen_at, status_at)
     if commits or statuses:
+        # A turn cut off lists its changes as work in progress: not repeated here.
+        answered = turns[:-1] if turns and turns[-1].get("interrupted") else turns
         later = {
             a["path"]: a.get("label")
-            for t in turns
+            for t in answered
             for a in t.get("artifacts", [])
             if a["action"] != "read" and _order(a.get("label")) > seen_at
         }

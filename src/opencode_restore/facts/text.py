@@ -16,9 +16,9 @@ import regex
 
 #: Longest sentence a rule returns; a longer one is cut at a word.
 SENTENCE_CHARS = 240
-DECISION_CHARS = 170
+DECISION_CHARS = 150
 #: A ruled-out approach, a finding or a question: what and why, in one long sentence.
-LONG_CHARS = 220
+LONG_CHARS = 180
 REASON_CHARS = 120
 #: Meaningful words a user's message shares with a question when it answers it.
 ANSWER_WORDS = 2
@@ -62,6 +62,9 @@ _COMMENT_MARKS = ("//", "/*", "#", "--", "* ", "<!--")
 _CLAUSE = regex.compile(r";\s+|\s+[—–]\s+")
 # Words that scope an instruction to the current request: not a standing rule.
 _FOR_NOW = regex.compile(r"\b(?:yet|for now|for the moment|this time|today)\b", regex.IGNORECASE)
+# A sentence that opens the next piece of work ("Next: …", "Now …", "First, …") is a task,
+# whatever "must" it holds: the request, not a standing rule.
+_TASK_OPENER = regex.compile(r"^(?:next|now|then|first|finally|also|last one)\b[:,]?", regex.I)
 _REVERSAL = regex.compile(
     r"\b(?:scratch|forget|drop|ignore|no longer|change of plan|instead of|cancel|revoke"
     r"|replace[sd]?|reverse)\b",
@@ -167,7 +170,7 @@ def constraints(user_text: str) -> list[str]:
     read clause by clause (";", " — "): rules often close a pasted task description."""
     out = []
     for s in sentences(_FENCE.sub(" ", user_text[:20_000])):
-        if s.startswith(_COMMENT_MARKS):
+        if s.startswith(_COMMENT_MARKS) or _TASK_OPENER.match(s):
             continue
         for clause in _CLAUSE.split(s) if len(s) > RULE_CHARS else [s]:
             if (
@@ -331,6 +334,9 @@ def plain(text: str) -> str:
     return str(_EMPHASIS.sub("", linked))
 
 
+_ENDS = frozenset(".!:;)`\"'”…")
+
+
 def account(text: str) -> str:
     """What an agent's closing message says the turn came to: its opening sentences as
     prose, questions left out (they are listed as questions), cut at a word."""
@@ -339,7 +345,8 @@ def account(text: str) -> str:
         if s.endswith("?") or (len(s) < _TERSE and not said and len(text) > ACCOUNT_MIN):
             continue
         said.append(_item(s))
-        if sum(len(x) for x in said) >= ACCOUNT_MIN:
+        # A line that stops mid-sentence ("… errors with") goes on in the next one.
+        if sum(len(x) for x in said) >= ACCOUNT_MIN and s[-1] in _ENDS:
             break
     told = clip(" ".join(said), ACCOUNT_CHARS)
     return told if len(told) >= _TERSE * 2 else ""  # "Done." says nothing the turn does not

@@ -18,6 +18,7 @@ from ..fields import one_line
 from ..llm.usage import OFFLINE_NOTE, is_offline
 from ..pipeline.restoration import FALLBACK_WARNING, INTERRUPTED_WARNING, Restoration
 from ..pipeline.schemas import Decision, TurnSummary
+from ..timeline.numbering import cited_labels
 from .files import file_items, file_lists
 from .json_pieces import model_json_pieces
 from .markdown_text import Markdown, cell, code, plain, plain_quote, quote, text
@@ -101,7 +102,19 @@ def summary_markdown(r: Restoration, references: bool = False) -> str:
         read_list=read,
         decisions=_decision_lines(r.summary.key_decisions),
         changed_files=[f for f in r.files if any(a != "read" for a in f.actions)],
+        compaction_notes=_compaction_notes(r),
     )
+
+
+def _compaction_notes(r: Restoration) -> list[str]:
+    """The summary's compaction notes that say more than the log's own list above them: a
+    note citing only compactions that list already shows (with what each kept) is left out."""
+    shown = {cp.citation for cp in r.compactions if cp.citation}
+    return [
+        note
+        for note in r.summary.compaction_notes
+        if note.strip() and not (set(cited_labels(note)) and set(cited_labels(note)) <= shown)
+    ]
 
 
 def _turn_markdown(t: TurnSummary) -> list[str]:
