@@ -200,3 +200,16 @@ def test_a_read_of_a_missing_path_is_exploration() -> None:
     assert "r2" not in looked
     assert error_lines(broken) == ["PermissionError: denied"]
     assert error_lines(missing) == ["Path does not exist: D:\\src\\ansi"]  # markup dropped
+
+
+def test_a_status_line_is_not_the_exception() -> None:
+    # Gemini's run_shell_command result (recorded devset, gemini prompt-resume, turn 2).
+    gemini = (
+        "<untrusted_context>\nOutput: test_padding ... ok\n"
+        '  File "shrinkray/store.py", line 41, in shorten\n'
+        "sqlite3.IntegrityError: UNIQUE constraint failed: links.code\n\n"
+        "Ran 9 tests in 0.003s\n\nFAILED (errors=1)\nExit Code: 1\nProcess Group PGID: 17761\n"
+    )
+    assert (
+        facts.failure_line(gemini) == "sqlite3.IntegrityError: UNIQUE constraint failed: links.code"
+    )

@@ -270,3 +270,82 @@ def test_a_quoting_slip_fixed_at_once_is_not_listed() -> None:
 def test_compaction_notes() -> None:
     t = turn(7, "x", compactions=[{"label": "M70", "summary": "Goal: ship the PR."}])
     assert compaction_notes([t]) == ["Turn 7: the context was compacted [M70]"]
+
+
+def test_a_turn_whose_only_actions_were_tool_calls_names_them() -> None:
+    # Inspect's browser sample (fixtures/inspect/eval-logs): no files, no commands.
+    t = turn(
+        1,
+        "Use the web browser tool to navigate to the site.",
+        tool_calls={"web_browser_go": 1, "web_browser_click": 3},
+    )
+    [line] = done([t])
+    assert "→ called `web_browser_go`, `web_browser_click` ×3" in line
+    edited = dict(t, artifacts=[{"path": "a.py", "action": "edited", "label": "M11"}])
+    assert "called" not in done([edited])[0]  # the changes say what it did
+
+
+def test_the_end_state_says_how_an_eval_scored_it() -> None:
+    t = turn(1, "x", scores=[{"scorer": "includes", "value": "C", "label": "M12"}])
+    assert end_state([t]) == "Scored `C` by `includes` [M12]."
+
+
+def test_a_plain_imperative_is_no_decision_and_the_first_request_has_none() -> None:
+    first = turn(1, "Use the web browser tool to navigate to https://www.aisi.gov.uk/.")
+    assert key_decisions([first]) == []
+    later = turn(2, "go ahead with the type-based fix, skip the opt-in flag")
+    [d] = key_decisions([first, later])
+    assert d["decision"].startswith("The user decided: “go ahead with the type-based fix")
+    assert key_decisions([first, turn(2, "Use the other parser.")]) == []
+
+
+def test_commands_refused_by_a_reviewer_are_not_failures_nor_the_users() -> None:
+    # graph-trail-review turns 1-3: Codex's approval review refused every escalation.
+    reason = "Automatic approval review failed: This model is not supported"
+    turns = [
+        turn(
+            n,
+            "x",
+            refused_commands=[
+                {"command": cmd, "by": "policy", "reason": reason, "label": f"M{n}1"}
+            ],
+        )
+        for n, cmd in ((1, "entire login"), (2, "entire auth status"))
+    ]
+    assert errors_and_fixes(turns) == [
+        "Refused before they ran, by an approval rule or reviewer (not the user): "
+        f"`entire login` (turn 1) [M11], `entire auth status` (turn 2) [M21]: {reason}"
+    ]
+    by_user = turn(
+        1,
+        "x",
+        refused_commands=[{"command": "rm -rf x", "by": "user", "reason": "", "label": "M11"}],
+    )
+    assert errors_and_fixes([by_user]) == []  # the turn line says the user rejected it
+
+
+def test_a_cut_off_turn_says_which_call_has_no_result() -> None:
+    # graph-trail-review turn 6: the log ends after `git commit` was issued.
+    cut = turn(
+        6,
+        "Document them on the trail and address them",
+        interrupted=True,
+        unanswered_call={
+            "tool": "exec_command",
+            "label": "M61",
+            "target": 'git commit -m "fix(search): address review findings"',
+        },
+    )
+    _, in_progress, _ = next_step([cut])
+    assert in_progress[1] == (
+        'Its last call has no result in the log: `git commit -m "fix(search): address review '
+        'findings"` [M61]'
+    )
+
+
+def test_the_goals_request_is_not_quoted_twice() -> None:
+    [line] = done(
+        [turn(1, "Add a --shout flag.", outcome={"text": "Added it.", "label": "M12"})],
+        goal_label="M10",
+    )
+    assert line == "Turn 1: the goal [M10]. Agent: Added it. [M12]"

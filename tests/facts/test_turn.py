@@ -78,3 +78,69 @@ def test_what_a_compaction_kept_is_shown_without_the_agents_preamble() -> None:
         "transcript. Continue the conversation from where it left off."
     )
     assert facts.compaction_text(summary) == "Goal Maintain shrinkray."
+
+
+def test_a_turn_s_tool_calls_scores_refusals_and_the_call_left_waiting() -> None:
+    from opencode_restore.model import CommandRun
+
+    messages = [
+        Message("u1", "user", "text", "Use the browser to find the page."),
+        Message("t1", "assistant", "tool_use", "", tool_name="web_browser_go", tool_call_id="a"),
+        Message("r1", "tool", "tool_result", "[132] link", tool_call_id="a"),
+        Message("t2", "assistant", "tool_use", "", tool_name="TodoWrite", tool_call_id="b"),
+        Message(
+            "t3",
+            "assistant",
+            "tool_use",
+            "",
+            tool_name="Bash",
+            tool_call_id="c",
+            tool_input={"command": "entire login"},
+        ),
+        Message(
+            "r3",
+            "tool",
+            "tool_result",
+            'exec_command failed: Rejected(\\"x\\\\nReason: '
+            'Automatic approval review failed: {\\\\\\"message\\\\\\": \\\\\\"Not '
+            'supported.\\\\\\"}\\")',
+            tool_call_id="c",
+            is_error=True,
+            meta={"denied": "policy"},
+        ),
+        Message(
+            "s1",
+            "system",
+            "text",
+            "score (includes): C",
+            meta={"synthetic": True, "score": {"scorer": "includes", "value": "C"}},
+        ),
+        Message(
+            "t4",
+            "assistant",
+            "tool_use",
+            "",
+            tool_name="Bash",
+            tool_call_id="d",
+            tool_input={"command": "git commit -m wip"},
+        ),
+    ]
+    turn = Turn(
+        1,
+        messages[0].text,
+        messages,
+        commands=[
+            CommandRun("entire login", "t3", rejected=True),
+            CommandRun("git commit -m wip", "t4"),
+        ],
+        interrupted=True,
+    )
+    labels = {m.id: f"M{i}" for i, m in enumerate(messages, start=1)}
+    f = turn_facts(turn, labels)
+    assert f["tool_calls"] == {"web_browser_go": 1}  # notes and commands are not actions
+    assert f["scores"] == [{"scorer": "includes", "value": "C", "label": "M7"}]
+    [refused] = f["refused_commands"]
+    assert refused["by"] == "policy"
+    assert refused["reason"] == "Automatic approval review failed: Not supported."
+    assert f["failed_commands"] == []  # a refused command never ran
+    assert f["unanswered_call"] == {"tool": "Bash", "target": "git commit -m wip", "label": "M8"}

@@ -28,9 +28,11 @@ _SUPERSEDED = re.compile(
     r"|replac(?:e|ed|ing)|instead|no longer|delet(?:e|ed|ing)|scrap(?:ped)?|rather than)\b",
     re.I,
 )
+# A choice in the user's words ("let's …", "go ahead with …", "skip the flag", "instead");
+# a plain imperative ("Use the browser to …") is the task itself.
 _USER_DECIDES = re.compile(
     r"^(?:ok(?:ay)?,?\s+)?(?:let'?s|let us|go (?:ahead )?with|we(?:'ll| will) (?:go|use)"
-    r"|use\b|skip\b|switch to|stick with|keep\b)|\b(?:decided|decision|instead)\b",
+    r"|skip\b|switch to|stick with)|\b(?:decided|decision|instead)\b",
     re.I,
 )
 
@@ -66,8 +68,8 @@ def _user_choices(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for i, t in enumerate(turns):
         request = " ".join((t.get("user_request") or "").split())
         labels = t.get("user_labels") or [None]
-        if not request or request.endswith("?"):
-            continue
+        if not i or not request or request.endswith("?"):
+            continue  # the first request is the goal, with its rules
         asked = turns[i - 1].get("questions", []) if i else []
         if asked and len(request.split()) <= CHOICE_WORDS:
             q = asked[-1]

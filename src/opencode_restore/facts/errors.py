@@ -230,6 +230,27 @@ def read_only(command: str) -> bool:
     return True
 
 
+#: Tools that keep the agent's own notes (plans, to-do lists): no action on the world.
+_NOTE_TOOLS = frozenset({"todowrite", "todo_write", "update_plan", "todoread", "exitplanmode"})
+
+
+def other_calls(turn: Turn) -> dict[str, int]:
+    """How many times the turn called each tool that neither read, ran a command, nor
+    changed a file (a browser, a web search, an MCP tool, a sub-agent): the turn's actions
+    when it has no other."""
+    changed = {a.message_id for a in (*turn.artifacts, *turn.failed_artifacts)}
+    counts: dict[str, int] = {}
+    for m in turn.messages:
+        if m.type != "tool_use" or not m.tool_name or m.id in changed:
+            continue
+        name = m.tool_name.lower()
+        args = m.tool_input or {}
+        if name in _READ_TOOLS or name in _NOTE_TOOLS or "command" in args or "cmd" in args:
+            continue
+        counts[m.tool_name] = counts.get(m.tool_name, 0) + 1
+    return counts
+
+
 def read_results(turn: Turn) -> set[str]:
     """Ids of the tool results that hold what a read returned (a read tool, a read-only
     command; a read of a path that is not there looked in the wrong place) or a command's
@@ -254,7 +275,8 @@ def _exception_line(text: str) -> str | None:
     """The exception line of a traceback or test run (the last one), if the output has one."""
     found = None
     for line in scanned_text(text).splitlines():
-        if _EXCEPTION.match(line) and ":" in line:
+        # "Exit Code: 1" (Gemini's status line) names no exception.
+        if _EXCEPTION.match(line) and ":" in line and not _EXIT_LINE.match(line):
             found = line.strip()
     return clip_flat(found, 200) if found else None
 

@@ -137,6 +137,20 @@ def commit_fates(turns: list[dict[str, Any]]) -> dict[str, str]:
     return fates
 
 
+#: Tools named in the line of a turn whose only actions were tool calls.
+TURN_TOOLS = 4
+
+
+def _calls(t: dict[str, Any]) -> str:
+    """A turn's tool calls when it changed nothing else: "called `web_browser_go` ×2"."""
+    counts = list((t.get("tool_calls") or {}).items())
+    if not counts:
+        return ""
+    shown = [f"`{name}`" + (f" ×{n}" if n > 1 else "") for name, n in counts[:TURN_TOOLS]]
+    more = len(counts) - len(shown)
+    return "called " + ", ".join(shown) + (f" and {more} more tools" if more > 0 else "")
+
+
 def done(turns: list[dict[str, Any]], goal_label: str | None = None) -> list[str]:
     """One line per turn that did something: the request, what changed, the commits and
     pull requests, and the agent's own account. A turn that only read or answered keeps
@@ -154,7 +168,7 @@ def done(turns: list[dict[str, Any]], goal_label: str | None = None) -> list[str
             head += " (interrupted)"
         if t.get("interrupted") and t is turns[-1]:
             continue  # the last request, unfinished: in progress, not done
-        did = "; ".join(x for x in (made, _vcs_line(t, fates)) if x)
+        did = "; ".join(x for x in (made, _vcs_line(t, fates)) if x) or _calls(t)
         asked = request_line(t.get("user_request") or "")
         if goal_label is not None and labels[0] == goal_label:
             asked = "the goal"
@@ -237,6 +251,14 @@ def end_state(turns: list[dict[str, Any]]) -> str:
                 + ", ".join(shown)
                 + (f" and {more} more" if more > 0 else "")
             )
+    scores = [s for t in turns for s in t.get("scores", [])]
+    if scores:
+        parts.append(
+            "scored "
+            + ", ".join(
+                f"`{s['value']}` by `{s['scorer']}`{cites([s.get('label')])}" for s in scores
+            )
+        )
     if not parts:
         return ""
     text = "; ".join(parts)

@@ -17,6 +17,7 @@ from .errors import (
     NO_OUTPUT,
     command_failed,
     error_lines,
+    other_calls,
     read_results,
     refused,
     reports_failure,
@@ -109,6 +110,22 @@ def _rejections(turn: Turn, lab: Any) -> list[dict[str, Any]]:
                 "label": lab(call.id if call is not None else m.id),
             }
         )
+    return out
+
+
+def _scores(turn: Turn, lab: Any) -> list[dict[str, Any]]:
+    """How an eval scored the turn's work (the readers' ``meta["score"]``: Inspect)."""
+    out = []
+    for m in turn.messages:
+        score = m.meta.get("score")
+        if isinstance(score, dict) and score.get("value") is not None:
+            out.append(
+                {
+                    "scorer": str(score.get("scorer") or "score"),
+                    "value": clip_flat(str(score["value"]), 80),
+                    "label": lab(m.id),
+                }
+            )
     return out
 
 
@@ -230,6 +247,8 @@ def turn_facts(turn: Turn, label_of: Mapping[str, str]) -> dict[str, Any]:
         **({"vcs": history} if history else {}),
         **({"rejected": rejected} if rejected else {}),
         **({"refused_commands": stopped} if stopped else {}),
+        **({"tool_calls": called} if (called := other_calls(turn)) else {}),
+        **({"scores": scored} if (scored := _scores(turn, lab)) else {}),
         **({"unanswered_call": waiting} if waiting else {}),
         **({"outcome": {"text": said, "label": lab(closing.id)}} if said and closing else {}),
         "turn_number": turn.number,
