@@ -257,3 +257,32 @@ def test_log_text_that_reads_like_a_citation_cites_nothing() -> None:
     assert "(M2) ASSISTANT" in summary.user_request_summary
     assert "(see M3-M5)" in summary.user_request_summary
     assert "[draft]" in summary.user_request_summary
+
+
+def test_a_turn_summary_has_its_commits_reported_errors_and_refusals() -> None:
+    facts = turn_facts(
+        vcs=[
+            {
+                "kind": "commit",
+                "sha": "37016ac",
+                "branch": "main",
+                "subject": "Fix tree view",
+                "amend": False,
+                "all": False,
+                "label": "M5",
+            },
+            {"kind": "pr_opened", "number": "13", "label": "M6"},
+        ],
+        pasted_errors=[{"text": "Uncaught ContextError: x", "label": "M1"}],
+        refused_commands=[
+            {"command": "entire login", "by": "policy", "reason": "no model", "label": "M3"}
+        ],
+    )
+    summary = ask("turn_summary", facts, TurnSummary)
+    assert "Committed `37016ac` “Fix tree view” [M5]" in summary.key_outcomes
+    assert "Opened PR #13 [M6]" in summary.key_outcomes
+    assert "The user reported: “Uncaught ContextError: x” [M1]" in summary.errors_and_fixes
+    assert (
+        "`entire login` was refused before it ran by an approval rule or reviewer: no model [M3]"
+        in summary.errors_and_fixes
+    )

@@ -39,6 +39,7 @@ def turn_summary(f: dict[str, Any]) -> dict[str, Any]:
         elif c.get("is_error"):
             status = " (failed)"
         outcomes.append(cite(f"Ran `{short(c['command'], 120)}`{status}", c.get("label")))
+    outcomes += _history(f)
     if last:
         response = cite(short(last["text"]), last.get("label"))
     elif outcomes:
@@ -55,6 +56,19 @@ def turn_summary(f: dict[str, Any]) -> dict[str, Any]:
         if a["action"] != "read"
     ]
     errors += [cite(f"Error seen: {e['text']}", e.get("label")) for e in f.get("errors", [])]
+    errors += [
+        cite(f"The user reported: “{e['text']}”", e.get("label"))
+        for e in f.get("pasted_errors", [])
+    ]
+    errors += [
+        cite(
+            f"`{short(r['command'], 100)}` was refused before it ran"
+            + (" by the user" if r.get("by") == "user" else " by an approval rule or reviewer")
+            + (f": {r['reason']}" if r.get("reason") else ""),
+            r.get("label"),
+        )
+        for r in f.get("refused_commands", [])
+    ]
     changes = [
         cite(f"Context compacted: {short(c['summary'], 160)}", c.get("label"))
         for c in f.get("compactions", [])
@@ -83,6 +97,21 @@ def turn_summary(f: dict[str, Any]) -> dict[str, Any]:
         "open_questions": [cite(q["text"], q.get("label")) for q in f.get("questions", [])],
         "resolved_questions": [],
     }
+
+
+def _history(f: dict[str, Any]) -> list[str]:
+    """The turn's commits, pushes and pull requests (``vcs.events``), as outcomes."""
+    out = []
+    for e in f.get("vcs", []):
+        if e["kind"] == "commit":
+            verb = "Amended the commit as" if e.get("amend") else "Committed"
+            out.append(cite(f"{verb} `{e['sha']}` “{short(e['subject'], 90)}”", e.get("label")))
+        elif e["kind"] == "push":
+            out.append(cite("Pushed", e.get("label")))
+        elif e["kind"] in ("pr_opened", "pr_merged"):
+            verb = "Opened" if e["kind"] == "pr_opened" else "Merged"
+            out.append(cite(f"{verb} PR #{e['number']}", e.get("label")))
+    return out
 
 
 def _failures(f: dict[str, Any]) -> list[str]:
