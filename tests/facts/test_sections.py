@@ -349,3 +349,24 @@ def test_the_goals_request_is_not_quoted_twice() -> None:
         goal_label="M10",
     )
     assert line == "Turn 1: the goal [M10]. Agent: Added it. [M12]"
+
+
+def test_a_file_the_turn_made_and_removed_was_scratch() -> None:
+    # omp-prompt-speed turn 5: a temporary regression test, created, run, deleted.
+    t = {
+        "artifacts": [
+            {"path": "src/zz_tmp_test.go", "action": "created", "label": "M1"},
+            {"path": "src/zz_tmp_test.go", "action": "edited", "label": "M2"},
+            {"path": "src/zz_tmp_test.go", "action": "deleted", "label": "M3"},
+            {"path": "src/engine.go", "action": "edited", "label": "M4"},
+        ]
+    }
+    assert changes(t) == "edited `engine.go` [M4]"
+    kept = {
+        "artifacts": [
+            {"path": "a.go", "action": "deleted", "label": "M1"},
+            {"path": "a.go", "action": "created", "label": "M2"},
+        ]
+    }
+    # Removed, then made again: both happened, and the file is there.
+    assert changes(kept) == "deleted `a.go` [M1]; created `a.go` [M2]"

@@ -180,3 +180,9 @@ def test_the_agents_account_of_a_turn() -> None:
     assert rules.account(
         "## Analysis\n\nThe real bug class: not one sink but every one."
     ).startswith("The real bug class")
+
+
+def test_a_choice_still_to_be_made_is_no_decision() -> None:
+    # omp-prompt-speed turn 4's closing message.
+    assert rules.decisions("Needs a decision: capture tail colors before reset, or move it.") == []
+    assert rules.decisions("Decision: the id column is now AUTOINCREMENT.") != []

@@ -56,13 +56,20 @@ def _files(files: dict[str, str | None], names: dict[str, str]) -> str:
 def changes(t: dict[str, Any]) -> str:
     """What a turn changed, by action. A file deleted and another created by the same call
     is a rename (``git mv``, a patch's move); a file deleted and made again under its own
-    name by one call was replaced, which is an edit."""
+    name by one call was replaced, which is an edit; a file the turn made and then removed
+    was scratch, no change."""
     by_action: dict[str, dict[str, str | None]] = {}
+    last: dict[str, str] = {}
     for a in t.get("artifacts", []):
         if a["action"] != "read":
             by_action.setdefault(a["action"], {}).setdefault(a["path"], a.get("label"))
+            last[a["path"]] = a["action"]
     created, deleted = by_action.get("created", {}), by_action.get("deleted", {})
     edited = by_action.setdefault("edited", {})
+    for path in list(created):
+        if last.get(path) == "deleted" and path in deleted and created[path] != deleted[path]:
+            del created[path], deleted[path]
+            edited.pop(path, None)
     for path in list(created):
         if path in deleted and deleted[path] == created[path]:
             edited.setdefault(path, created.pop(path))

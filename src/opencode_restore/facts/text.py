@@ -91,7 +91,7 @@ _REASON = regex.compile(r"\b(?:because|reason|since|so that|otherwise|without it
 _RULED_OUT = regex.compile(
     r"\b(?:rul(?:ed|ing|e) (?:it |that |this )?out|doesn't work|does not work|didn't work"
     r"|did not work|won't work|will not work|not viable|abandon(?:ed|ing)?|give up on"
-    r"|gave up on|revert(?:ed|ing)?|dead end)\b",
+    r"|gave up on|revert(?:ed|ing)|dead end)\b",
     regex.IGNORECASE,
 )
 _FINDING = regex.compile(
@@ -197,6 +197,14 @@ def reverses(reversal: str, earlier: str) -> bool:
     return bool(content_words(tail) & content_words(earlier))
 
 
+# A choice still to be made is not a decision ("Needs a decision: A or B").
+_UNDECIDED = regex.compile(
+    r"\b(?:needs? (?:a |your )?decision|to decide|decide (?:whether|if|what|which|between)"
+    r"|undecided|your call|up to you)\b",
+    regex.I,
+)
+
+
 def decisions(text: str) -> list[tuple[str, str]]:
     """(decision, reason) pairs in an agent's text: a sentence naming a choice, and the
     reason when it gives one (the same sentence, or the next one that says why)."""
@@ -204,7 +212,7 @@ def decisions(text: str) -> list[tuple[str, str]]:
     parts = sentences(text)
     for i, s in enumerate(parts):
         choice = _DECISION.search(s) or (_ALTERNATIVE.search(s) and _ACTION.search(s))
-        if not choice or s.endswith("?"):
+        if not choice or s.endswith("?") or _UNDECIDED.search(s):
             continue
         reason = ""
         nxt = parts[i + 1] if i + 1 < len(parts) else ""

@@ -61,18 +61,19 @@ def _text_rules(turn: Turn, lab: Any) -> dict[str, Any]:
         out["reversals"] += [{"text": t, "label": label} for t in rules.reversals(words)]
         out["identifiers"] += [{"text": t, "label": label} for t in rules.identifiers(words)]
         out["pasted_errors"] += [{"text": t, "label": label} for t in rules.pasted_errors(words)]
+    prose = ""
     for m in texts:
         label = lab(m.id)
+        # Markdown as prose, once per text: code blocks say no decision, links cite nothing.
+        prose = rules.plain(m.text)
         out["decisions"] += [
-            {"text": d, "reason": r, "label": label} for d, r in rules.decisions(m.text)
+            {"text": d, "reason": r, "label": label} for d, r in rules.decisions(prose)
         ]
-        out["ruled_out"] += [{"text": t, "label": label} for t in rules.ruled_out(m.text)]
-        out["findings"] += [{"text": t, "label": label} for t in rules.findings(m.text)]
+        out["ruled_out"] += [{"text": t, "label": label} for t in rules.ruled_out(prose)]
+        out["findings"] += [{"text": t, "label": label} for t in rules.findings(prose)]
     if texts and not turn.interrupted:
         final = texts[-1]
-        out["questions"] = [
-            {"text": t, "label": lab(final.id)} for t in rules.questions(final.text)
-        ]
+        out["questions"] = [{"text": t, "label": lab(final.id)} for t in rules.questions(prose)]
     return {k: v for k, v in out.items() if v}
 
 
