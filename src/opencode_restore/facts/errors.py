@@ -234,6 +234,9 @@ def read_only(command: str) -> bool:
 _NOTE_TOOLS = frozenset({"todowrite", "todo_write", "update_plan", "todoread", "exitplanmode"})
 
 
+_CHANGING_TOOL = regex.compile(r"patch|edit|write|replace|create_file|delete_file|move_file")
+
+
 def other_calls(turn: Turn) -> dict[str, int]:
     """How many times the turn called each tool that neither read, ran a command, nor
     changed a file (a browser, a web search, an MCP tool, a sub-agent): the turn's actions
@@ -247,6 +250,8 @@ def other_calls(turn: Turn) -> dict[str, int]:
         args = m.tool_input or {}
         if name in _READ_TOOLS or name in _NOTE_TOOLS or "command" in args or "cmd" in args:
             continue
+        if _CHANGING_TOOL.search(name):
+            continue  # a change tool whose change is listed, failed, or was not understood
         counts[m.tool_name] = counts.get(m.tool_name, 0) + 1
     return counts
 

@@ -208,6 +208,13 @@ def test_patch_update_of_an_unseen_file_is_edited() -> None:
     assert arts(parse_turns(msgs)[0]) == [("src/x.go", "edited")]
 
 
+def test_opencode_apply_patch_names_its_patch_patch_text() -> None:
+    # nimbus-report-ui (real devset): opencode 1.2's apply_patch input is {"patchText": …}.
+    patch = "*** Begin Patch\n*** Add File: /r/llm-docs/plan.md\n+# Plan\n*** End Patch"
+    msgs = [ask("write it down"), call("apply_patch", "p", patchText=patch), res("p", "Success.")]
+    assert arts(parse_turns(msgs, cwd="/r")[0]) == [("llm-docs/plan.md", "created")]
+
+
 # -- one call's ops as a whole ------------------------------------------------------------------
 
 

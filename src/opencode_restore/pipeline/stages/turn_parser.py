@@ -207,7 +207,8 @@ def _actions_for(m: Message) -> tuple[list[tuple[str, _Op]], str | None]:
         for change in changes if isinstance(changes, list) else ():
             if isinstance(change, dict) and isinstance(change.get("path"), str):
                 found.append((change["path"], _CHANGE_KIND.get(change.get("kind"), "edited")))
-        text = inp.get("input") or inp.get("patch") or m.text
+        # opencode's apply_patch tool names its patch ``patchText``.
+        text = inp.get("input") or inp.get("patch") or inp.get("patchText") or m.text
         if isinstance(text, str):
             found.extend(_patch_actions(text))
     elif key in _SHELL_TOOLS or _command_of(inp) is not None:
