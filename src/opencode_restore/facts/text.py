@@ -342,7 +342,7 @@ def plain(text: str) -> str:
     return str(_EMPHASIS.sub("", linked))
 
 
-_ENDS = frozenset(".!:;)`\"'”…")
+_ENDS = frozenset(".!;)`\"'”…")
 
 
 def account(text: str) -> str:
@@ -353,7 +353,7 @@ def account(text: str) -> str:
         if s.endswith("?") or (len(s) < _TERSE and not said and len(text) > ACCOUNT_MIN):
             continue
         said.append(_item(s))
-        # A line that stops mid-sentence ("… errors with") goes on in the next one.
+        # A line that stops mid-sentence ("… errors with", "… documented in:") goes on.
         if sum(len(x) for x in said) >= ACCOUNT_MIN and s[-1] in _ENDS:
             break
     told = clip(" ".join(said), ACCOUNT_CHARS)
