@@ -86,7 +86,8 @@ def test_three_sample_inspect_log_is_an_error_naming_every_sample() -> None:
 def test_session_names_one_sample(name: str) -> None:
     session = open_session([THREE], WarningSink(), session=name)
     assert session.id == f"{EVAL_ID}:2:1"
-    assert [m.role for m in session.messages()] == ["system", "user", "assistant"]
+    # The conversation, then the sample's score (a system message).
+    assert [m.role for m in session.messages()] == ["system", "user", "assistant", "system"]
     assert "I would rather be alone" in session.messages()[1].text
     streamed = list(iter_messages([THREE], WarningSink(), session=name))
     assert [m.id for m in streamed] == [m.id for m in session.messages()]
@@ -104,7 +105,7 @@ def test_batch_reads_every_sample_of_the_log() -> None:
     items = discover([str(THREE)], WarningSink())
     assert [i.session_id for i in items] == [f"{EVAL_ID}:{n}:1" for n in (1, 2, 3)]
     loaded = [i.load(WarningSink()) for i in items]
-    assert sum(len(s.messages()) for s in loaded) == 9
+    assert sum(len(s.messages()) for s in loaded) == 12  # 3 messages and a score each
     assert len({s.messages()[1].text for s in loaded}) == 3
 
 
@@ -151,6 +152,7 @@ def test_cli_session_option_on_every_command(tmp_path: Path) -> None:
         "KbRXi6VEafgTBTC3vXEACa",
         "DqUGR3BroHhrUsYwX2vEZW",
         "JNtNFnBPTyHFV3mmixeuPp",
+        "1:score:match",
     ]
     code, out, _ = invoke("restore", str(THREE), "--session", "2", "-q", "--format", "json")
     assert code == 0

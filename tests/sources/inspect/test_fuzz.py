@@ -42,6 +42,9 @@ _kinds = st.sampled_from(
     ["span_begin", "span_end", "model", "tool", "compaction", "info", "branch", "score", "x"]
 )
 _roles = st.sampled_from(["system", "user", "assistant", "tool", "other"])
+_score = st.fixed_dictionaries(
+    {}, optional={"value": json_values, "answer": json_values, "explanation": json_values}
+)
 messages = st.lists(
     st.fixed_dictionaries(
         {"role": _roles},
@@ -79,7 +82,9 @@ events = st.lists(
             "id": _ids | json_values,
             "span_id": _ids,
             "parent_id": _ids | st.none(),
-            "type": st.sampled_from(["agent", "tool", "solver", "branch", "summary", "trim"])
+            "type": st.sampled_from(
+                ["agent", "tool", "solver", "branch", "summary", "trim", "scorer"]
+            )
             | json_values,
             "name": _ids | json_values,
             "input": messages | json_values,
@@ -106,6 +111,9 @@ events = st.lists(
             "result": json_values,
             "from_anchor": json_values,
             "timestamp": st.sampled_from(["2024-01-01T00:00:00Z", "bad", 17]) | json_values,
+            "score": _score | json_values,
+            "intermediate": json_values,
+            "error": st.fixed_dictionaries({"message": json_values}) | json_values,
         },
     ),
     max_size=12,
@@ -137,6 +145,9 @@ def test_builder_never_raises(evs: list[dict[str, Any]], rerolls: bool) -> None:
                 "events": events | json_values,
                 "attachments": st.dictionaries(st.sampled_from(["h1", "h2"]), json_values)
                 | json_values,
+                "scores": st.dictionaries(_ids, _score | json_values, max_size=3) | json_values,
+                "error": st.fixed_dictionaries({"message": json_values}) | json_values,
+                "completed_at": st.sampled_from(["2024-01-01T00:00:09Z", "bad"]) | json_values,
             },
         )
         | json_values,

@@ -119,7 +119,8 @@ def test_browser_log_timeline_keeps_every_event(sink: WarningSink) -> None:
 def test_browser_log_messages(sink: WarningSink) -> None:
     session = READER.read([BROWSER], sink)
     raw = _raw_sample(BROWSER)["messages"]
-    messages = session.messages()
+    *messages, score = session.messages()  # the conversation, then its score
+    assert score.meta["score"]["scorer"] == "includes"
     # One block per message here: assistants carry only a tool call or only text.
     assert [m.role for m in messages] == [m["role"] for m in raw]
     assert [m.role for m in messages[:5]] == ["user", "assistant", "tool", "assistant", "tool"]
@@ -132,7 +133,7 @@ def test_browser_log_messages(sink: WarningSink) -> None:
     assert messages[2].tool_call_id == first_call.tool_call_id
     assert messages[-1].type == "text"
     assert "AI Security Institute" in messages[-1].text
-    assert list(READER.iter_messages([BROWSER], WarningSink())) == messages
+    assert list(READER.iter_messages([BROWSER], WarningSink())) == [*messages, score]
 
 
 def test_browser_log_attachments_resolved(sink: WarningSink) -> None:
@@ -157,7 +158,7 @@ def test_browser_log_last_model_call_is_the_final_conversation(sink: WarningSink
     session = READER.read([BROWSER], sink)
     last = [e.model for e in session.timeline.root.events() if e.model is not None][-1]
     ids = [m.group for m in last.input + last.output]
-    assert ids == [m.id for m in session.messages()]
+    assert ids == [m.id for m in session.messages() if not m.meta.get("score")]
 
 
 # --- the other two eval logs ---------------------------------------------------------
@@ -167,11 +168,12 @@ def test_read_sample_log(sink: WarningSink) -> None:
     session = READER.read([READ_SAMPLE], sink)
     assert session.id == "hj8C8q8gxzHhwyCT67xh4L:1:1"
     assert session.model == "ollama/gemma3"
-    assert [m.role for m in session.messages()] == ["system", "user", "assistant"]
+    assert [m.role for m in session.messages()] == ["system", "user", "assistant", "system"]
     assert [m.id for m in session.messages()] == [
         "KbRXi6VEafgTBTC3vXEACa",
         "DqUGR3BroHhrUsYwX2vEZW",
         "JNtNFnBPTyHFV3mmixeuPp",
+        "1:score:match",
     ]
     root = session.timeline.root
     # solvers → a primitive solver span unrolled into the run: the agent is "main".
@@ -235,7 +237,8 @@ def test_iter_samples_skips_bad_archive_member(sink: WarningSink) -> None:
 def test_truncated_json_log_yields_samples_before_the_damage(sink: WarningSink) -> None:
     sessions = list(iter_samples(MADE / "two_samples_truncated.json", sink))
     assert [s.id for s in sessions] == ["hj8C8q8gxzHhwyCT67xh4L:1:1"]
-    assert [m.role for m in sessions[0].messages()] == ["system", "user", "assistant"]
+    roles = [m.role for m in sessions[0].messages()]
+    assert roles == ["system", "user", "assistant", "system"]  # the last: its score
     assert len(sink.warnings) == 1
     assert "truncated" in sink.warnings[0].message
     assert sink.warnings[0].line > 1

@@ -14,7 +14,9 @@ unique prefix), or the only one; a log of several samples read without a name is
 error listing them. ``iter_samples`` gives every one (batch). The timeline is built
 from the sample's events (agents, branches, utility calls); the final conversation
 is appended to the root span as message events, so ``Session.messages()`` is
-``sample.messages``.
+``sample.messages``, followed by how the sample ended: a ``system`` message for an
+error it ended in and one per score (``outcome``: ``meta["sample_error"]``,
+``meta["score"]``).
 
 Big logs: a ``.json`` log is streamed one sample at a time with ijson when it is
 installed (only the sample being converted is in memory); without ijson the document
@@ -50,6 +52,7 @@ from ..base import (
 from ..discover import Discovery
 from .builder import build_timeline
 from .events import chat_messages_to_messages, output_message
+from .outcome import outcome_messages
 
 try:  # optional: without it a .json log is loaded whole
     import ijson  # type: ignore[import-untyped, unused-ignore]
@@ -275,15 +278,21 @@ def _session(
     missing: set[str] = set()
     raw_events = sample.get("events")
     events = _resolve(raw_events if isinstance(raw_events, list) else [], attachments, missing)
-    resolved = {"messages": _resolve(sample.get("messages"), attachments, missing)}
+    resolved = {
+        k: _resolve(sample.get(k), attachments, missing)
+        for k in ("messages", "scores", "error", "completed_at")
+    }
     if missing:
         sink.warn(path, 1, f"{len(missing)} attachment reference(s) not in the sample; kept as is")
+    eval_id, sample_id, epoch = _ids(spec, sample, path)
     messages = _messages(resolved, events)
+    raw_messages = resolved["messages"]
+    after = len(raw_messages) + 1 if isinstance(raw_messages, list) else 1
+    messages += outcome_messages(resolved, events, sample_id, after)
     timeline = build_timeline(events) if events else Timeline(TimelineSpan("main", "main", "agent"))
     timeline.root.content.extend(
         TimelineEvent(m.id, "message", m, timestamp=m.timestamp) for m in messages
     )
-    eval_id, sample_id, epoch = _ids(spec, sample, path)
     task = _text(spec.get("task"))
     first = next((ev for ev in events if isinstance(ev, dict) and ev.get("timestamp")), {})
     meta = {
@@ -416,7 +425,8 @@ class InspectReader(Discovery):
     def iter_messages(
         self, files: Sequence[Path], sink: WarningSink, session: str | None = None
     ) -> Iterator[Message]:
-        """The chosen sample's final conversation (``sample.messages``), in order.
+        """The chosen sample's final conversation (``sample.messages``), in order, then
+        its error and scores as system messages (``outcome``).
 
         The sample is read before this returns, so a wrong or missing ``--session``
         fails before anything is printed.
