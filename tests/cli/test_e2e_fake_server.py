@@ -101,7 +101,9 @@ def _check(data: dict[str, Any], log: Path) -> list[dict[str, Any]]:
     assert refs["M1"]["file"] == str(EXPORT)
     assert data["citations"]["unknown_labels"] == ["M999"]
     assert "M999" not in json.dumps(data["summary"])
-    assert data["summary"]["current_work"] == "diff summary [M33] and an invented claim"
+    # The model's words, then the end state the log shows (a certain fact, always merged).
+    current = data["summary"]["current_work"]
+    assert current.startswith("diff summary [M33] and an invented claim Not committed")
     assert [t["turn_number"] for t in data["turns"]] == [1, 2, 3]
     assert data["evidence"], "the evidence search result joins the restoration"
     assert data["usage"]["calls"] == len(SCRIPT) - 1  # the 429 was retried inside one call

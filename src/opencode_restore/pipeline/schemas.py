@@ -8,7 +8,10 @@ servers that ignore the schema. `OUTPUT_SCHEMAS` lists every model a stage asks 
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 
 class _Out(BaseModel):
@@ -46,14 +49,31 @@ class TurnSummary(_Out):
     )
 
 
+def _empty(value: Any) -> bool:
+    return not value
+
+
+class RejectedCandidate(_Out):
+    # The model writes ``id`` and ``reason``; the synthesizer fills in what the candidate
+    # said (``section``, ``text``), which the schema sent to the model leaves out.
+    id: str
+    reason: str
+    section: SkipJsonSchema[str] = ""
+    text: SkipJsonSchema[str] = ""
+
+
 class Progress(_Out):
     done: list[str] = Field(default_factory=list)
     in_progress: list[str] = Field(default_factory=list)
     blocked: list[str] = Field(default_factory=list)
 
 
-class SessionSummary(_Out):
+class SummaryFields(_Out):
     """The narrative parts of the SESSION SUMMARY; tables and quotes are added deterministically."""
+
+    # What the offline rules are asked for (they are offered no candidates to reject): the
+    # summary without `rejected_candidates`, its schema named and sized as before them.
+    model_config = ConfigDict(extra="ignore", title="SessionSummary")
 
     goal: str
     constraints_preferences: list[str] = Field(default_factory=list)
@@ -68,6 +88,23 @@ class SessionSummary(_Out):
     next_step: str = ""
     open_questions: list[str] = Field(default_factory=list)
     compaction_notes: list[str] = Field(default_factory=list)
+
+
+class SessionSummary(SummaryFields):
+    """The narrative parts of the SESSION SUMMARY; tables and quotes are added deterministically."""
+
+    model_config = ConfigDict(extra="ignore", title="SessionSummary")
+
+    rejected_candidates: list[RejectedCandidate] = Field(
+        default_factory=list,
+        exclude_if=_empty,
+        description="The candidates you leave out, by id, each with a one-line reason.",
+    )
+    #: Rejections that named no offered candidate (an unknown id, or one given twice):
+    #: ignored, listed to say so. Written by the synthesizer, never by a model.
+    ignored_rejections: SkipJsonSchema[list[RejectedCandidate]] = Field(
+        default_factory=list, exclude_if=_empty
+    )
 
 
 class BranchSummary(_Out):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import orjson
@@ -13,6 +15,7 @@ from ...errors import ProviderError, RestoreError
 from ...facts.summary import synthesis_from_facts
 from ...facts.text import content_words
 from ...facts.turn import MAX_REQUEST_CHARS, cap_middle
+from ...facts.wording import short
 from ...llm.offline import OfflineProvider
 from ...llm.structured import complete_structured
 from ...model import Turn
@@ -22,7 +25,13 @@ from ..budget import Window
 from ..context import StageContext
 from ..prompting.prompts import quote_log, render
 from ..restoration import CitationStats, EvidenceItem
-from ..schemas import SessionSummary, TurnSummary
+from ..schemas import (
+    Decision,
+    RejectedCandidate,
+    SessionSummary,
+    SummaryFields,
+    TurnSummary,
+)
 from ..state import RestoreState
 
 M = TypeVar("M", bound=BaseModel)
@@ -83,8 +92,9 @@ async def synthesize(
 
     ``parsed`` holds every turn's ``turn_facts``, kept from the turn stage: the turns
     may have dropped their message bodies since (``RestoreOptions.keep_messages``).
-    Returns the summary as the model wrote it and, when the model failed and the
-    deterministic fallback was used, the reason. ``clean_outputs`` checks the citations.
+    Returns the summary, the rules' certain facts and the candidates the model kept merged
+    in (see ``merge_deterministic``), and, when the model failed and the deterministic
+    fallback was used, the reason. ``clean_outputs`` checks the citations.
     """
     first = next((m for t in turns for m in t.messages if m.is_human), None)
     facts = {
@@ -104,6 +114,13 @@ async def synthesize(
         "failed_turns": [f.turn for f in state.failed_turns],
         "evidence": [e.model_dump() for e in evidence],
     }
+    # The offline provider writes the rules' summary itself: it is offered nothing.
+    model = not isinstance(ctx.provider, OfflineProvider)
+    found: SessionSummary | None = None
+    offered: list[Candidate] = []
+    if model:
+        found = SessionSummary.model_validate(synthesis_from_facts(redact_value(facts, ctx.redact)))
+        offered = offer(candidates(found, rejection_labels(parsed)), candidate_chars(window.budget))
     prompt = render(
         "synthesis",
         ctx.config.prompts.dir,
@@ -112,8 +129,13 @@ async def synthesize(
         state_json=quote_log(_json(state.for_prompt())),
         evidence_json=quote_log(_json([e.model_dump() for e in evidence])) if evidence else "",
         failed_turns=[f.turn for f in state.failed_turns],
+        rules_merged=model,
+        candidates_json=quote_log(candidates_json(offered)) if offered else "",
     )
-    request = await window.request(prompt, "synthesis", facts=facts, schema=SessionSummary)
+    # A model may reject candidates (its schema has the field); the offline rules are
+    # asked for the fields they write.
+    schema = SessionSummary if model else SummaryFields
+    request = await window.request(prompt, "synthesis", facts=facts, schema=schema)
     fallback_reason: str | None = None
     try:
         result = await complete_structured(
@@ -126,12 +148,116 @@ async def synthesize(
         # provider writes from: give it them, redacted as its own requests are.
         offline = replace(request, facts=redact_value(facts, ctx.redact))
         result = await OfflineProvider().complete(offline)
-    summary = result.parsed
-    assert isinstance(summary, SessionSummary)
-    if not isinstance(ctx.provider, OfflineProvider) and fallback_reason is None:
-        found = synthesis_from_facts(redact_value(facts, ctx.redact))
-        summary = merge_deterministic(summary, SessionSummary.model_validate(found))
+    answer = result.parsed
+    assert isinstance(answer, SummaryFields)
+    summary = SessionSummary.model_validate(answer.model_dump())
+    if found is not None and fallback_reason is None:
+        summary = merge_deterministic(summary, found, offered, rejection_labels(parsed))
     return summary, fallback_reason
+
+
+# -- what the rules found: certain facts and candidates ---------------------------------
+
+#: How much of the context budget the offered candidates may take, and at most.
+CANDIDATE_SHARE = 0.1
+CANDIDATE_MAX_TOKENS = 3000
+#: One candidate's text in the prompt (the summary gets the whole item).
+CANDIDATE_TEXT_CHARS = 400
+#: A model's reason for a rejection, as the restoration records it.
+REASON_CHARS = 300
+#: A line the rules write about a tool call the user rejected (a done line's "the user
+#: rejected …", a constraint's "Rejecting …, the user said: …").
+_USER_REJECTED = re.compile(r"\bthe user rejected\b|^Rejecting\b.*\bthe user said\b", re.I)
+#: How the rules say that nothing is left to do (a non-step, see ``_merge_step``).
+NOTHING_PENDING = "None pending"
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One interpretive item the rules found: offered to the model under ``id``."""
+
+    id: str
+    section: str
+    text: str
+    decision: Decision | None = None
+
+    def prompt(self) -> dict[str, str]:
+        """How the synthesis prompt lists it."""
+        return {
+            "id": self.id,
+            "section": self.section,
+            "text": cap_middle(self.text, CANDIDATE_TEXT_CHARS, "this candidate"),
+        }
+
+
+def rejection_labels(parsed: Iterable[dict[str, Any]]) -> set[str]:
+    """The labels the rules cite for the tool calls the user rejected."""
+    return {str(r["label"]) for t in parsed for r in t.get("rejected", []) if r.get("label")}
+
+
+def is_rejection(item: str, labels: AbstractSet[str]) -> bool:
+    """True for a rules' line about a tool call the user rejected (it says so, or cites
+    the rejection): a certain fact."""
+    return bool(_USER_REJECTED.search(item)) or not labels.isdisjoint(cited_labels(item))
+
+
+def _decision_text(d: Decision) -> str:
+    return f"{d.decision} Reason: {d.reason}" if d.reason else d.decision
+
+
+def candidates(
+    found: SessionSummary, rejections: AbstractSet[str] = frozenset()
+) -> list[Candidate]:
+    """The interpretive items of the rules' summary, numbered C1, C2, … in section order.
+
+    Certain facts are not candidates: the turn lines, blocked turns, an unfinished last
+    request (in progress, next step), the end state (current work), compactions, and the
+    user's rejections (wherever they are listed).
+    """
+    items: list[tuple[str, str, Decision | None]] = []
+    items += [("errors_fixes_ruled_out", i, None) for i in found.errors_fixes_ruled_out]
+    items += [("key_decisions", _decision_text(d), d) for d in found.key_decisions]
+    items += [("open_questions", i, None) for i in found.open_questions]
+    items += [("findings", i, None) for i in found.findings]
+    items += [
+        ("constraints_preferences", i, None)
+        for i in found.constraints_preferences
+        if not is_rejection(i, rejections)
+    ]
+    if found.next_step and not found.progress.in_progress:
+        items.append(("next_step", found.next_step, None))
+    return [
+        Candidate(f"C{n}", section, text, decision)
+        for n, (section, text, decision) in enumerate(items, start=1)
+    ]
+
+
+def _line(c: Candidate) -> str:
+    return orjson.dumps(c.prompt()).decode()
+
+
+def candidates_json(offered: Sequence[Candidate]) -> str:
+    """The offered candidates as a JSON array, one per line."""
+    return "[\n" + ",\n".join(_line(c) for c in offered) + "\n]"
+
+
+def candidate_chars(budget_tokens: int) -> int:
+    """The characters the offered candidates may take in the synthesis prompt."""
+    return int(min(budget_tokens * CANDIDATE_SHARE, CANDIDATE_MAX_TOKENS) * 3.5)
+
+
+def offer(found: Sequence[Candidate], limit: int) -> list[Candidate]:
+    """The candidates that fit in ``limit`` characters, in order. Those that do not fit
+    are not offered, so no model can reject them: they are merged as they are."""
+    out: list[Candidate] = []
+    used = 0
+    for c in found:
+        size = len(_line(c)) + 2
+        if used + size > limit:
+            break
+        out.append(c)
+        used += size
+    return out
 
 
 _CODE = re.compile(r"`([^`]+)`")
@@ -152,24 +278,89 @@ def _merge_list(model: list[str], found: list[str]) -> list[str]:
     return model + [f for f in found if not _covered(f, text)]
 
 
-def merge_deterministic(model: SessionSummary, found: SessionSummary) -> SessionSummary:
-    """The model's summary with every fact the rules found that it left out added back.
+def _merge_text(model: str, found: str) -> str:
+    """``model`` with ``found`` after it unless it already says it."""
+    if not found or _covered(found, model.lower()):
+        return model
+    return f"{model} {found}".strip()
 
-    The rules read the log itself (rules, choices, failing runs and their fixes, findings,
-    open questions, an unfinished last request); a model answer may drop any of them.
+
+def _merge_step(model: str, found: str) -> str:
+    """The next step: the model's, with the rules' added when it does not say it. The
+    rules' "nothing pending" is no step: it only fills an empty one."""
+    if found.startswith(NOTHING_PENDING):
+        return model or found
+    return _merge_text(model, found)
+
+
+def _rejections(
+    model: SessionSummary, offered: Sequence[Candidate]
+) -> tuple[dict[str, RejectedCandidate], list[RejectedCandidate]]:
+    """The model's rejections of offered candidates (by id), and the ones ignored."""
+    by_id = {c.id: c for c in offered}
+    honoured: dict[str, RejectedCandidate] = {}
+    ignored: list[RejectedCandidate] = []
+    for r in model.rejected_candidates:
+        key = r.id.strip().upper()
+        c = by_id.get(key)
+        if c is None or key in honoured:
+            ignored.append(
+                RejectedCandidate(id=short(r.id, 40), reason=short(r.reason, REASON_CHARS))
+            )
+            continue
+        reason = short(r.reason, REASON_CHARS)
+        honoured[key] = RejectedCandidate(id=key, reason=reason, section=c.section, text=c.text)
+    return honoured, ignored
+
+
+def merge_deterministic(
+    model: SessionSummary,
+    found: SessionSummary,
+    offered: Sequence[Candidate] = (),
+    rejections: AbstractSet[str] = frozenset(),
+) -> SessionSummary:
+    """The model's summary with what the rules found in the log merged in.
+
+    Certain facts (the per-turn lines with their files, commits and PRs; blocked turns; an
+    unfinished last request as work in progress and next step; the end state; the
+    compactions; the user's rejections) are added whatever the model wrote, unless it
+    already states them. The rules' interpretive items (``candidates``: errors and fixes,
+    decisions, open questions, findings, constraints, a next step) are added the same way,
+    except the ``offered`` ones the model rejected by id: those are left out and listed,
+    with the model's reason, in ``rejected_candidates``. A rejection of an id not offered
+    is ignored and listed in ``ignored_rejections``. A model that rejects nothing loses
+    nothing.
     """
     out = model.model_copy(deep=True)
+    honoured, ignored = _rejections(model, offered)
+    out.rejected_candidates = list(honoured.values())
+    out.ignored_rejections = ignored
+    kept = [c for c in candidates(found, rejections) if c.id not in honoured]
+
+    def kept_in(section: str) -> list[str]:
+        return [c.text for c in kept if c.section == section]
+
+    # Certain facts.
+    out.progress.done = _merge_list(model.progress.done, found.progress.done)
+    out.progress.blocked = _merge_list(model.progress.blocked, found.progress.blocked)
+    out.compaction_notes = _merge_list(model.compaction_notes, found.compaction_notes)
+    out.current_work = _merge_text(model.current_work, found.current_work)
+    user_rejected = [i for i in found.constraints_preferences if is_rejection(i, rejections)]
+    # Candidates the model kept.
     out.constraints_preferences = _merge_list(
-        model.constraints_preferences, found.constraints_preferences
+        model.constraints_preferences, kept_in("constraints_preferences") + user_rejected
     )
     out.errors_fixes_ruled_out = _merge_list(
-        model.errors_fixes_ruled_out, found.errors_fixes_ruled_out
+        model.errors_fixes_ruled_out, kept_in("errors_fixes_ruled_out")
     )
-    out.findings = _merge_list(model.findings, found.findings)
-    out.open_questions = _merge_list(model.open_questions, found.open_questions)
-    out.progress.done = _merge_list(model.progress.done, found.progress.done)
+    out.findings = _merge_list(model.findings, kept_in("findings"))
+    out.open_questions = _merge_list(model.open_questions, kept_in("open_questions"))
     decided = " ".join(f"{d.decision} {d.reason}" for d in model.key_decisions).lower()
-    out.key_decisions += [d for d in found.key_decisions if not _covered(d.decision, decided)]
+    out.key_decisions += [
+        c.decision
+        for c in kept
+        if c.decision is not None and not _covered(c.decision.decision, decided)
+    ]
     if found.progress.in_progress:
         # The log shows the last request unfinished: that is the next step, whatever the
         # model wrote.
@@ -184,6 +375,8 @@ def merge_deterministic(model: SessionSummary, found: SessionSummary) -> Session
         out.progress.in_progress = [
             i for i in model.progress.in_progress if not set(cited_labels(i)) & answered
         ]
+        for step in kept_in("next_step"):
+            out.next_step = _merge_step(model.next_step, step)
     return out
 
 
