@@ -370,3 +370,16 @@ def test_a_file_the_turn_made_and_removed_was_scratch() -> None:
     }
     # Removed, then made again: both happened, and the file is there.
     assert changes(kept) == "deleted `a.go` [M1]; created `a.go` [M2]"
+
+
+def test_a_run_that_ended_in_an_error_is_not_none_pending() -> None:
+    t = turn(
+        1,
+        "x",
+        run_errors=[{"text": "RuntimeError: sandbox died", "label": "M9"}],
+        last_assistant={"text": "Done.", "label": "M8"},
+    )
+    assert (
+        next_step([t])[0]
+        == "Unresolved: the run ended in an error: RuntimeError: sandbox died [M9]"
+    )

@@ -99,7 +99,10 @@ def next_step(turns: list[dict[str, Any]]) -> tuple[str, list[str], str]:
         if len(words.get("text", "")) >= CURRENT_MIN:
             current = cite(short(words["text"], 160), words.get("label"))
         return step, in_progress, current or end_state(turns)
-    steps = []
+    steps = [
+        cite(f"Unresolved: the run ended in an error: {e['text']}", e.get("label"))
+        for e in last.get("run_errors", [])
+    ]
     failed = _unfixed(turns)
     if failed is not None:
         error = f": {failed['error']}" if failed.get("error") else ""

@@ -130,6 +130,15 @@ def _scores(turn: Turn, lab: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _run_errors(turn: Turn, lab: Any) -> list[dict[str, Any]]:
+    """Errors the run itself ended in (an eval sample's error: ``meta["sample_error"]``)."""
+    return [
+        {"text": clip_flat(str(m.meta["sample_error"]), 240), "label": lab(m.id)}
+        for m in turn.messages
+        if m.meta.get("sample_error")
+    ]
+
+
 def _unanswered(turn: Turn, lab: Any) -> dict[str, Any] | None:
     """The turn's last tool call when the log ends before its result: what the agent was
     doing when it was cut off (a commit issued, a test run started)."""
@@ -250,6 +259,7 @@ def turn_facts(turn: Turn, label_of: Mapping[str, str]) -> dict[str, Any]:
         **({"refused_commands": stopped} if stopped else {}),
         **({"tool_calls": called} if (called := other_calls(turn)) else {}),
         **({"scores": scored} if (scored := _scores(turn, lab)) else {}),
+        **({"run_errors": broke} if (broke := _run_errors(turn, lab)) else {}),
         **({"unanswered_call": waiting} if waiting else {}),
         **({"outcome": {"text": said, "label": lab(closing.id)}} if said and closing else {}),
         "turn_number": turn.number,
