@@ -75,7 +75,7 @@ def test_turn_by_turn_with_repair_and_citation_check() -> None:
     assert "keep argparse" in second_turn_prompt
     # The model's words first, then what the rules found in the log that they leave out.
     assert r.summary.progress.done[:2] == ["flag added [M4]", "tests pass [M8]"]
-    assert r.summary.progress.done[2].startswith("Turn 1: Add a --shout flag to greet.py [M1]")
+    assert r.summary.progress.done[2].startswith("Turn 1: the goal [M1] →")
     assert r.summary.current_work == "running tests [M7-M8] and"
     assert r.citations.removed_unknown == 2
     assert set(r.citations.unknown_labels) == {"M99", "M120"}
@@ -159,7 +159,7 @@ def test_offline_provider_cites_parsed_facts() -> None:
     r = run(OfflineProvider())
     assert r.complete
     assert r.summary.goal.startswith("Add a --shout flag to greet.py [M1]")
-    assert r.summary.progress.done[0].startswith("Turn 1: Add a --shout flag to greet.py [M1] →")
+    assert r.summary.progress.done[0].startswith("Turn 1: the goal [M1] → edited `greet.py`")
     assert r.citations.removed_unknown == 0
     # Two turns and the synthesis, answered by the rules: no model call, no tokens, no cost.
     assert (r.usage.offline_answers, r.usage.calls, r.usage.input_tokens) == (3, 0, 0)
