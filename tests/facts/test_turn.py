@@ -5,17 +5,7 @@ from __future__ import annotations
 from opencode_restore.facts import turn as facts
 from opencode_restore.facts.turn import turn_facts
 from opencode_restore.model import Message, Turn
-
-TRACEBACK = (
-    "Traceback (most recent call last):\n"
-    '  File "app.py", line 3, in <module>\n'
-    "    main()\n"
-    "KeyError: 'name'\n"
-)
-
-
-def result(text: str, *, is_error: bool = False, mid: str = "r1") -> Message:
-    return Message(mid, "tool", "tool_result", text, is_error=is_error)
+from tests.facts.test_errors import TRACEBACK, result
 
 
 def test_turn_facts() -> None:
