@@ -213,3 +213,31 @@ def test_a_status_line_is_not_the_exception() -> None:
     assert (
         facts.failure_line(gemini) == "sqlite3.IntegrityError: UNIQUE constraint failed: links.code"
     )
+
+
+def test_shell_lines_split_outside_quotes() -> None:
+    # agentv-sync-pr turn 6: a regex alternation inside quotes is no pipe.
+    line = 'rg "function logWarning|const logWarning" -n a.ts && rg "spyOn|warn" -n b.ts'
+    parts, writes = facts.shell_parts(line)
+    assert [p.split()[0] for p in parts] == ["rg", "rg"]
+    assert not writes
+    assert facts.read_only(line)
+    assert facts.read_only("rg -n 'a->b' src")  # a quoted arrow redirects nothing
+    assert facts.read_only("grep x a.py 2>/dev/null | head -5 2>&1")
+    assert not facts.read_only("echo '- ok' >> notes.txt")
+    assert not facts.read_only("ls && python3 -m pytest")
+
+
+def test_a_linters_cross_says_what_failed() -> None:
+    # agentv-sync-pr turn 4: biome's output names no error, a cross marks the problem.
+    biome = (
+        "Chunk ID: 6b1f2f\nProcess exited with code 1\nOutput:\n"
+        "packages/core/src/a.ts format ━━━━━━━━━━━━━━━━━━━━\n\n"
+        "  × Formatter would have printed the following content:\n  \n"
+        "Checked 5 files in 172ms. No fixes applied.\nFound 1 error.\n"
+        "    2092 2092 │       return {\n"
+    )
+    assert facts.failure_line(biome) == "× Formatter would have printed the following content:"
+    assert facts.failure_line("building\n━━━━━━\nsomething went sideways") == (
+        "building something went sideways"
+    )

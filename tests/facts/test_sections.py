@@ -383,3 +383,16 @@ def test_a_run_that_ended_in_an_error_is_not_none_pending() -> None:
         next_step([t])[0]
         == "Unresolved: the run ended in an error: RuntimeError: sandbox died [M9]"
     )
+
+
+def test_the_last_turn_says_more_of_where_the_work_ended() -> None:
+    # omp-template-trust turn 11: the final API is named past the short account's cut.
+    last = turn(
+        11,
+        "go ahead",
+        outcome={"text": "Amended: 5ea2e429. Summary…", "label": "M9"},
+        closing_account="Amended: 5ea2e429. `template.Render` split into RenderTrusted "
+        "and RenderUntrusted.",
+    )
+    assert "RenderUntrusted" in done([last])[0]
+    assert "RenderUntrusted" not in done([last, turn(12, "thanks")])[0]

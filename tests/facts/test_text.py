@@ -186,3 +186,12 @@ def test_a_choice_still_to_be_made_is_no_decision() -> None:
     # omp-prompt-speed turn 4's closing message.
     assert rules.decisions("Needs a decision: capture tail colors before reset, or move it.") == []
     assert rules.decisions("Decision: the id column is now AUTOINCREMENT.") != []
+
+
+def test_work_in_progress_is_no_finding() -> None:
+    # agentv-sync-pr turn 5: the agent says what it is doing.
+    doing = "I’m finding every remaining config/type/doc/test reference so the change is whole."
+    assert rules.findings(doing) == []
+    assert rules.findings(doing.replace("’", "'")) == []
+    found = "Important finding: `clean_alias()` silently truncates every alias to 24 characters."
+    assert rules.findings(found) == [found]

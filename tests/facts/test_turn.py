@@ -134,3 +134,26 @@ def test_a_turn_s_tool_calls_scores_refusals_and_the_call_left_waiting() -> None
     assert refused["reason"] == "Automatic approval review failed: Not supported."
     assert f["failed_commands"] == []  # a refused command never ran
     assert f["unanswered_call"] == {"tool": "Bash", "target": "git commit -m wip", "label": "M8"}
+
+
+def test_an_edit_retried_with_success_is_no_failed_attempt() -> None:
+    from opencode_restore.model import ArtifactAction
+
+    messages = [
+        Message("u1", "user", "text", "fix it"),
+        Message("e1", "assistant", "tool_use", "", tool_name="Edit", tool_call_id="a"),
+        Message("e2", "assistant", "tool_use", "", tool_name="Edit", tool_call_id="b"),
+        Message("e3", "assistant", "tool_use", "", tool_name="Edit", tool_call_id="c"),
+    ]
+    turn = Turn(
+        1,
+        "fix it",
+        messages,
+        artifacts=[ArtifactAction("a.ts", "edited", "e2")],
+        failed_artifacts=[
+            ArtifactAction("a.ts", "edited", "e1"),
+            ArtifactAction("b.ts", "edited", "e3"),
+        ],
+    )
+    f = turn_facts(turn, {"e1": "M2", "e2": "M3", "e3": "M4"})
+    assert f["failed_artifacts"] == [{"path": "b.ts", "action": "edited", "label": "M4"}]

@@ -209,12 +209,59 @@ def refused(turn: Turn, lab: Any) -> list[dict[str, Any]]:
     return out
 
 
+# A redirection that only joins or drops output writes no file.
+_HARMLESS_REDIRECT = regex.compile(r"\d?>&\d|\d?>\s*/dev/null")
+
+
+def shell_parts(command: str) -> tuple[list[str], bool]:
+    """The simple commands of a shell line (split at ``&&``, ``||``, ``;``, ``|`` and line
+    breaks outside quotes) and whether it redirects output into a file. Quotes are kept
+    whole: ``rg "a|b"`` is one command, ``rg '->'`` redirects nothing."""
+    text = _HARMLESS_REDIRECT.sub(" ", command[:20_000])
+    parts: list[str] = []
+    writes = False
+    current: list[str] = []
+    quote = ""
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\" and quote == '"' and i + 1 < len(text):
+                current.append(text[i : i + 2])
+                i += 2
+                continue
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "\\" and i + 1 < len(text):
+            current.append(text[i : i + 2])
+            i += 2
+            continue
+        elif ch in ";|&\n":
+            if ch == "&" and text[i + 1 : i + 2] != "&":
+                current.append(ch)  # a background job's "&" ends nothing we read
+                i += 1
+                continue
+            parts.append("".join(current))
+            current = []
+            i += 2 if text[i : i + 2] in ("&&", "||") else 1
+            continue
+        elif ch == ">":
+            writes = True
+        current.append(ch)
+        i += 1
+    parts.append("".join(current))
+    return [p for p in parts if p.strip()], writes
+
+
 def read_only(command: str) -> bool:
     """True for a shell command that only looks (``cat``, ``sed -n``, ``grep``, ``git diff``):
     no program of it writes, and its output is file or repository content, not a result."""
-    if ">" in command.replace("2>&1", "").replace(">/dev/null", ""):
+    parts, writes = shell_parts(command)
+    if writes:
         return False
-    for part in regex.split(r"&&|\|\||;|\|", command):
+    for part in parts:
         words = part.split()
         if not words:
             continue
@@ -299,7 +346,8 @@ def _tail(text: str) -> str:
 
 def _no_match(command: str, output: str) -> bool:
     """A search that found nothing: its exit status is 1 and it printed nothing else."""
-    last = regex.split(r"&&|\|\||;|\|", command)[-1].split()
+    parts, _ = shell_parts(command)
+    last = parts[-1].split() if parts else []
     prog = last[0].rsplit("/", 1)[-1] if last else ""
     rest = [ln for ln in output_body(output).splitlines() if ln.strip()]
     return prog in _SEARCH_PROGRAMS and not rest
@@ -331,6 +379,15 @@ def command_failed(command: str, exit_code: int | None, is_error: bool, output: 
     return _FAILED_OUTPUT.search(_tail(body)) is not None and not passed_summary(body)
 
 
+# How linters and test runners mark what failed when no line names an error: a cross
+# ("× This let declares…"), a count ("Found 1 error.", "3 failed"), a leading "error".
+_FAILURE_HINT = regex.compile(
+    r"(?im)^[ \t]*(?:[×✖✗❌][ \t]*\S[^\n]*|found \d+ (?:errors?|problems?)[^\n]*"
+    r"|\d+ (?:errors?|failures?|failed)\b[^\n]*|error\b[^\n]*)$"
+)
+_BOX = regex.compile(r"[\u2500-\u257f]+")
+
+
 def failure_line(output: str) -> str:
     """The line that says why a run failed: the exception of a traceback, else the first
     error line that is more than an exit status."""
@@ -341,8 +398,12 @@ def failure_line(output: str) -> str:
     lines = _error_lines("tool_result", False, scanned_text(body))
     if lines:
         return lines[0]
+    hint = _FAILURE_HINT.search(body[-20_000:])
+    if hint is not None:
+        return clip_flat(hint.group(0).strip(), 200)
     # No line names an error: the last words of the output say what went wrong.
-    last = [ln.strip() for ln in body.strip().splitlines()[-3:] if ln.strip()]
+    plain = _BOX.sub("", body.strip())
+    last = [ln.strip() for ln in plain.splitlines()[-3:] if ln.strip()]
     return clip_flat(" ".join(last), 200) if last else ""
 
 

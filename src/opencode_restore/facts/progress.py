@@ -98,7 +98,7 @@ def outcome(t: dict[str, Any], last: bool, fates: dict[str, str]) -> str:
     said = t.get("outcome")
     if not said or (not last and _DATED.search(said["text"])):
         return ""
-    text = said["text"]
+    text = t.get("closing_account") or said["text"] if last else said["text"]
     own = content_words(text)
     if own and len(own & content_words(t.get("user_request") or "")) >= ECHO * len(own):
         return ""  # it says back what was asked: the request already says it

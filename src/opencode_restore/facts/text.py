@@ -95,7 +95,10 @@ _RULED_OUT = regex.compile(
     regex.IGNORECASE,
 )
 _FINDING = regex.compile(
-    r"\b(?:finding(?! (?:its|the|a|an|all|out|where|which|who)\b)|found that|found out|noticed"
+    # "I'm finding every reference" is work in progress, not a finding.
+    r"(?<!\bI'm )(?<!\bI’m )(?<!\bI am )(?<!\bwe're )(?<!\bwe’re )"
+    r"\b(?:finding(?! (?:its|the|a|an|all|out|where|which|who|every|each|any)\b)"
+    r"|found that|found out|noticed"
     r"|turns out|it appears that|worth (?:noting|keeping in mind)|note that|caveat|silently)\b",
     regex.IGNORECASE,
 )
@@ -323,6 +326,9 @@ _EMPHASIS = regex.compile(r"\*\*|__")
 #: The agent's account of a turn is this long at least, when its message is.
 ACCOUNT_MIN = 40
 ACCOUNT_CHARS = 100
+#: The last turn's account says where the work ended: it may say more.
+LAST_ACCOUNT_MIN = 160
+LAST_ACCOUNT_CHARS = 240
 #: Sentences shorter than this ("Done.", "Both fixed.") say little on their own.
 _TERSE = 15
 
@@ -345,16 +351,17 @@ def plain(text: str) -> str:
 _ENDS = frozenset(".!;)`\"'”…")
 
 
-def account(text: str) -> str:
+def account(text: str, least: int = ACCOUNT_MIN, most: int = ACCOUNT_CHARS) -> str:
     """What an agent's closing message says the turn came to: its opening sentences as
-    prose, questions left out (they are listed as questions), cut at a word."""
+    prose (at least ``least`` characters of them when it has them), questions left out
+    (they are listed as questions), cut at a word past ``most``."""
     said: list[str] = []
     for s in sentences(plain(text)):
-        if s.endswith("?") or (len(s) < _TERSE and not said and len(text) > ACCOUNT_MIN):
+        if s.endswith("?") or (len(s) < _TERSE and not said and len(text) > least):
             continue
         said.append(_item(s))
         # A line that stops mid-sentence ("… errors with", "… documented in:") goes on.
-        if sum(len(x) for x in said) >= ACCOUNT_MIN and s[-1] in _ENDS:
+        if sum(len(x) for x in said) >= least and s[-1] in _ENDS:
             break
-    told = clip(" ".join(said), ACCOUNT_CHARS)
+    told = clip(" ".join(said), most)
     return told if len(told) >= _TERSE * 2 else ""  # "Done." says nothing the turn does not

@@ -232,9 +232,16 @@ def turn_facts(turn: Turn, label_of: Mapping[str, str]) -> dict[str, Any]:
         for m in turn.messages
         if m.type == "compaction" and m.compaction is not None
     ]
+    # An attempt the turn then made good (the same file changed after it) was a retry.
+    done_at: dict[str, int] = {}
+    order = {m.id: i for i, m in enumerate(turn.messages)}
+    for a in turn.artifacts:
+        if a.action != "read":
+            done_at[a.file_path] = max(done_at.get(a.file_path, -1), order.get(a.message_id, -1))
     failed = [
         {"path": a.file_path, "action": a.action, "label": lab(a.message_id)}
         for a in turn.failed_artifacts
+        if done_at.get(a.file_path, -1) <= order.get(a.message_id, -1)
     ]
     closing = next(
         (
@@ -245,6 +252,12 @@ def turn_facts(turn: Turn, label_of: Mapping[str, str]) -> dict[str, Any]:
         None,
     )
     said = rules.account(closing.text) if closing is not None and not turn.interrupted else ""
+    # The longer account, for when this turn is the session's last (``progress.outcome``).
+    said_long = (
+        rules.account(closing.text, rules.LAST_ACCOUNT_MIN, rules.LAST_ACCOUNT_CHARS)
+        if said and closing is not None
+        else ""
+    )
     history = vcs.events(
         turn, lab, lambda cmd, run, out: command_failed(cmd, run.exit_code, run.is_error, out)
     )
@@ -261,7 +274,12 @@ def turn_facts(turn: Turn, label_of: Mapping[str, str]) -> dict[str, Any]:
         **({"scores": scored} if (scored := _scores(turn, lab)) else {}),
         **({"run_errors": broke} if (broke := _run_errors(turn, lab)) else {}),
         **({"unanswered_call": waiting} if waiting else {}),
-        **({"outcome": {"text": said, "label": lab(closing.id)}} if said and closing else {}),
+        **(
+            {"outcome": {"text": said, "label": lab(closing.id)}}
+            | ({"closing_account": said_long} if said_long != said else {})
+            if said and closing
+            else {}
+        ),
         "turn_number": turn.number,
         "user_request": cap_middle(turn.user_text, MAX_REQUEST_CHARS, "the request"),
         "user_labels": [lab(m.id) for m in human if lab(m.id)],
