@@ -195,3 +195,10 @@ def test_work_in_progress_is_no_finding() -> None:
     assert rules.findings(doing.replace("’", "'")) == []
     found = "Important finding: `clean_alias()` silently truncates every alias to 24 characters."
     assert rules.findings(found) == [found]
+
+
+def test_narration_is_no_finding() -> None:
+    # graph-trail-review turn 5: a plan that names findings.
+    plan = "I’ll record each validated issue as a finding on trail 10, then fix them."
+    assert rules.findings(plan) == []
+    assert rules.findings("Let me note that down.") == []

@@ -289,6 +289,7 @@ def other_calls(turn: Turn) -> dict[str, int]:
     changed a file (a browser, a web search, an MCP tool, a sub-agent): the turn's actions
     when it has no other."""
     changed = {a.message_id for a in (*turn.artifacts, *turn.failed_artifacts)}
+    changed |= {c.message_id for c in turn.commands}  # a command tool, whatever its input
     counts: dict[str, int] = {}
     for m in turn.messages:
         if m.type != "tool_use" or not m.tool_name or m.id in changed:

@@ -239,9 +239,20 @@ def ruled_out(text: str) -> list[str]:
     return out
 
 
+# An agent narrating what it does or will do ("I'll record each issue as a finding",
+# "I'm staging …") states no finding.
+_NARRATION = regex.compile(
+    r"^(?:I(?:'|’)ll|I will|I(?:'|’)m|I am|let me|now I|next,? I)\b", regex.I
+)
+
+
 def findings(text: str) -> list[str]:
     """What an agent's text says it found out (a fact about the code, data or a run)."""
-    return [clip(s, LONG_CHARS) for s in sentences(text) if _FINDING.search(s)]
+    return [
+        clip(s, LONG_CHARS)
+        for s in sentences(text)
+        if _FINDING.search(s) and not _NARRATION.match(s)
+    ]
 
 
 def questions(text: str) -> list[str]:
