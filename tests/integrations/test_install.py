@@ -68,8 +68,10 @@ def test_install_merges_backs_up_is_idempotent_and_uninstall_restores_bytes(
         assert merged[key] == original[key]
     assert merged["hooks"]["PostToolUse"] == original["hooks"]["PostToolUse"]
     assert merged["hooks"]["Stop"][0] == original["hooks"]["Stop"][0]
-    for event in events:
-        assert len(_groups(merged, event, command)) == 1
+    for spec in events:
+        event, _, matcher = spec.partition(":")
+        (ours,) = _groups(merged, event, command)
+        assert ours.get("matcher") == (matcher or None)
     assert path.stat().st_mode & 0o777 == 0o600
     installed = path.read_bytes()
     again = install(agent, path, data_dir)
@@ -102,6 +104,34 @@ def test_a_file_created_by_install_goes_away_again(tmp_path: Path) -> None:
     assert not path.exists()
 
 
+def test_gemini_precompress_runs_only_on_compress_and_old_entries_are_replaced(
+    tmp_path: Path,
+) -> None:
+    # Gemini CLI 0.61 fires PreCompress(auto) before every model request and waits for the
+    # hook; a "manual" matcher (compared with the trigger) keeps it to /compress. An earlier
+    # install's unmatched PreCompress and AfterAgent groups go; the user's own stay.
+    path = tmp_path / "settings.json"
+    command = hook_command("gemini")
+    mine = {"hooks": [{"type": "command", "command": "log-compress"}]}
+    old = {
+        "hooks": {
+            "AfterAgent": [{"hooks": [{"type": "command", "command": command}]}],
+            "PreCompress": [mine, {"hooks": [{"type": "command", "command": command}]}],
+        }
+    }
+    path.write_text(json.dumps(old))
+    install("gemini", path, tmp_path / "data")
+    hooks = json.loads(path.read_text())["hooks"]
+    assert "AfterAgent" not in hooks
+    ours = {"matcher": "manual", "hooks": [{"type": "command", "command": command}]}
+    assert hooks["PreCompress"] == [mine, ours]
+    assert [g["hooks"][0]["command"] for g in hooks["BeforeAgent"]] == [command]
+    assert not install("gemini", path, tmp_path / "data").changed
+    path.write_text(json.dumps(old))  # changed since: uninstall takes out ours, old and new
+    uninstall("gemini", path, tmp_path / "data")
+    assert json.loads(path.read_text()) == {"hooks": {"PreCompress": [mine]}}
+
+
 def test_dry_run_writes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "settings.json"
     path.write_text(REAL_LOOKING)
@@ -130,11 +160,11 @@ def test_invalid_settings_are_refused_naming_file_and_line(
 
 def test_odd_shapes_are_refused(tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match='"hooks" is not an object'):
-        merge_hooks({"hooks": []}, {"Stop": "x"}, "f")
+        merge_hooks({"hooks": []}, [("Stop", "x", None)], "f")
     with pytest.raises(SettingsError, match=r"hooks\.Stop is not a list"):
-        merge_hooks({"hooks": {"Stop": {}}}, {"Stop": "x"}, "f")
+        merge_hooks({"hooks": {"Stop": {}}}, [("Stop", "x", None)], "f")
     assert parse_settings("  \n", "f") == {}
-    assert remove_hooks({"a": 1}, {"Stop": "x"}, "f") == {"a": 1}
+    assert remove_hooks({"a": 1}, [("Stop", "x", None)], "f") == {"a": 1}
 
 
 def test_a_read_only_folder_fails_cleanly(tmp_path: Path) -> None:
@@ -165,7 +195,7 @@ json_values = st.recursive(
 @settings(max_examples=60, deadline=None)
 @given(st.dictionaries(st.text(max_size=8).filter(lambda k: k != "hooks"), json_values, max_size=5))
 def test_other_keys_survive_merge_and_remove(other: dict[str, Any]) -> None:
-    entries = dict.fromkeys(CLAUDE_EVENTS, "opencode-restore hook")
+    entries = [(event, "opencode-restore hook", None) for event in CLAUDE_EVENTS]
     merged = merge_hooks(other, entries, "f")
     assert {k: v for k, v in merged.items() if k != "hooks"} == other
     assert remove_hooks(merged, entries, "f") == other

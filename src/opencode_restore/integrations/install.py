@@ -25,17 +25,23 @@ from typing import Any
 from ..atomic import atomic_write, backup_path
 from ..errors import UsageError
 from .mcp_config import add_server, remove_server
-from .settings_json import dump_settings, merge_hooks, parse_settings, remove_hooks
+from .settings_json import Entry, dump_settings, merge_hooks, parse_settings, remove_hooks
 
 AGENTS = ("claude", "gemini", "opencode")
 PLUGIN_NAME = "opencode-restore.ts"
 PLUGIN_SOURCE = Path(__file__).resolve().parent / "opencode_plugin.ts"
 MANIFEST = "installs.json"
 
-#: The events each agent reports to ``opencode-restore hook``. SessionStart also
-#: answers with the restoration (compact / clear / resume); the others record the session.
+#: The events each agent reports to ``opencode-restore hook``, with their matcher. Claude
+#: Code: SessionStart answers with the restoration (compact, clear; resume only when the
+#: conversation was not reloaded); UserPromptSubmit delivers one that outran the budget.
+#: Gemini CLI: SessionStart (resume, clear) and PreCompress record that a restoration is
+#: due, BeforeAgent delivers it. PreCompress runs only on ``/compress`` ("manual"): Gemini
+#: 0.61 fires PreCompress(auto) before every model request and waits for it.
 CLAUDE_EVENTS = ("SessionStart", "UserPromptSubmit", "PreCompact", "Stop", "SessionEnd")
-GEMINI_EVENTS = ("SessionStart", "AfterAgent", "PreCompress", "SessionEnd")
+GEMINI_EVENTS = ("SessionStart", "BeforeAgent", "PreCompress:manual", "SessionEnd")
+#: Gemini entries earlier installs wrote: taken out by install and uninstall.
+GEMINI_LEGACY = ("AfterAgent", "PreCompress")
 
 
 @dataclass(slots=True)
@@ -101,9 +107,19 @@ def _command(agent: str) -> str:
     return json.dumps(cli_argv()) if agent == "opencode" else hook_command(agent)
 
 
-def _entries(agent: str, command: str) -> dict[str, str]:
-    events = CLAUDE_EVENTS if agent == "claude" else GEMINI_EVENTS
-    return dict.fromkeys(events, command)
+def _entries(agent: str, command: str, events: tuple[str, ...] | None = None) -> list[Entry]:
+    """(event, command, matcher) per ``EVENT[:matcher]`` of the agent's events."""
+    if events is None:
+        events = CLAUDE_EVENTS if agent == "claude" else GEMINI_EVENTS
+    out: list[Entry] = []
+    for spec in events:
+        event, _, matcher = spec.partition(":")
+        out.append((event, command, matcher or None))
+    return out
+
+
+def _legacy(agent: str, command: str) -> list[Entry]:
+    return _entries(agent, command, GEMINI_LEGACY) if agent == "gemini" else []
 
 
 def _read(path: Path) -> bytes | None:
@@ -163,7 +179,8 @@ def plan_install(agent: str, path: Path, command: str, *, mcp: bool = False) -> 
             return Change(path, before, before, ["already installed"])
         return Change(path, before, plugin)
     settings = parse_settings((before or b"").decode("utf-8", "replace"), str(path))
-    merged = merge_hooks(settings, _entries(agent, command), str(path))
+    current = remove_hooks(settings, _legacy(agent, command), str(path))
+    merged = merge_hooks(current, _entries(agent, command), str(path))
     if merged == settings and before is not None:
         return Change(path, before, before, ["already installed"])
     return Change(path, before, dump_settings(merged).encode())
@@ -193,7 +210,8 @@ def plan_uninstall(
             return Change(path, before, None)
         return Change(path, before, before, ["the plugin file was changed; left alone"])
     settings = parse_settings(before.decode("utf-8", "replace"), str(path))
-    cleaned = remove_hooks(settings, _entries(agent, command), str(path))
+    entries = _entries(agent, command) + _legacy(agent, command)
+    cleaned = remove_hooks(settings, entries, str(path))
     if cleaned == settings:
         return Change(path, before, before, ["nothing installed"])
     return Change(path, before, dump_settings(cleaned).encode(), ["our entries removed"])

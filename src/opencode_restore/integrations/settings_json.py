@@ -1,18 +1,25 @@
 """Hook entries in an agent's ``settings.json`` (Claude Code, Gemini CLI): merge and remove.
 
 Both agents read ``{"hooks": {EVENT: [{"matcher": ..., "hooks": [{"type": "command",
-"command": ...}]}]}}``. Merging adds one group per event holding our command, unless a
-group already runs it (so installing twice changes nothing); every other key, event and
-group is left as it was. Removing takes out exactly the groups that run only our
-command, then the event lists and the ``hooks`` object that this left empty.
+"command": ...}]}]}}``. An entry is ``(event, command, matcher)`` (matcher None: none, the
+group runs on every occurrence; Gemini CLI compares a lifecycle event's matcher with its
+trigger, so ``("PreCompress", cmd, "manual")`` never runs before an automatic check).
+Merging adds one group per entry holding our command, unless a group with that matcher
+already runs it (so installing twice changes nothing); every other key, event and group
+is left as it was. Removing takes out exactly the groups that run only our command with
+that matcher, then the event lists and the ``hooks`` object that this left empty.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from ..errors import UsageError
+
+#: One hook group: (event, command, matcher or None).
+Entry = tuple[str, str, str | None]
 
 
 class SettingsError(UsageError):
@@ -44,9 +51,11 @@ def _event_groups(settings: dict[str, Any], where: str) -> dict[str, Any] | None
     return hooks
 
 
-def _ours(group: Any, command: str) -> bool:
-    """A group whose every hook runs ``command`` (and nothing else)."""
+def _ours(group: Any, command: str, matcher: str | None) -> bool:
+    """A group with ``matcher`` whose every hook runs ``command`` (and nothing else)."""
     if not isinstance(group, dict) or set(group) - {"matcher", "hooks"}:
+        return False
+    if group.get("matcher") != matcher:
         return False
     hooks = group.get("hooks")
     return (
@@ -56,8 +65,10 @@ def _ours(group: Any, command: str) -> bool:
     )
 
 
-def _runs(group: Any, command: str) -> bool:
-    hooks = group.get("hooks") if isinstance(group, dict) else None
+def _runs(group: Any, command: str, matcher: str | None) -> bool:
+    if not isinstance(group, dict) or group.get("matcher") != matcher:
+        return False
+    hooks = group.get("hooks")
     return isinstance(hooks, list) and any(
         isinstance(h, dict) and h.get("command") == command for h in hooks
     )
@@ -68,32 +79,38 @@ def _copy(settings: dict[str, Any]) -> dict[str, Any]:
     return copy
 
 
-def merge_hooks(settings: dict[str, Any], entries: dict[str, str], where: str) -> dict[str, Any]:
-    """``settings`` with a group per event of ``entries`` ({event: command}) added."""
+def group(command: str, matcher: str | None) -> dict[str, Any]:
+    """The hook group ``merge_hooks`` writes."""
+    one = {"hooks": [{"type": "command", "command": command}]}
+    return one if matcher is None else {"matcher": matcher, **one}
+
+
+def merge_hooks(settings: dict[str, Any], entries: Iterable[Entry], where: str) -> dict[str, Any]:
+    """``settings`` with a group per entry of ``entries`` added."""
     out = _copy(settings)
     hooks = _event_groups(out, where)
     if hooks is None:
         hooks = out["hooks"] = {}
-    for event, command in entries.items():
+    for event, command, matcher in entries:
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
             raise SettingsError(f"{where}: hooks.{event} is not a list; nothing was written")
-        if not any(_runs(g, command) for g in groups):
-            groups.append({"hooks": [{"type": "command", "command": command}]})
+        if not any(_runs(g, command, matcher) for g in groups):
+            groups.append(group(command, matcher))
     return out
 
 
-def remove_hooks(settings: dict[str, Any], entries: dict[str, str], where: str) -> dict[str, Any]:
+def remove_hooks(settings: dict[str, Any], entries: Iterable[Entry], where: str) -> dict[str, Any]:
     """``settings`` without the groups ``merge_hooks`` adds for ``entries``."""
     out = _copy(settings)
     hooks = _event_groups(out, where)
     if hooks is None:
         return out
-    for event, command in entries.items():
+    for event, command, matcher in entries:
         groups = hooks.get(event)
         if not isinstance(groups, list):
             continue
-        kept = [g for g in groups if not _ours(g, command)]
+        kept = [g for g in groups if not _ours(g, command, matcher)]
         if kept:
             hooks[event] = kept
         elif groups:
