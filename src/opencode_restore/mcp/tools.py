@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -44,7 +46,7 @@ from ..sources import filter_messages, open_session
 from ..store import open_store
 from ..store.inputs import resolve_inputs
 from ..store.lookup import cwd_variants
-from ..store.store import Store
+from ..store.store import SessionRow, Store
 from ..timeline.numbering import Numbering
 
 Format = Literal["prompt", "markdown", "json"]
@@ -143,6 +145,81 @@ def cut_to_tokens(text: str, max_tokens: int) -> tuple[str, bool]:
     return (head[:at] if at > limit // 2 else head), True
 
 
+#: Environment variables naming the session of the agent that started the server.
+CALLER_ENV = ("CLAUDE_CODE_SESSION_ID", "CODEX_THREAD_ID", "CODEX_SESSION_ID")
+#: A session whose newest file changed this recently is being written: a live session.
+LIVE_SECONDS = 60.0
+#: Sessions `latest` looks at (the caller's own is one of the newest).
+LATEST_CANDIDATES = 5
+#: The bytes at the end of a log searched for the caller's tool call id.
+_TAIL_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """What the server knows of the agent calling it, to tell its own session apart.
+
+    ``session_id``: the agent's session id from its environment (Claude Code passes
+    ``CLAUDE_CODE_SESSION_ID`` to the MCP servers it starts, Codex ``CODEX_THREAD_ID``
+    where it sets one); ``tool_call_id``: the id of the tool call being answered (Claude
+    Code sends it in the request's ``_meta`` as ``claudecode/toolUseId``), which its own
+    log holds by then.
+    """
+
+    session_id: str | None = None
+    tool_call_id: str | None = None
+    now: float | None = None
+
+    @classmethod
+    def from_env(cls, tool_call_id: str | None = None) -> Caller:
+        """The caller as this process's environment names it."""
+        found = next((os.environ[k] for k in CALLER_ENV if os.environ.get(k)), None)
+        return cls(found, tool_call_id)
+
+    def skip(self, rows: list[SessionRow], store: Store) -> list[SessionRow]:
+        """``rows`` (newest first) without the caller's session: the one whose log holds
+        the tool call, else the newest when it is the caller's id or is still being
+        written (a session cleared or compacted into a new id is live, the old one not)."""
+        if not rows:
+            return rows
+        if self.tool_call_id:
+            for row in rows[:LATEST_CANDIDATES]:
+                if _tail_holds(store.session(row.id) or row, self.tool_call_id):
+                    return [r for r in rows if r.id != row.id]
+        first = store.session(rows[0].id) or rows[0]
+        if first.id == self.session_id or _is_live(first, self.now):
+            return rows[1:]
+        return rows
+
+
+def _newest_file(row: SessionRow) -> str | None:
+    return row.files[-1].path if row.files else row.native_log_file
+
+
+def _is_live(row: SessionRow, now: float | None = None) -> bool:
+    """True when the session's newest file changed within `LIVE_SECONDS`."""
+    path = _newest_file(row)
+    if path is None:
+        return False
+    try:
+        changed = os.stat(path).st_mtime
+    except OSError:
+        return False
+    return (time.time() if now is None else now) - changed <= LIVE_SECONDS
+
+
+def _tail_holds(row: SessionRow, needle: str) -> bool:
+    path = _newest_file(row)
+    if path is None or not os.path.isfile(path):
+        return False
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - _TAIL_BYTES))
+            return needle.encode() in f.read()
+    except OSError:
+        return False
+
+
 @dataclass(slots=True)
 class _Opened:
     session: Session
@@ -194,18 +271,48 @@ class HistoryTools:
 
     # -- restore_session ----------------------------------------------------------------
 
-    def _open(self, ref: str) -> _Opened:
+    def _open(self, ref: str, caller: Caller | None = None) -> _Opened:
         """The session named by an id, a unique prefix, ``latest`` or a log path (resolved
-        as the command line resolves ``LOG...|SESSION-ID`` and ``--latest``)."""
-        latest = ref == "latest"
+        as the command line resolves ``LOG...|SESSION-ID`` and ``--latest``); ``latest``
+        is never the calling agent's own live session (`Caller`)."""
         try:
-            paths, agent, inner = resolve_inputs(
-                () if latest else (ref,), None, latest, None, command_sink(), self.config.data_dir
-            )
+            if ref == "latest":
+                paths, agent, inner = self._latest(caller or Caller())
+            else:
+                paths, agent, inner = resolve_inputs(
+                    (ref,), None, False, None, command_sink(), self.config.data_dir
+                )
             session = open_session(paths, WarningSink(), agent, inner)
         except RestoreError as exc:
             raise ToolFailure(_one_line(exc)) from exc
         return _Opened(session, agent or session.agent)
+
+    def _latest(self, caller: Caller) -> tuple[list[Path], str | None, str | None]:
+        """``--latest`` as the command line has it (this directory's sessions first), but
+        without the session the caller is writing."""
+        from ..store.discovery import scan
+        from ..store.lookup import CONTAINER_AGENTS, SessionNotFound
+
+        store = self._store()
+        try:
+            scan(store, sink=WarningSink())
+            rows: list[SessionRow] = []
+            for cwds in (cwd_variants(os.getcwd()), None):
+                rows, _ = store.sessions(cwds=cwds, limit=LATEST_CANDIDATES)
+                rows = caller.skip(rows, store)
+                if rows:
+                    break
+            if not rows:
+                raise SessionNotFound(
+                    "no session found in the store or the default locations besides the one asking"
+                )
+            row = store.session(rows[0].id) or rows[0]
+        finally:
+            store.close()
+        paths = [Path(f.path) for f in row.files]
+        if not paths:
+            raise SessionNotFound(f"session {row.id} ({row.agent}) has no transcript file recorded")
+        return paths, row.agent, row.id if row.agent in CONTAINER_AGENTS else None
 
     async def _restore(self, session: Session) -> Restoration:
         """Restore through the saved journal, under the session's lock, and store it."""
@@ -232,13 +339,17 @@ class HistoryTools:
         return restoration
 
     async def restore_session(
-        self, session: str, format: Format = "prompt", max_tokens: int | None = None
+        self,
+        session: str,
+        format: Format = "prompt",
+        max_tokens: int | None = None,
+        caller: Caller | None = None,
     ) -> Restored:
         """The cited restoration of ``session`` in ``format``, within ``max_tokens``."""
         if format not in ("prompt", "markdown", "json"):
             raise ToolFailure(f"format must be prompt, markdown or json (got {format!r})")
         budget = _clamp(max_tokens, DEFAULT_TOKENS, MAX_TOKENS, "max_tokens")
-        opened = self._open(session)
+        opened = self._open(session, caller)
         restoration = await self._restore(opened.session)
         text, cut = cut_to_tokens(render_restoration(restoration, format), budget)
         return Restored(
@@ -255,34 +366,35 @@ class HistoryTools:
     # -- labels ---------------------------------------------------------------------------
 
     async def _numbering(self, session: Session) -> Numbering:
-        """The ``[M#]`` map of the session's restoration (restoring it first if need be)."""
-        saved = self._saved_numbering(session)
+        """The ``[M#]`` map of the session's restoration (restoring it first if it never was).
+
+        A log that grew since its restore (a live session) keeps the labels its
+        restoration cited; the messages after the last of them are numbered on from
+        there. With no journal at all (``[restore] resume = false``) every message is
+        numbered in order.
+        """
+        saved, fresh = self._saved_numbering(session)
         if saved is None:
             await self._restore(session)
-            saved = self._saved_numbering(session)
-        if saved is None:  # `[restore] resume = false`: nothing is saved, number afresh
-            raise ToolFailure(
-                f"{session.id}: no saved journal to take labels from "
-                "(is [restore] resume turned off?)"
-            )
-        return saved
+            saved, fresh = self._saved_numbering(session)
+        if saved is not None and fresh:
+            return saved
+        return await number_on(session, saved)
 
-    def _saved_numbering(self, session: Session) -> Numbering | None:
-        """The saved map, if it was saved from the session's files as they are now."""
+    def _saved_numbering(self, session: Session) -> tuple[Numbering | None, bool]:
+        """The saved map, and whether it was saved from the session's files as they are now."""
         data = self.journals.load(session.id)
         if data is None or not isinstance(data.get("numbering"), dict):
-            return None
+            return None, False
         try:
             saved = [SourceFile.from_dict(f) for f in data.get("source_files") or []]
             numbering = Numbering.from_dict(data["numbering"])
         except (KeyError, TypeError, ValueError):
-            return None
-        # A log that changed since is labelled only up to that restore: restore it again.
+            return None, False
+        # A log that changed since is labelled only up to that restore.
         if [f.path for f in saved] != [p for p in session.files if os.path.isfile(p)]:
-            return None
-        if any(file_change(f) != "same" for f in saved):
-            return None
-        return numbering
+            return numbering, False
+        return numbering, all(file_change(f) == "same" for f in saved)
 
     # -- get_messages -------------------------------------------------------------------
 
@@ -295,12 +407,13 @@ class HistoryTools:
         include_tools: bool = False,
         include_thinking: bool = False,
         max_tokens: int | None = None,
+        caller: Caller | None = None,
     ) -> Messages:
         """Messages in the ``messages`` command's shape, each with its ``[M#]`` label."""
         count = _clamp(limit, DEFAULT_MESSAGES, MAX_MESSAGES, "limit")
         budget = _clamp(max_tokens, DEFAULT_TOKENS, MAX_TOKENS, "max_tokens")
         since_ts = _since(since)
-        opened = self._open(session)
+        opened = self._open(session, caller)
         numbering = await self._numbering(opened.session)
         chosen = list(
             filter_messages(
@@ -341,7 +454,12 @@ class HistoryTools:
     # -- search_log ---------------------------------------------------------------------
 
     async def search_log(
-        self, session: str, pattern: str, literal: bool = False, limit: int | None = None
+        self,
+        session: str,
+        pattern: str,
+        literal: bool = False,
+        limit: int | None = None,
+        caller: Caller | None = None,
     ) -> SearchResult:
         """SEARCH_LOG over the session's raw log: hits as ``file:line [M#]: text``."""
         hits = _clamp(limit, DEFAULT_HITS, MAX_HITS, "limit")
@@ -352,7 +470,7 @@ class HistoryTools:
             raise ToolFailure(f"pattern refused: {_one_line(exc)}") from exc
         if matcher.note:  # an invalid regex: say so instead of searching for it as text
             raise ToolFailure(f"bad regex: {matcher.note.split(';')[0]}")
-        opened = self._open(session)
+        opened = self._open(session, caller)
         numbering = await self._numbering(opened.session)
         search = LogSearch(
             opened.session,
@@ -373,6 +491,19 @@ class HistoryTools:
         return SearchResult(
             session=opened.session.id, result=text, labels=found.cited, note="; ".join(notes)
         )
+
+
+async def number_on(session: Session, numbering: Numbering | None) -> Numbering:
+    """``numbering`` (a new one when None) with labels for the messages after the last
+    message it labelled, in the session's order: the labels a restoration cited stay."""
+    numbering = numbering if numbering is not None else Numbering()
+    messages = list(session.messages())
+    last = -1
+    for at, m in enumerate(messages):
+        if numbering.label_for(m.id) is not None:
+            last = at
+    await numbering.messages_as_str(messages[last + 1 :])
+    return numbering
 
 
 def _since(value: str | None) -> datetime | None:
