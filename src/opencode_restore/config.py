@@ -116,7 +116,7 @@ class HooksConfig(_Section):
     restore_on: list[SessionSource] = Field(default_factory=_default_restore_on)
     #: Seconds the agent waits at most; past it the hook prints nothing and the restore
     #: goes on in the background, so the next start finds its journal warm.
-    budget_seconds: float = Field(default=20.0, gt=0)
+    budget_seconds: float = Field(default=8.0, gt=0)
 
 
 class PromptsConfig(_Section):

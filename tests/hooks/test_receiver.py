@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -186,7 +187,7 @@ def test_bad_input_exits_zero_and_logs(data_dir: Path, stdin: io.StringIO) -> No
     stdin.seek(0)
     assert main(["--agent=claude-code"]) == 0
     log = (data_dir / "hook.log").read_text()
-    assert "JSONDecodeError" in log
+    assert "the hook payload is not JSON (Expecting property name" in log
     assert "empty hook payload" in log
     assert "names no session" in log
     assert "no transcript path found" in log
@@ -206,11 +207,46 @@ def test_store_failure_is_logged_not_raised(
     assert "OperationalError: disk I/O error" in (data_dir / "hook.log").read_text()
 
 
-def test_unwritable_log_is_swallowed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unwritable_log_says_why_on_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
     monkeypatch.setenv("OPENCODE_RESTORE_DATA_DIR", str(blocker / "data"))
-    assert run(None, "{not json") == 0
+    assert run(None, "{not json") == 1
+    err = capsys.readouterr().err
+    assert err.startswith("opencode-restore hook: the hook payload is not JSON")
+    assert err.count("\n") == 1
+    assert f"{blocker / 'data' / 'hook.log'} cannot be written" in err
+
+
+@pytest.mark.parametrize(
+    "entry", [["-m", "opencode_restore", "hook"], ["-m", "opencode_restore.hooks"]]
+)
+@pytest.mark.parametrize("source", ["startup", "compact"])
+def test_an_unwritable_data_dir_is_one_line_on_stderr_never_a_traceback(
+    tmp_path: Path, entry: list[str], source: str
+) -> None:
+    import subprocess
+    import sys
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    payload = dict(_payloads("tui-compact")[0], source=source)
+    env = dict(os.environ, OPENCODE_RESTORE_DATA_DIR=str(blocker / "data"), HOME="/home/dev")
+    result = subprocess.run(
+        [sys.executable, *entry],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert (result.returncode, result.stdout) == (1, "")
+    assert "Traceback" not in result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"opencode-restore hook: cannot write the store in {blocker / 'data'}")
 
 
 def test_hook_imports_stay_light() -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from filelock import FileLock
 
+from opencode_restore.hooks.restore import conversation_in
 from opencode_restore.pipeline.journal.store import JournalStore
 
 from ..store.builders import CLAUDE_COMPACT, GEMINI_COMPRESSION, HOOKS
@@ -58,10 +59,10 @@ def _at_home(payload: dict[str, Any], home: Path) -> dict[str, Any]:
     return {**payload, "transcript_path": path}
 
 
-def _context(out: str) -> str:
+def _context(out: str, event: str = "SessionStart") -> str:
     answer = json.loads(out)
     assert set(answer) == {"hookSpecificOutput"}
-    assert answer["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert answer["hookSpecificOutput"]["hookEventName"] == event
     context: str = answer["hookSpecificOutput"]["additionalContext"]
     return context
 
@@ -138,29 +139,103 @@ def test_past_the_budget_nothing_is_printed_and_the_restore_goes_on(
         assert (result.returncode, result.stdout) == (0, "")
         assert "goes on in the background" in _log(data_dir)
         assert not timelines.path_for(CLAUDE_ID).exists()
+    prepared = data_dir / "hooks" / f"claude-code-{CLAUDE_ID}.prompt"
     deadline = time.monotonic() + DEADLINE
-    while not timelines.path_for(CLAUDE_ID).exists():
-        assert time.monotonic() < deadline, "the background restore never saved its journal"
+    while not prepared.exists():
+        assert time.monotonic() < deadline, "the background restore never finished"
         time.sleep(0.1)
+    # The next prompt of the session carries it, once.
+    prompt = {**_at_home(_recorded("compact"), home), "hook_event_name": "UserPromptSubmit"}
+    prompt.pop("source")
+    prompt["prompt"] = "go on"
+    first = _hook(prompt, home, data_dir)
+    assert _context(first.stdout, "UserPromptSubmit").startswith(
+        f"# Restored context: earlier claude-code session `{CLAUDE_ID}`"
+    )
+    assert _hook(prompt, home, data_dir).stdout == ""
+    assert not prepared.exists()
 
 
-def test_gemini_session_start_resume(tmp_path: Path, data_dir: Path) -> None:
+def _gemini_home(tmp_path: Path) -> tuple[Path, Path]:
     home = tmp_path / "home"
     chats = home / ".gemini/tmp/proj/chats"
     chats.mkdir(parents=True)
     transcript = chats / "session-2026-02-04T07-00-compress.jsonl"
     transcript.write_bytes(GEMINI_COMPRESSION.read_bytes())
-    payload = {
-        "session_id": "gem-compress",
-        "transcript_path": str(transcript),
+    return home, transcript
+
+
+def _gemini(session: str, transcript: Path | None, event: str, **fields: str) -> dict[str, Any]:
+    return {
+        "session_id": session,
+        "transcript_path": str(transcript) if transcript else "",
         "cwd": "/work/proj",
-        "hook_event_name": "SessionStart",
-        "source": "resume",
+        "hook_event_name": event,
         "timestamp": "2026-02-04T07:10:00Z",
+        **fields,
     }
-    result = _hook(payload, home, data_dir, "--agent", "gemini")
-    assert result.returncode == 0, _log(data_dir)
-    assert "earlier gemini session `gem-compress`" in _context(result.stdout)
+
+
+@pytest.mark.parametrize(
+    ("event", "fields"),
+    [("SessionStart", {"source": "resume"}), ("PreCompress", {"trigger": "manual"})],
+)
+def test_gemini_resume_and_compress_are_delivered_once_at_the_next_before_agent(
+    event: str, fields: dict[str, str], tmp_path: Path, data_dir: Path
+) -> None:
+    # Gemini CLI 0.61 ignores PreCompress's answer; BeforeAgent's additionalContext is
+    # appended to the prompt. So the event only notes what is due.
+    home, transcript = _gemini_home(tmp_path)
+    due = _hook(
+        _gemini("gem-compress", transcript, event, **fields), home, data_dir, "--agent", "gemini"
+    )
+    assert (due.returncode, due.stdout) == (0, ""), _log(data_dir)
+    before = _gemini("gem-compress", transcript, "BeforeAgent", prompt="go on")
+    first = _hook(before, home, data_dir, "--agent", "gemini")
+    assert "earlier gemini session `gem-compress`" in _context(first.stdout, "BeforeAgent")
+    again = _hook(before, home, data_dir, "--agent", "gemini")
+    assert (again.returncode, again.stdout) == (0, "")
+    assert _log(data_dir) == ""
+
+
+def test_gemini_clear_delivers_the_previous_session_and_auto_precompress_nothing(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    home, transcript = _gemini_home(tmp_path)
+    gemini = ("--agent", "gemini")
+    start = _gemini("gem-compress", transcript, "SessionStart", source="startup")
+    assert _hook(start, home, data_dir, *gemini).stdout == ""
+    # PreCompress(auto) comes before every model request (if installed without a matcher).
+    auto = _gemini("gem-compress", transcript, "PreCompress", trigger="auto")
+    assert _hook(auto, home, data_dir, *gemini).stdout == ""
+    before = _gemini("gem-compress", transcript, "BeforeAgent", prompt="hi")
+    assert _hook(before, home, data_dir, *gemini).stdout == ""
+    assert not (data_dir / "hooks").exists()
+    # /clear: a new session id; its first prompt gets the session before it.
+    clear = _gemini("gem-new", None, "SessionStart", source="clear")
+    assert _hook(clear, home, data_dir, *gemini).stdout == ""
+    first = _hook(_gemini("gem-new", None, "BeforeAgent", prompt="go"), home, data_dir, *gemini)
+    assert "earlier gemini session `gem-compress`" in _context(first.stdout, "BeforeAgent")
+    assert _log(data_dir).count("no transcript path found") == 2  # gem-new names none
+
+
+def test_claude_resume_reloads_the_conversation_so_nothing_is_added(
+    home: Path, data_dir: Path
+) -> None:
+    payload = _at_home(_recorded("compact"), home)
+    _hook({**payload, "source": "startup"}, home, data_dir)
+    result = _hook({**payload, "source": "resume"}, home, data_dir)
+    assert (result.returncode, result.stdout) == (0, "")
+    assert _log(data_dir) == ""
+
+
+def test_conversation_in(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    assert not conversation_in(str(path))
+    path.write_text('{"type":"summary","summary":"x"}\n{"type":"file-history-snapshot"}\n')
+    assert not conversation_in(str(path))
+    path.write_bytes(CLAUDE_COMPACT.read_bytes())
+    assert conversation_in(str(path))
 
 
 @pytest.mark.parametrize(
@@ -177,7 +252,7 @@ def test_gemini_session_start_resume(tmp_path: Path, data_dir: Path) -> None:
                 "hook_event_name": "SessionStart",
                 "source": "resume",
             },
-            "SessionStart resume: session s2 has no transcript in the store",
+            "claude-code SessionStart resume: session s2 has no transcript in the store",
         ),
         (
             {

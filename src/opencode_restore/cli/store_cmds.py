@@ -27,7 +27,8 @@ SERVE_INSTALL_HINT = (
 def hook(agent: str | None, payload: tuple[str, ...]) -> None:
     """Record a session from an agent hook (JSON on stdin, or as the last argument).
 
-    Always exits 0, whatever happens; problems go to hook.log in the data directory.
+    Problems go to hook.log in the data directory (exit 0); when it cannot be written, one
+    line on stderr and exit 1.
     """
     from ..hooks.receiver import run
 

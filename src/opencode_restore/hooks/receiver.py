@@ -3,9 +3,10 @@
 Agents run this on their own events, so it must be quick and must never get in
 the way: it imports only light standard modules (no ``pathlib``, ``dataclasses``,
 pydantic or SDKs; ``python -X importtime`` shows the list) and the store's SQLite
-module, prints nothing on stdout but a SessionStart answer (Claude Code adds a
-SessionStart hook's stdout to the context; Gemini CLI parses it as JSON), and always
-exits 0. Problems go to ``hook.log`` in the data directory.
+module, prints nothing on stdout but a restoration answer (``hooks.restore``; Claude Code
+adds a hook's stdout to the context, Gemini CLI parses it as JSON), and exits 0. Problems
+go to ``hook.log`` in the data directory; when it cannot be written (an unwritable data
+dir), to stderr as one line, with exit code 1 (both agents show it and go on).
 
 Payloads understood:
 
@@ -14,9 +15,9 @@ Payloads understood:
 * Gemini CLI hooks (stdin JSON, same common fields; events such as BeforeAgent,
   AfterAgent, PreCompress) – told apart by event name, a transcript under
   ``~/.gemini`` or ``--agent gemini``.
-* A SessionStart (Claude Code, Gemini CLI) whose ``source`` is in ``[hooks] restore_on``
-  is answered on stdout with the restoration (``hooks.restore``); that JSON is the only
-  thing this module ever prints.
+* A restoration is answered on stdout (``hooks.restore``: Claude Code's SessionStart
+  compact/clear and UserPromptSubmit, Gemini CLI's BeforeAgent after a SessionStart
+  resume/clear or a ``/compress``); that JSON is the only thing this module ever prints.
 * The opencode plugin (``--agent opencode``, JSON as the last argument): ``session_id``,
   ``cwd``, ``hook_event_name`` ``session.compacted``; the transcript is opencode's store
   (``opencode_store``).
@@ -273,7 +274,8 @@ def _excerpt(payload: Any) -> str:
     return json.dumps(redact_value(payload, redactor.redact), ensure_ascii=False)[:200]
 
 
-def _log(directory: str, message: str) -> None:
+def _log(directory: str, message: str) -> bool:
+    """Append ``message`` to ``hook.log``; False when it cannot be written."""
     # A problem line may quote the payload (a prompt, a transcript path): redacted.
     # Imported here, as problems are rare and the receiver must start fast.
     from ..redact import redact
@@ -284,7 +286,8 @@ def _log(directory: str, message: str) -> None:
         with open(os.path.join(directory, LOG_NAME), "a", encoding="utf-8") as fh:
             fh.write(f"{now_iso()} pid {os.getpid()} {message}\n")
     except OSError:
-        pass  # nowhere left to report to; the agent must still go on
+        return False
+    return True
 
 
 def record(event: HookEvent, directory: str) -> bool:
@@ -305,42 +308,76 @@ def record(event: HookEvent, directory: str) -> bool:
         conn.close()
 
 
+#: The events that may be answered with a restoration (``hooks.restore``).
+_ANSWERED = frozenset({"SessionStart", "UserPromptSubmit", "BeforeAgent", "PreCompress"})
+
+
 def run(agent: str | None, payload_text: str | None) -> int:
-    """Handle one hook call; always returns 0 (errors are logged, never raised)."""
+    """Handle one hook call; 0, or 1 when a problem could not be written to ``hook.log``.
+
+    Nothing is ever raised: a problem is one line in ``hook.log``. When that file cannot be
+    written (an unwritable data dir) the line goes to stderr and the exit code is 1, which
+    both agents show as a hook error without stopping.
+    """
     directory = data_dir_str()
+    unlogged: list[str] = []
+
+    def log(message: str) -> None:
+        line = " ".join(message.split())
+        if not _log(directory, line):
+            unlogged.append(line)
+
     try:
         if payload_text is None:
             payload_text = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
         if not payload_text.strip():
-            _log(directory, "empty hook payload; nothing recorded")
-            return 0
-        payload = json.loads(payload_text)
+            log("empty hook payload; nothing recorded")
+            return _exit(unlogged, directory)
+        try:
+            payload = json.loads(payload_text)
+        except ValueError as exc:
+            log(f"the hook payload is not JSON ({exc}): {payload_text[:80]!r}")
+            return _exit(unlogged, directory)
         event = parse_payload(payload, agent)
         if event is None:
-            _log(directory, f"hook payload names no session: {_excerpt(payload)}")
-            return 0
+            log(f"hook payload names no session: {_excerpt(payload)}")
+            return _exit(unlogged, directory)
         if event.transcript_path is None:
-            _log(directory, f"{event.agent} session {event.session_id}: no transcript path found")
+            log(f"{event.agent} session {event.session_id}: no transcript path found")
         else:
             refusal = transcript_refusal(event.transcript_path, event.agent)
             if refusal is not None:
-                _log(
-                    directory,
+                log(
                     f"{event.agent} session {event.session_id}: transcript "
-                    f"{event.transcript_path!r} not registered: {refusal}",
+                    f"{event.transcript_path!r} not registered: {refusal}"
                 )
                 event.transcript_path = None
-        record(event, directory)
-        if event.event == "SessionStart" and event.agent in ("claude-code", "gemini"):
-            # Only here are the config and the restore imported: every other event stays cheap.
-            from .restore import answer_session_start
+        try:
+            record(event, directory)
+        except Exception as exc:
+            log(f"cannot write the store in {directory}: {type(exc).__name__}: {exc}")
+            return _exit(unlogged, directory)
+        if event.event in _ANSWERED and event.agent in ("claude-code", "gemini"):
+            # Only here is the restore imported; it reads the config only when the event's
+            # source may restore something, so every other event stays cheap.
+            from .restore import SettingsProblem, answer
 
-            answer_session_start(
-                payload, event.agent, directory, sys.stdout, lambda m: _log(directory, m)
-            )
+            try:
+                answer(payload, event.agent, event.event, directory, sys.stdout, log)
+            except SettingsProblem as exc:
+                log(str(exc))
     except Exception as exc:  # a hook must never fail the agent
-        _log(directory, f"{type(exc).__name__}: {exc}")
-    return 0
+        log(f"{type(exc).__name__}: {exc}")
+    return _exit(unlogged, directory)
+
+
+def _exit(unlogged: list[str], directory: str) -> int:
+    if not unlogged:
+        return 0
+    where = os.path.join(directory, LOG_NAME)
+    sys.stderr.write(f"opencode-restore hook: {unlogged[0]} (and {where} cannot be written)\n")
+    sys.stderr.flush()
+    return 1
 
 
 _USAGE = """\
@@ -348,7 +385,8 @@ Usage: opencode-restore hook [--agent claude-code|codex|gemini|opencode] [JSON]
 
 Record an agent's hook event in the session store. The event is read from JSON (Codex's
 `notify` passes it as the last argument) or from stdin (Claude Code and Gemini CLI hooks).
-Always exits 0, so it never disturbs the agent; problems go to hook.log in the data folder.
+Problems go to hook.log in the data folder, and exit 0 never disturbs the agent; when
+hook.log cannot be written the problem is one line on stderr and the exit code is 1.
 """
 
 

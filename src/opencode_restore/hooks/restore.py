@@ -1,79 +1,200 @@
-"""The SessionStart answer of ``opencode-restore hook``: the restoration as context.
+"""What ``opencode-restore hook`` answers: the restoration, once, where each agent reads it.
 
-Claude Code runs SessionStart hooks with ``source`` startup, resume, clear or compact;
-Gemini CLI with startup, resume or clear. For the sources in ``[hooks] restore_on``
-(default compact, clear, resume) the hook restores a session and prints the hook's JSON
-output, ``{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext":
-...}}``, with ``restore --format prompt`` as the context; both agents read that shape.
+The restoration is ``restore --format prompt`` of a session, run as a child process (its
+own session, so it outlives the hook) with the configured provider, written atomically to
+``DATA_DIR/hooks/<agent>-<session>.prompt``. When the hook cannot hand it over at once, a
+*pending* note beside it (``.pending``: the child's pid, the source) says that the next
+event of that session delivers it; delivering takes the note first (a rename), so a
+restoration reaches the model exactly once.
 
-* compact, resume: the session the payload names (its chain in the store);
-* clear, startup: the session before it in the same directory (the store's most
-  recently active other session of that cwd and agent; the agents' default locations
-  are scanned when the store knows none).
+Claude Code (SessionStart sources startup, resume, clear, compact; measured on 2.1.332):
 
-The restore runs as a child process (its own session, so it outlives the hook) with
-the configured provider; the hook waits for it at most ``[hooks] budget_seconds``. Past
-that it prints nothing: the child goes on and saves the journal, so the next
-SessionStart costs little. Nothing but the JSON ever reaches stdout; every problem is one
-line in ``hook.log``, and the agent always sees exit 0.
+* compact: the session the payload names; clear (and startup, when configured): the session
+  before it in the same directory. The hook waits for the child at most ``[hooks]
+  budget_seconds`` and answers ``{"hookSpecificOutput": {"hookEventName": "SessionStart",
+  "additionalContext": ...}}``; past the budget it answers nothing, the child goes on and
+  the next ``UserPromptSubmit`` of the session delivers its restoration.
+* resume (``--resume``, ``--continue``): Claude Code reloads the whole conversation, the
+  restorations it already holds included, so nothing is added; only a transcript that holds
+  no conversation (not written, emptied) gets one.
+
+Gemini CLI 0.61 (SessionStart sources startup, resume, clear): ``/clear`` reads only a
+SessionStart's ``systemMessage`` and PreCompress's answer is ignored, but BeforeAgent's
+``hookSpecificOutput.additionalContext`` is appended to the prompt. So SessionStart
+(resume, clear) and PreCompress (installed for ``/compress`` only: 0.61 fires
+PreCompress(auto) before every model request, and waits) start the child and leave the
+note, answering nothing; the next BeforeAgent waits for the child within the budget and
+delivers (past it, the one after).
+
+Nothing is imported here before the source is known to restore something: the settings
+are read with ``tomllib`` (``hook_settings``), the store and the restore only when needed.
+Nothing but the answer ever reaches stdout; every problem is one line in ``hook.log``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
-from pathlib import Path
-from typing import IO, Any
+import time
+from collections.abc import Callable, Mapping
+from typing import IO, TYPE_CHECKING, Any
 
-from ..config import load_config
-from ..store import open_store
-from ..store.discovery import AGENTS, scan
-from ..store.lookup import cwd_variants
-from ..store.store import SessionRow, Store
+if TYPE_CHECKING:
+    from ..store.store import SessionRow, Store
+
+Log = Callable[[str], None]
+
+SOURCES = ("startup", "resume", "clear", "compact")
+DEFAULT_RESTORE_ON = ("compact", "clear", "resume")
+#: Seconds an agent waits for a restoration at most (``[hooks] budget_seconds``).
+DEFAULT_BUDGET = 8.0
+#: The folder under the data dir holding prepared restorations and pending notes.
+FOLDER = "hooks"
+#: A pending note older than this is dropped (its restoration is stale).
+PENDING_MAX_AGE = 6 * 3600.0
+#: How much of a Claude transcript is searched for a conversation line.
+_RELOADED_SCAN = 8 << 20
+_POLL = 0.05
 
 
-def _source(payload: dict[str, Any]) -> str | None:
-    # Gemini CLI documents `source`; some builds sent `trigger`.
+class HookSettings:
+    """``[hooks]`` of the config, read without the config's imports (pydantic)."""
+
+    __slots__ = ("budget", "restore_on")
+
+    def __init__(self, restore_on: frozenset[str], budget: float) -> None:
+        self.restore_on = restore_on
+        self.budget = budget
+
+
+class SettingsProblem(ValueError):
+    """The user's config cannot be read: the hook restores nothing and says why."""
+
+
+def _restore_on(value: Any, where: str) -> frozenset[str]:
+    if isinstance(value, str):
+        text = value.strip()
+        value = json.loads(text) if text.startswith("[") else text.split(",")
+    if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        raise SettingsProblem(f"{where}: hooks.restore_on is not a list of sources")
+    unknown = {x.strip() for x in value} - set(SOURCES)
+    if unknown:
+        raise SettingsProblem(f"{where}: hooks.restore_on: unknown source {sorted(unknown)[0]!r}")
+    return frozenset(x.strip() for x in value)
+
+
+def _budget(value: Any, where: str) -> float:
+    try:
+        budget = float(value)
+    except (TypeError, ValueError):
+        raise SettingsProblem(f"{where}: hooks.budget_seconds is not a number") from None
+    if not budget > 0:
+        raise SettingsProblem(f"{where}: hooks.budget_seconds must be above 0")
+    return budget
+
+
+def hook_settings(env: Mapping[str, str] | None = None) -> HookSettings:
+    """``restore_on`` and ``budget_seconds``: ``OPENCODE_RESTORE_HOOKS_*``, else the user's
+    file, else the defaults (as ``load_config`` merges them)."""
+    env = os.environ if env is None else env
+    section: dict[str, Any] = {}
+    path = env.get("OPENCODE_RESTORE_CONFIG")
+    if not path:
+        from ..dirs import user_config_path
+
+        path = user_config_path()
+    if os.path.isfile(path):
+        import tomllib
+
+        try:
+            with open(path, "rb") as fh:
+                hooks = tomllib.load(fh).get("hooks")
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise SettingsProblem(f"ConfigError: {path}: invalid TOML ({exc})") from None
+        if hooks is not None and not isinstance(hooks, dict):
+            raise SettingsProblem(f"ConfigError: {path}: [hooks] is not a table")
+        section = hooks or {}
+    restore_on = frozenset(DEFAULT_RESTORE_ON)
+    budget = DEFAULT_BUDGET
+    if "restore_on" in section:
+        restore_on = _restore_on(section["restore_on"], path)
+    if "budget_seconds" in section:
+        budget = _budget(section["budget_seconds"], path)
+    name = "OPENCODE_RESTORE_HOOKS_RESTORE_ON"
+    if env.get(name):
+        restore_on = _restore_on(env[name], name)
+    name = "OPENCODE_RESTORE_HOOKS_BUDGET_SECONDS"
+    if env.get(name):
+        budget = _budget(env[name], name)
+    return HookSettings(restore_on, budget)
+
+
+def source_of(payload: dict[str, Any]) -> str | None:
+    """SessionStart's ``source`` (some Gemini builds sent ``trigger``)."""
     value = payload.get("source") or payload.get("trigger")
     return value if isinstance(value, str) else None
 
 
-def previous_session(store: Store, agent: str, cwd: str | None, current: str) -> SessionRow | None:
-    """The most recently active session of ``cwd`` and ``agent`` other than ``current``."""
-    if not cwd:
-        return None
-    for attempt in range(2):
-        rows, _ = store.sessions(agent=agent, cwds=cwd_variants(cwd), limit=20)
-        for row in rows:
-            if row.id != current and row.native_log_file:
-                return store.session(row.id)
-        if attempt == 0 and agent in AGENTS:
-            scan(store, agent=agent)
-    return None
+def conversation_in(path: str | None) -> bool:
+    """True when the Claude transcript at ``path`` holds a user or assistant message."""
+    if not path:
+        return False
+    try:
+        with open(path, "rb") as fh:
+            tail = b""
+            read = 0
+            while read < _RELOADED_SCAN:
+                block = fh.read(1 << 20)
+                if not block:
+                    return False
+                read += len(block)
+                window = tail + block
+                if b'"type":"user"' in window or b'"type":"assistant"' in window:
+                    return True
+                tail = block[-32:]
+    except OSError:
+        return False
+    return True  # a long transcript: a conversation
 
 
-def _target(store: Store, payload: dict[str, Any], source: str, log: Any) -> SessionRow | None:
-    session_id = payload.get("session_id")
-    agent = payload.get("_agent")
-    cwd = payload.get("cwd")
-    if not isinstance(session_id, str) or not isinstance(agent, str):
-        return None
-    if source in ("clear", "startup"):
-        row = previous_session(store, agent, cwd if isinstance(cwd, str) else None, session_id)
-        if row is None:
-            log(f"SessionStart {source}: no earlier {agent} session of {cwd!r} in the store")
-        return row
-    row = store.session(session_id)
-    if row is None or not row.files:
-        log(f"SessionStart {source}: session {session_id} has no transcript in the store")
-        return None
-    return row
+# -- the prepared restoration and its pending note ---------------------------------------
 
 
-def restore_command(row: SessionRow) -> list[str]:
-    """The child that restores ``row``: this interpreter, quiet, prompt format, to stdout."""
+def _key(agent: str, session_id: str) -> str:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in session_id)[:128]
+    return f"{agent}-{safe.lstrip('.')}"
+
+
+def prepared_path(directory: str, agent: str, session_id: str) -> str:
+    """Where the child writes the restoration that session ``session_id`` is due."""
+    return os.path.join(directory, FOLDER, _key(agent, session_id) + ".prompt")
+
+
+def pending_path(directory: str, agent: str, session_id: str) -> str:
+    """The note that session ``session_id`` is due a restoration."""
+    return os.path.join(directory, FOLDER, _key(agent, session_id) + ".pending")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[-1].split()[0] != b"Z"  # a zombie has ended
+    except OSError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def restore_command(row: SessionRow, output: str) -> list[str]:
+    """The child that restores ``row``: this interpreter, quiet, prompt format, to ``output``."""
     paths = [f.path for f in row.files]
     return [
         sys.executable,
@@ -86,57 +207,260 @@ def restore_command(row: SessionRow) -> list[str]:
         "--format",
         "prompt",
         "-q",
+        "-o",
+        output,
     ]
 
 
-def run_restore(command: list[str], budget: float, log_path: str) -> tuple[str | None, str]:
-    """The child's stdout when it finishes within ``budget`` seconds, or None and why not.
-
-    The child keeps running past the budget (own session; its output pipe is simply
-    closed when the hook exits), so the journal is saved for the next time.
-    """
+def start_restore(command: list[str], log_path: str) -> subprocess.Popen[bytes]:
+    """The restore child, in its own session (it outlives the hook); its errors to the log."""
     with open(log_path, "ab") as errors:
-        child = subprocess.Popen(
+        return subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
             stderr=errors,
             start_new_session=True,
         )
-    try:
-        out, _ = child.communicate(timeout=budget)
-    except subprocess.TimeoutExpired:
-        return None, f"not done within {budget:g} s; it goes on in the background"
-    if child.returncode not in (0, 1):  # 1: some turns failed, the summary says which
-        return None, f"restore exited with {child.returncode} (its error is above)"
-    text = out.decode("utf-8", "replace").strip()
-    return (text, "") if text else (None, "restore printed nothing")
 
 
-def answer_session_start(
-    payload: dict[str, Any], agent: str, directory: str, out: IO[str], log: Any
-) -> None:
-    """Print the SessionStart answer for ``payload`` to ``out`` (or nothing)."""
-    source = _source(payload)
-    config = load_config()
-    if source not in config.hooks.restore_on:
-        return
-    store = open_store(Path(directory))
+def _read_prepared(path: str) -> str | None:
     try:
-        row = _target(store, {**payload, "_agent": agent}, source, log)
-    finally:
-        store.close()
-    if row is None:
-        return
-    missing = [f.path for f in row.files if not os.path.isfile(f.path)]
-    if missing:
-        log(f"SessionStart {source}: transcript of {row.id} not readable: {missing[0]}")
-        return
-    log_path = os.path.join(directory, "hook.log")
-    text, why = run_restore(restore_command(row), config.hooks.budget_seconds, log_path)
-    if text is None:
-        log(f"SessionStart {source}: no restoration of {row.id}: {why}")
-        return
-    answer = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read().strip()
+    except FileNotFoundError:
+        return None
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+    return text
+
+
+def _write_pending(path: str, pid: int, source: str, target: str) -> None:
+    note = {"pid": pid, "source": source, "target": target, "created": time.time()}
+    partial = f"{path}.{os.getpid()}.tmp"
+    with open(partial, "w", encoding="utf-8") as fh:
+        json.dump(note, fh)
+    os.replace(partial, path)
+
+
+def collect(directory: str, agent: str, session_id: str, wait: float, log: Log) -> str | None:
+    """The restoration session ``session_id`` is due, waiting for it at most ``wait`` s.
+
+    None when none is due, or when it is not ready in time (then it stays due). The note
+    is taken by a rename, so two hooks never deliver the same restoration.
+    """
+    note_path = pending_path(directory, agent, session_id)
+    if not os.path.exists(note_path):
+        return None
+    taken = f"{note_path}.{os.getpid()}"
+    try:
+        os.rename(note_path, taken)
+    except OSError:
+        return None  # another hook took it
+    try:
+        with open(taken, encoding="utf-8") as fh:
+            note = json.load(fh)
+        pid, source = int(note["pid"]), str(note["source"])
+        target, created = str(note["target"]), float(note["created"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log(f"{agent} session {session_id}: unreadable pending note dropped ({exc})")
+        os.unlink(taken)
+        return None
+    output = prepared_path(directory, agent, session_id)
+    deadline = time.monotonic() + wait
+    while True:
+        text = _read_prepared(output)
+        if text is not None:
+            os.unlink(taken)
+            if not text:
+                log(f"{source}: the restoration of {target} is empty")
+            return text or None
+        if not _alive(pid):
+            # It may have written the file between the two looks.
+            text = _read_prepared(output)
+            if text:
+                os.unlink(taken)
+                return text
+            os.unlink(taken)
+            log(f"{source}: no restoration of {target}: the restore failed (its error is above)")
+            return None
+        if time.time() - created > PENDING_MAX_AGE:
+            os.unlink(taken)
+            log(f"{source}: the restoration of {target} was never ready; dropped")
+            return None
+        if time.monotonic() >= deadline:
+            os.replace(taken, note_path)  # still due: the next event delivers it
+            if wait > 0:
+                log(f"{source}: the restoration of {target} is not ready within {wait:g} s")
+            return None
+        time.sleep(_POLL)
+
+
+def _answer(out: IO[str], event: str, text: str) -> None:
+    answer = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
     out.write(json.dumps(answer, ensure_ascii=False))
     out.flush()
+
+
+# -- which session to restore -------------------------------------------------------------
+
+
+def previous_session(store: Store, agent: str, cwd: str | None, current: str) -> SessionRow | None:
+    """The most recently active session of ``cwd`` and ``agent`` other than ``current``."""
+    from ..store.discovery import AGENTS, scan
+    from ..store.lookup import cwd_variants
+
+    if not cwd:
+        return None
+    for attempt in range(2):
+        rows, _ = store.sessions(agent=agent, cwds=cwd_variants(cwd), limit=20)
+        for row in rows:
+            if row.id != current and row.native_log_file:
+                return store.session(row.id)
+        if attempt == 0 and agent in AGENTS:
+            scan(store, agent=agent)
+    return None
+
+
+def target(directory: str, payload: dict[str, Any], agent: str, source: str, log: Log) -> Any:
+    """The session to restore for ``source`` (a ``SessionRow``), or None and a log line."""
+    from pathlib import Path
+
+    from ..store import open_store
+
+    session_id = payload.get("session_id")
+    cwd = payload.get("cwd")
+    if not isinstance(session_id, str):
+        return None
+    store = open_store(Path(directory))
+    try:
+        if source in ("clear", "startup"):
+            where = cwd if isinstance(cwd, str) else None
+            row = previous_session(store, agent, where, session_id)
+            if row is None:
+                log(f"{source}: no earlier {agent} session of {cwd!r} in the store")
+                return None
+        else:
+            row = store.session(session_id)
+            if row is None or not row.files:
+                log(f"{source}: session {session_id} has no transcript in the store")
+                return None
+    finally:
+        store.close()
+    missing = [f.path for f in row.files if not os.path.isfile(f.path)]
+    if missing:
+        log(f"{source}: transcript of {row.id} not readable: {missing[0]}")
+        return None
+    return row
+
+
+# -- the events ---------------------------------------------------------------------------
+
+
+def _prepare(
+    directory: str, payload: dict[str, Any], agent: str, source: str, log: Log
+) -> tuple[subprocess.Popen[bytes], str] | None:
+    """Start restoring what ``source`` is due; the child and the target's id."""
+    session_id = str(payload["session_id"])
+    row = target(directory, payload, agent, source, log)
+    if row is None:
+        return None
+    output = prepared_path(directory, agent, session_id)
+    os.makedirs(os.path.dirname(output), mode=0o700, exist_ok=True)
+    for stale in (output, pending_path(directory, agent, session_id)):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(stale)  # a newer event supersedes what was due
+    child = start_restore(restore_command(row, output), os.path.join(directory, "hook.log"))
+    return child, row.id
+
+
+def claude_session_start(
+    payload: dict[str, Any], directory: str, out: IO[str], log: Log, settings: HookSettings
+) -> None:
+    """SessionStart of Claude Code: compact / clear (/ resume without a conversation)."""
+    source = source_of(payload)
+    if source not in settings.restore_on:
+        return
+    if source == "resume" and conversation_in(payload.get("transcript_path")):
+        return  # Claude Code reloaded the conversation, and the restorations it holds
+    started = _prepare(directory, payload, "claude-code", source, log)
+    if started is None:
+        return
+    child, target_id = started
+    session_id = str(payload["session_id"])
+    output = prepared_path(directory, "claude-code", session_id)
+    try:
+        child.wait(timeout=settings.budget)
+    except subprocess.TimeoutExpired:
+        _write_pending(
+            pending_path(directory, "claude-code", session_id), child.pid, source, target_id
+        )
+        log(
+            f"{source}: the restoration of {target_id} is not done within {settings.budget:g} s;"
+            " it goes on in the background and comes with the next prompt"
+        )
+        return
+    text = _read_prepared(output)
+    if child.returncode not in (0, 1) or not text:  # 1: some turns failed, it says which
+        log(f"{source}: no restoration of {target_id}: restore exited with {child.returncode}")
+        return
+    _answer(out, "SessionStart", text)
+
+
+def claude_prompt(payload: dict[str, Any], directory: str, out: IO[str], log: Log) -> None:
+    """UserPromptSubmit of Claude Code: a restoration that outran its SessionStart."""
+    text = collect(directory, "claude-code", str(payload["session_id"]), 0.0, log)
+    if text:
+        _answer(out, "UserPromptSubmit", text)
+
+
+def gemini_due(
+    payload: dict[str, Any], directory: str, log: Log, settings: HookSettings, source: str
+) -> None:
+    """SessionStart (resume, clear) or PreCompress of Gemini CLI: prepare, note it as due."""
+    if source not in settings.restore_on:
+        return
+    started = _prepare(directory, payload, "gemini", source, log)
+    if started is None:
+        return
+    child, target_id = started
+    note = pending_path(directory, "gemini", str(payload["session_id"]))
+    _write_pending(note, child.pid, source, target_id)
+
+
+def gemini_before_agent(
+    payload: dict[str, Any], directory: str, out: IO[str], log: Log, settings: HookSettings
+) -> None:
+    """BeforeAgent of Gemini CLI: deliver what is due (waiting within the budget)."""
+    text = collect(directory, "gemini", str(payload["session_id"]), settings.budget, log)
+    if text:
+        _answer(out, "BeforeAgent", text)
+
+
+def answer(
+    payload: dict[str, Any], agent: str, event: str, directory: str, out: IO[str], log: Log
+) -> None:
+    """Answer the hook ``event`` of ``agent`` on ``out`` when it is owed a restoration."""
+    if not isinstance(payload.get("session_id"), str):
+        return
+
+    def said(message: str) -> None:  # each line says whose event it was
+        log(f"{agent} {event} {message}")
+
+    if agent == "claude-code":
+        if event == "SessionStart" and source_of(payload) in SOURCES:
+            claude_session_start(payload, directory, out, said, hook_settings())
+        elif event == "UserPromptSubmit" and os.path.exists(
+            pending_path(directory, agent, payload["session_id"])
+        ):
+            claude_prompt(payload, directory, out, said)
+    elif agent == "gemini":
+        if event == "SessionStart" and source_of(payload) in ("resume", "clear", "startup"):
+            gemini_due(payload, directory, said, hook_settings(), str(source_of(payload)))
+        elif event == "PreCompress" and payload.get("trigger") == "manual":
+            # Installed for /compress only ("manual"); a compression is what compact means.
+            gemini_due(payload, directory, said, hook_settings(), "compact")
+        elif event == "BeforeAgent" and os.path.exists(
+            pending_path(directory, agent, payload["session_id"])
+        ):
+            gemini_before_agent(payload, directory, out, said, hook_settings())
