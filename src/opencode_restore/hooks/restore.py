@@ -24,7 +24,8 @@ SessionStart's ``systemMessage`` and PreCompress's answer is ignored, but Before
 (resume, clear) and PreCompress (installed for ``/compress`` only: 0.61 fires
 PreCompress(auto) before every model request, and waits) start the child and leave the
 note, answering nothing; the next BeforeAgent waits for the child within the budget and
-delivers (past it, the one after).
+delivers (past it, the one after). The appended context is kept in the history that
+``--resume`` reloads, so a resume whose transcript already holds a restoration gets none.
 
 Nothing is imported here before the source is known to restore something: the settings
 are read with ``tomllib`` (``hook_settings``), the store and the restore only when needed.
@@ -57,6 +58,10 @@ FOLDER = "hooks"
 PENDING_MAX_AGE = 6 * 3600.0
 #: How much of a Claude transcript is searched for a conversation line.
 _RELOADED_SCAN = 8 << 20
+#: How much of a Gemini transcript is searched for an earlier restoration.
+_RESTORED_SCAN = 256 << 20
+#: How every restoration starts (``report`` ``--format prompt``).
+MARK = "# Restored context: earlier"
 _POLL = 0.05
 
 
@@ -138,26 +143,39 @@ def source_of(payload: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def conversation_in(path: str | None) -> bool:
-    """True when the Claude transcript at ``path`` holds a user or assistant message."""
+def _holds(path: str | None, needles: tuple[bytes, ...], limit: int) -> bool | None:
+    """Whether the file at ``path`` holds one of ``needles`` in its first ``limit`` bytes
+    (None: not found that far; False: the file ends, or cannot be read, before)."""
     if not path:
         return False
     try:
         with open(path, "rb") as fh:
             tail = b""
             read = 0
-            while read < _RELOADED_SCAN:
+            while read < limit:
                 block = fh.read(1 << 20)
                 if not block:
                     return False
                 read += len(block)
                 window = tail + block
-                if b'"type":"user"' in window or b'"type":"assistant"' in window:
+                if any(needle in window for needle in needles):
                     return True
-                tail = block[-32:]
+                tail = block[-64:]
     except OSError:
         return False
-    return True  # a long transcript: a conversation
+    return None
+
+
+def conversation_in(path: str | None) -> bool:
+    """True when the Claude transcript at ``path`` holds a user or assistant message."""
+    found = _holds(path, (b'"type":"user"', b'"type":"assistant"'), _RELOADED_SCAN)
+    return found is not False  # a long transcript without one in its start: a conversation
+
+
+def restoration_in(path: str | None) -> bool:
+    """True when the transcript at ``path`` already holds a restoration (Gemini CLI keeps
+    BeforeAgent's context in the history it reloads on ``--resume``)."""
+    return bool(_holds(path, (MARK.encode(),), _RESTORED_SCAN))
 
 
 # -- the prepared restoration and its pending note ---------------------------------------
@@ -420,6 +438,8 @@ def gemini_due(
     """SessionStart (resume, clear) or PreCompress of Gemini CLI: prepare, note it as due."""
     if source not in settings.restore_on:
         return
+    if source == "resume" and restoration_in(payload.get("transcript_path")):
+        return  # the resumed history holds one: it reaches the model again, once
     started = _prepare(directory, payload, "gemini", source, log)
     if started is None:
         return
