@@ -49,6 +49,8 @@ def test_wheel_carries_the_package_data(wheel: Path) -> None:
         "opencode_restore/samples/opencode-export.json",
         "opencode_restore/_data/config.toml",
         "opencode_restore/_data/prompts/turn_summary.j2",
+        "opencode_restore/integrations/opencode_plugin.ts",
+        "opencode_restore/integrations/pi_extension.ts",
     ):
         assert name in names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)

@@ -1,4 +1,4 @@
-"""``install`` and ``uninstall``: the agents' hooks and the opencode plugin."""
+"""``install`` and ``uninstall``: the agents' hooks, the opencode plugin, the pi extension."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import click
 from .exits import friendly_errors
 
 agent_argument = click.argument(
-    "agent", type=click.Choice(["claude", "codex", "gemini", "opencode"])
+    "agent", type=click.Choice(["claude", "codex", "gemini", "opencode", "pi"])
 )
 mcp_option = click.option(
     "--mcp",
@@ -20,7 +20,8 @@ scope_option = click.option(
     "--project/--user",
     "project",
     default=False,
-    help="The current project's settings (.claude/, .gemini/, .opencode/) or the user's (default).",
+    help="The current project's settings (.claude/, .gemini/, .opencode/, .pi/) or the user's "
+    "(default).",
 )
 dry_run_option = click.option(
     "--dry-run", is_flag=True, help="Print the change as a diff; write nothing."
@@ -30,7 +31,13 @@ dry_run_option = click.option(
 def _run(agent: str, project: bool, dry_run: bool, remove: bool, mcp: bool) -> None:
     from ..config import load_config
     from ..errors import UsageError
-    from ..integrations.install import default_project, install, target_path, uninstall
+    from ..integrations.install import (
+        companion_paths,
+        default_project,
+        install,
+        target_path,
+        uninstall,
+    )
     from ..integrations.mcp_config import mcp_target
 
     if agent == "codex" and not mcp:
@@ -38,19 +45,23 @@ def _run(agent: str, project: bool, dry_run: bool, remove: bool, mcp: bool) -> N
             "codex has no session-start hook: give --mcp for the MCP server, or run "
             "`opencode-restore restore --latest --format prompt` when you start"
         )
+    if agent == "pi" and mcp:
+        raise UsageError("pi reads no MCP config: `install pi` puts in its extension")
     scope = "project" if project else "user"
     where = mcp_target if mcp else target_path
-    path = where(agent, scope, Path.home(), default_project())
+    main = where(agent, scope, Path.home(), default_project())
     action = uninstall if remove else install
-    change = action(agent, path, load_config().data_dir, dry_run=dry_run, mcp=mcp)
-    if dry_run:
-        click.echo(change.diff() or f"{path}: no change", nl=False)
-        if not change.diff():
-            click.echo()
-        return
-    what = "; ".join(change.notes)
-    verb = ("removed from" if remove else "installed in") if change.changed else "unchanged:"
-    click.echo(f"{agent}: {verb} {path}" + (f" ({what})" if what else ""))
+    data_dir = load_config().data_dir
+    for path in [main] + ([] if mcp else companion_paths(agent, main)):
+        change = action(agent, path, data_dir, dry_run=dry_run, mcp=mcp)
+        if dry_run:
+            click.echo(change.diff() or f"{path}: no change", nl=False)
+            if not change.diff():
+                click.echo()
+            continue
+        what = "; ".join(change.notes)
+        verb = ("removed from" if remove else "installed in") if change.changed else "unchanged:"
+        click.echo(f"{agent}: {verb} {path}" + (f" ({what})" if what else ""))
 
 
 @click.command("install")
@@ -64,8 +75,10 @@ def install_cmd(agent: str, project: bool, dry_run: bool, mcp: bool) -> None:
 
     claude / gemini: hook entries merged into settings.json (other entries untouched, a
     backup kept; SessionStart answers compact / clear / resume with the restoration).
-    opencode: the plugin copied into the plugins folder. With --mcp (codex too): the MCP
-    server added to the agent's MCP config. Installing twice changes nothing.
+    opencode: the plugin copied into the plugins folder (and two lines in that config
+    folder's .npmrc so an offline start does not wait on npm). pi: the extension copied
+    into its extensions folder. With --mcp (codex too): the MCP server added to the
+    agent's MCP config. Installing twice changes nothing.
     """
     _run(agent, project, dry_run, remove=False, mcp=mcp)
 

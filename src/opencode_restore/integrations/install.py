@@ -1,12 +1,13 @@
-"""``install`` / ``uninstall``: put the hooks (Claude Code, Gemini CLI) or the plugin (opencode)
-where the agent reads them, and take them out again.
+"""``install`` / ``uninstall``: put the hooks (Claude Code, Gemini CLI), the plugin (opencode)
+or the extension (pi) where the agent reads them, and take them out again.
 
 Settings files are merged (``settings_json``), never replaced: the file before the first
 change is kept as ``settings.json.bak`` (``.bak.N`` when taken), and each install is
 recorded in ``DATA_DIR/installs.json``. ``uninstall`` puts back the exact bytes the file
 had before when nobody changed it since; otherwise it takes out our entries alone. The
-plugin is one file, removed only while it is still the one we copied. Every write is
-atomic: a failure (a read-only folder) leaves the old file whole.
+plugin and the extension are one file each, removed only while still the one we copied.
+opencode also gets two lines in its config folder's ``.npmrc`` (``NPMRC_LINES``). Every
+write is atomic: a failure (a read-only folder) leaves the old file whole.
 """
 
 from __future__ import annotations
@@ -27,9 +28,19 @@ from ..errors import UsageError
 from .mcp_config import add_server, remove_server
 from .settings_json import Entry, dump_settings, merge_hooks, parse_settings, remove_hooks
 
-AGENTS = ("claude", "gemini", "opencode")
+AGENTS = ("claude", "gemini", "opencode", "pi")
+#: The agents whose whole integration is one file of ours (a plugin / an extension).
+FILE_AGENTS = ("opencode", "pi")
 PLUGIN_NAME = "opencode-restore.ts"
 PLUGIN_SOURCE = Path(__file__).resolve().parent / "opencode_plugin.ts"
+PI_EXTENSION_SOURCE = Path(__file__).resolve().parent / "pi_extension.ts"
+#: opencode installs ``@opencode-ai/plugin`` into each config folder on every start and, once
+#: any plugin is there, waits for it; offline npm's retries (10 s + 60 s) held the start up
+#: 70-75 s. One try with a 10 s timeout fails at once offline and installs as before online.
+NPMRC = ".npmrc"
+NPMRC_LINES = ("fetch-retries=0", "fetch-timeout=10000")
+NPMRC_BEGIN = "# >>> opencode-restore: opencode's start must not wait on npm retries offline"
+NPMRC_END = "# <<< opencode-restore"
 MANIFEST = "installs.json"
 
 #: The events each agent reports to ``opencode-restore hook``, with their matcher. Claude
@@ -84,9 +95,10 @@ def hook_command(agent: str) -> str:
     return shlex.join(args)
 
 
-def plugin_text(argv: list[str]) -> bytes:
-    """The opencode plugin, calling ``argv`` (the CLI found at install time)."""
-    source = PLUGIN_SOURCE.read_text("utf-8")
+def plugin_text(argv: list[str], source_path: Path = PLUGIN_SOURCE) -> bytes:
+    """The opencode plugin (or, from ``PI_EXTENSION_SOURCE``, the pi extension), calling
+    ``argv`` (the CLI found at install time)."""
+    source = source_path.read_text("utf-8")
     line = 'const COMMAND: string[] = ["opencode-restore"]'
     return source.replace(line, f"const COMMAND: string[] = {json.dumps(argv)}").encode()
 
@@ -98,13 +110,61 @@ def target_path(agent: str, scope: str, home: Path, project: Path) -> Path:
     if agent == "opencode":
         base = home / ".config/opencode" if scope == "user" else project / ".opencode"
         return base / "plugins" / PLUGIN_NAME
+    if agent == "pi":
+        agent_dir = os.environ.get("PI_CODING_AGENT_DIR")
+        if scope == "project":
+            base = project / ".pi"
+        else:
+            base = Path(agent_dir).expanduser() if agent_dir else home / ".pi/agent"
+        return base / "extensions" / PLUGIN_NAME
     folder = ".claude" if agent == "claude" else ".gemini"
     return (home if scope == "user" else project) / folder / "settings.json"
 
 
+def companion_paths(agent: str, path: Path) -> list[Path]:
+    """The files installed beside ``path``: opencode's config folder's ``.npmrc``."""
+    if agent == "opencode" and path.name == PLUGIN_NAME:
+        return [path.parent.parent / NPMRC]
+    return []
+
+
+def _file_text(agent: str, path: Path, command: str, before: bytes | None) -> bytes | None:
+    """What one of our files (plugin, extension, ``.npmrc``) holds once installed."""
+    if path.name == NPMRC:
+        return npmrc_text(before)
+    source = PI_EXTENSION_SOURCE if agent == "pi" else PLUGIN_SOURCE
+    return plugin_text(json.loads(command), source)
+
+
+def npmrc_text(before: bytes | None) -> bytes | None:
+    """``before`` with our block of the ``NPMRC_LINES`` it does not set yet (None: it sets
+    them all, no change)."""
+    text = (before or b"").decode("utf-8", "replace")
+    keys = {line.split("=", 1)[0].strip() for line in text.splitlines() if "=" in line}
+    missing = [line for line in NPMRC_LINES if line.split("=", 1)[0] not in keys]
+    if not missing:
+        return None
+    sep = "" if not text or text.endswith("\n") else "\n"
+    return (text + sep + "\n".join([NPMRC_BEGIN, *missing, NPMRC_END]) + "\n").encode()
+
+
+def npmrc_without(before: bytes) -> bytes | None:
+    """``before`` without our block (None: no block)."""
+    lines = before.decode("utf-8", "replace").splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines) if line.rstrip("\r\n") == NPMRC_BEGIN]
+    if not starts:
+        return None
+    start = starts[0]
+    end = next(
+        (i for i in range(start, len(lines)) if lines[i].rstrip("\r\n") == NPMRC_END),
+        len(lines) - 1,
+    )
+    return "".join(lines[:start] + lines[end + 1 :]).encode()
+
+
 def _command(agent: str) -> str:
-    """What install writes: the hook command line, or (opencode) the plugin's argv as JSON."""
-    return json.dumps(cli_argv()) if agent == "opencode" else hook_command(agent)
+    """What install writes: the hook command line, or (opencode, pi) the file's argv as JSON."""
+    return json.dumps(cli_argv()) if agent in FILE_AGENTS else hook_command(agent)
 
 
 def _entries(agent: str, command: str, events: tuple[str, ...] | None = None) -> list[Entry]:
@@ -173,11 +233,11 @@ def plan_install(agent: str, path: Path, command: str, *, mcp: bool = False) -> 
         if after == before:
             return Change(path, before, before, ["already installed"])
         return Change(path, before, after)
-    if agent == "opencode":
-        plugin = plugin_text(json.loads(command))
-        if before == plugin:
+    if agent in FILE_AGENTS:
+        wanted = _file_text(agent, path, command, before)
+        if wanted is None or before == wanted:
             return Change(path, before, before, ["already installed"])
-        return Change(path, before, plugin)
+        return Change(path, before, wanted)
     settings = parse_settings((before or b"").decode("utf-8", "replace"), str(path))
     current = remove_hooks(settings, _legacy(agent, command), str(path))
     merged = merge_hooks(current, _entries(agent, command), str(path))
@@ -205,10 +265,18 @@ def plan_uninstall(
         if cleaned_text is None:
             return Change(path, before, before, ["nothing installed"])
         return Change(path, before, cleaned_text.encode(), ["our server removed"])
-    if agent == "opencode":
-        if before == plugin_text(json.loads(command)):
+    if agent in FILE_AGENTS and path.name == NPMRC:
+        cleaned_rc = npmrc_without(before)
+        if cleaned_rc is None:
+            return Change(path, before, before, ["nothing installed"])
+        if not cleaned_rc.strip() and record is not None and record.get("created"):
             return Change(path, before, None)
-        return Change(path, before, before, ["the plugin file was changed; left alone"])
+        return Change(path, before, cleaned_rc, ["our lines removed"])
+    if agent in FILE_AGENTS:
+        if before == _file_text(agent, path, command, before):
+            return Change(path, before, None)
+        what = "extension" if agent == "pi" else "plugin"
+        return Change(path, before, before, [f"the {what} file was changed; left alone"])
     settings = parse_settings(before.decode("utf-8", "replace"), str(path))
     entries = _entries(agent, command) + _legacy(agent, command)
     cleaned = remove_hooks(settings, entries, str(path))

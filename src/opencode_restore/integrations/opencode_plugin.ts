@@ -1,7 +1,19 @@
 // opencode-restore for opencode: puts the cited restoration of the session into the
-// compaction context, and records compacted sessions in the opencode-restore store.
-// All logic stays in the Python CLI; this file only calls it. Installed by
-// `opencode-restore install opencode`, removed by `opencode-restore uninstall opencode`.
+// compaction request and into every request after it, and records compacted sessions in
+// the opencode-restore store. All logic stays in the Python CLI; this file only calls it.
+// Installed by `opencode-restore install opencode`, removed by `opencode-restore uninstall
+// opencode`. It imports nothing (no `@opencode-ai/plugin`, no package.json): opencode loads
+// it as it is, offline.
+//
+// - `experimental.session.compacting`: `opencode-restore restore <sessionID> --agent opencode
+//   --format prompt -q`, pushed into the compaction context (the model writes its summary
+//   with it) and kept for the session.
+// - `experimental.chat.messages.transform`: every request after a compaction carries that
+//   restoration once, as a text part of the compaction's own user message ("What did we do
+//   so far?"), right before the model's summary. Only the request is changed, never the
+//   stored session. After a restart (nothing kept) the restore runs once in the background
+//   and the requests from then on carry it.
+// - the `session.compacted` event: `opencode-restore hook --agent opencode` records it.
 
 // The CLI, as `install` found it (argv form, no shell).
 const COMMAND: string[] = ["opencode-restore"]
@@ -9,6 +21,11 @@ const COMMAND: string[] = ["opencode-restore"]
 const TIMEOUT_MS = 25_000
 
 type Hooks = Record<string, (...args: any[]) => Promise<void>>
+type Part = { id?: string; type: string; text?: string; [key: string]: unknown }
+type Message = {
+  info: { id: string; sessionID: string; role: string; summary?: boolean; parentID?: string }
+  parts: Part[]
+}
 
 async function run(args: string[]): Promise<string> {
   try {
@@ -23,16 +40,62 @@ async function run(args: string[]): Promise<string> {
   }
 }
 
-export const OpencodeRestore = async ({ directory }: { directory: string }): Promise<Hooks> => ({
-  "experimental.session.compacting": async (input: { sessionID: string }, output: { context: string[] }) => {
-    const text = await run(["restore", input.sessionID, "--agent", "opencode", "--format", "prompt", "-q"])
-    if (text) output.context.push(text)
-  },
-  event: async ({ event }: { event: { type: string; properties?: Record<string, any> } }) => {
-    if (event.type !== "session.compacted") return
-    const sessionID = event.properties?.sessionID
-    if (typeof sessionID !== "string") return
-    const payload = { session_id: sessionID, cwd: directory, hook_event_name: "session.compacted" }
-    await run(["hook", "--agent", "opencode", JSON.stringify(payload)])
-  },
-})
+const restore = (sessionID: string) =>
+  run(["restore", sessionID, "--agent", "opencode", "--format", "prompt", "-q"])
+
+export const OpencodeRestore = async ({ directory }: { directory: string }): Promise<Hooks> => {
+  // sessionID -> the restoration its running compaction was given (not yet bound to a summary)
+  const pending = new Map<string, string>()
+  // summary message id -> the restoration the requests after that compaction carry
+  const restorations = new Map<string, string>()
+  const inflight = new Set<string>()
+
+  return {
+    "experimental.session.compacting": async (input: { sessionID: string }, output: { context: string[] }) => {
+      const text = await restore(input.sessionID)
+      if (!text) return
+      output.context.push(text)
+      pending.set(input.sessionID, text)
+    },
+    "experimental.chat.messages.transform": async (_input: unknown, output: { messages: Message[] }) => {
+      const messages = output.messages
+      if (!Array.isArray(messages)) return
+      const summary = messages.findLast((m) => m.info?.role === "assistant" && m.info.summary === true)
+      if (!summary?.info.parentID) return
+      const asked = messages.find((m) => m.info.id === summary.info.parentID)
+      if (!asked || !asked.parts.some((p) => p.type === "compaction")) return
+      const key = summary.info.id
+      const sessionID = summary.info.sessionID
+      let text = restorations.get(key)
+      if (text === undefined && pending.has(sessionID)) {
+        text = pending.get(sessionID) as string
+        pending.delete(sessionID)
+        restorations.set(key, text)
+      }
+      if (text === undefined) {
+        // Compacted before this process started: restore once, for the requests to come.
+        if (!inflight.has(key)) {
+          inflight.add(key)
+          void restore(sessionID).then((found) => restorations.set(key, found))
+        }
+        return
+      }
+      if (!text || asked.parts.some((p) => p.text === text)) return
+      asked.parts.push({
+        id: `${asked.info.id}-opencode-restore`,
+        sessionID,
+        messageID: asked.info.id,
+        type: "text",
+        text,
+        synthetic: true,
+      })
+    },
+    event: async ({ event }: { event: { type: string; properties?: Record<string, any> } }) => {
+      if (event.type !== "session.compacted") return
+      const sessionID = event.properties?.sessionID
+      if (typeof sessionID !== "string") return
+      const payload = { session_id: sessionID, cwd: directory, hook_event_name: "session.compacted" }
+      await run(["hook", "--agent", "opencode", JSON.stringify(payload)])
+    },
+  }
+}
