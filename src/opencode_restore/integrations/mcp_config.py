@@ -3,7 +3,8 @@
 Each agent keeps its MCP servers in its own file and shape; ours is one entry named
 ``opencode-restore`` there, merged in beside the user's others and taken out alone:
 
-- Claude Code: ``~/.claude.json`` (user) or ``.mcp.json`` (project), ``mcpServers``;
+- Claude Code: ``~/.claude.json`` (user) or ``.mcp.json`` (project), ``mcpServers``, with
+  ``"alwaysLoad": true`` so the tools are in the first request;
 - Gemini CLI: ``settings.json`` of ``~/.gemini`` or ``.gemini``, ``mcpServers``;
 - opencode: ``~/.config/opencode/opencode.json`` or ``opencode.json``, ``mcp``;
 - Codex: ``$CODEX_HOME/config.toml`` (default ``~/.codex``), ``[mcp_servers.NAME]``, edited
@@ -23,6 +24,8 @@ from .settings_json import SettingsError, dump_settings, parse_settings
 
 SERVER_NAME = "opencode-restore"
 MCP_AGENTS = ("claude", "codex", "gemini", "opencode")
+#: Codex's time limit for one tool call, in seconds (its default is 60).
+CODEX_TOOL_TIMEOUT = 300
 #: The key of the servers' table in each agent's JSON config.
 _JSON_KEY = {"claude": "mcpServers", "gemini": "mcpServers", "opencode": "mcp"}
 
@@ -50,7 +53,15 @@ def server_entry(agent: str, argv: list[str]) -> dict[str, Any]:
     if agent == "opencode":
         return {"type": "local", "command": command, "enabled": True}
     entry: dict[str, Any] = {"command": command[0], "args": command[1:]}
-    return {"type": "stdio", **entry} if agent == "claude" else entry
+    if agent == "claude":
+        # Claude Code otherwise defers MCP tools behind its tool search and sends a
+        # one-shot (`claude -p`) prompt before they are loaded; alwaysLoad offers them in
+        # the first request.
+        return {"type": "stdio", **entry, "alwaysLoad": True}
+    if agent == "codex":
+        # A restore with a model may take longer than Codex's 60 s default per tool call.
+        return {**entry, "tool_timeout_sec": CODEX_TOOL_TIMEOUT}
+    return entry
 
 
 def add_server(agent: str, text: str, argv: list[str], where: str) -> str:
