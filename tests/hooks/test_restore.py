@@ -289,3 +289,37 @@ def test_a_broken_config_never_fails_the_agent(home: Path, data_dir: Path) -> No
     result = _hook(_at_home(_recorded("compact"), home), home, data_dir)
     assert (result.returncode, result.stdout) == (0, "")
     assert "ConfigError" in _log(data_dir)
+
+
+@pytest.mark.parametrize(
+    ("payload", "args"),
+    [
+        ({"hook_event_name": "SessionStart", "source": "startup"}, ()),
+        ({"hook_event_name": "SessionStart", "source": "resume"}, ()),
+        ({"hook_event_name": "UserPromptSubmit", "prompt": "go on"}, ()),
+        ({"hook_event_name": "Stop"}, ()),
+        ({"hook_event_name": "BeforeAgent", "prompt": "go on"}, ("--agent", "gemini")),
+        ({"hook_event_name": "SessionStart", "source": "startup"}, ("--agent", "gemini")),
+    ],
+)
+def test_an_event_that_restores_nothing_imports_no_config_store_or_restore(
+    payload: dict[str, Any], args: tuple[str, ...], home: Path, data_dir: Path
+) -> None:
+    full = {**_at_home(_recorded("compact"), home), **payload}
+    if "source" not in payload:
+        full.pop("source")
+    _hook({**full, "prompt": "first"}, home, data_dir, *args)  # the session has its title
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "opencode_restore", "hook", *args],
+        input=json.dumps(full),
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, HOME=str(home), OPENCODE_RESTORE_DATA_DIR=str(data_dir)),
+        timeout=DEADLINE,
+        check=False,
+    )
+    assert (result.returncode, result.stdout) == (0, "")
+    imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()}
+    heavy = {"pydantic", "opencode_restore.config", "opencode_restore.store.store", "subprocess"}
+    heavy |= {"opencode_restore.redact", "click", "anthropic", "openai", "httpx"}
+    assert imported & heavy == set()

@@ -294,6 +294,13 @@ def record(event: HookEvent, directory: str) -> bool:
     """Write ``event`` to the store in ``directory``; True when a new file joined the chain."""
     conn = connect(os.path.join(directory, DB_NAME))
     try:
+        if event.title is not None:
+            # The first title stays: a session that has one (every prompt after the first)
+            # does not pay for redacting another (the patterns take ~40 ms to import).
+            row = conn.execute("SELECT title FROM sessions WHERE id = ?", (event.session_id,))
+            found = row.fetchone()
+            if found is not None and found[0]:
+                event.title = None
         return record_transcript(
             conn,
             event.session_id,

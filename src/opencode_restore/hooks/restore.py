@@ -37,13 +37,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import subprocess
+
     from ..store.store import SessionRow, Store
 
 Log = Callable[[str], None]
@@ -232,6 +233,8 @@ def restore_command(row: SessionRow, output: str) -> list[str]:
 
 def start_restore(command: list[str], log_path: str) -> subprocess.Popen[bytes]:
     """The restore child, in its own session (it outlives the hook); its errors to the log."""
+    import subprocess  # only a restore pays for it
+
     with open(log_path, "ab") as errors:
         return subprocess.Popen(
             command,
@@ -404,6 +407,8 @@ def claude_session_start(
     started = _prepare(directory, payload, "claude-code", source, log)
     if started is None:
         return
+    import subprocess
+
     child, target_id = started
     session_id = str(payload["session_id"])
     output = prepared_path(directory, "claude-code", session_id)
