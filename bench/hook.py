@@ -58,7 +58,7 @@ def _hook(payload: dict[str, Any], env: dict[str, str], *args: str) -> tuple[flo
         [*HOOK, *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
         env=env,
     )
     assert proc.stdin is not None
@@ -66,12 +66,16 @@ def _hook(payload: dict[str, Any], env: dict[str, str], *args: str) -> tuple[flo
     proc.stdin.write(json.dumps(payload).encode())
     proc.stdin.close()
     out = proc.stdout.read()
+    err = proc.stderr.read() if proc.stderr is not None else b""
     # wait4 gives this child's own rusage (and that of the restore child it waited for).
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - start
     if proc.returncode != 0:
-        sys.exit(f"hook exited with {proc.returncode} on {payload['hook_event_name']}")
+        sys.exit(
+            f"hook exited with {proc.returncode} on {payload['hook_event_name']}:"
+            f" {err.decode(errors='replace')[-2000:]}"
+        )
     return wall, usage.ru_utime + usage.ru_stime, out.decode()
 
 
