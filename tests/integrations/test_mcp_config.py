@@ -71,6 +71,9 @@ def test_install_adds_ours_beside_the_others_and_uninstall_restores_the_bytes(
         assert ours == {"type": "local", "command": argv, "enabled": True}
     else:
         assert [ours["command"], *ours["args"]] == argv
+    # Claude Code: the tools in the first request, not deferred; Codex: time for a restore.
+    assert ours.get("alwaysLoad") is (True if agent == "claude" else None)
+    assert ours.get("tool_timeout_sec") == (300 if agent == "codex" else None)
     others = _servers(agent, before) if before.strip() else {}
     assert {k: v for k, v in servers.items() if k != SERVER_NAME} == others
     if agent == "codex":
