@@ -90,10 +90,11 @@ def test_every_recorded_payload_is_stored(data_dir: Path, stdin: io.StringIO) ->
     assert s.last_event == "SessionEnd"
     assert s.title is not None
     assert s.title.startswith("Add a --shout flag")
-    # The resume and compact starts ask for a restoration of transcripts that were
-    # recorded on another machine: one line each says so, nothing else went wrong.
+    # The resume starts (their transcripts are not here, so not reloaded), PreCompact and
+    # the compact start ask for a restoration of transcripts that were recorded on another
+    # machine: one line each says so, nothing else went wrong.
     log = (data_dir / "hook.log").read_text().splitlines()
-    assert len(log) == 3
+    assert len(log) == 4
     assert all("not readable: /home/dev/.claude/projects/" in line for line in log)
 
 

@@ -323,3 +323,19 @@ def test_an_event_that_restores_nothing_imports_no_config_store_or_restore(
     heavy = {"pydantic", "opencode_restore.config", "opencode_restore.store.store", "subprocess"}
     heavy |= {"opencode_restore.redact", "click", "anthropic", "openai", "httpx"}
     assert imported & heavy == set()
+
+
+def test_claude_pre_compact_prepares_and_only_session_start_compact_delivers(
+    home: Path, data_dir: Path
+) -> None:
+    payload = _at_home(_recorded("compact"), home)
+    pre = {**payload, "hook_event_name": "PreCompact", "trigger": "manual"}
+    pre.pop("source")
+    prompt = {**pre, "hook_event_name": "UserPromptSubmit", "prompt": "go on"}
+    assert _hook(pre, home, data_dir).stdout == ""
+    # The compaction may still fail: a prompt before SessionStart(compact) gets nothing.
+    assert _hook(prompt, home, data_dir).stdout == ""
+    result = _hook(payload, home, data_dir)
+    assert f"session `{CLAUDE_ID}`" in _context(result.stdout)
+    assert _hook(prompt, home, data_dir).stdout == ""  # delivered once
+    assert _log(data_dir) == ""

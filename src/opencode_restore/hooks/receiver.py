@@ -316,7 +316,9 @@ def record(event: HookEvent, directory: str) -> bool:
 
 
 #: The events that may be answered with a restoration (``hooks.restore``).
-_ANSWERED = frozenset({"SessionStart", "UserPromptSubmit", "BeforeAgent", "PreCompress"})
+_ANSWERED = frozenset(
+    {"SessionStart", "UserPromptSubmit", "PreCompact", "BeforeAgent", "PreCompress"}
+)
 
 
 def run(agent: str | None, payload_text: str | None) -> int:

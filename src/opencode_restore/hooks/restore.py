@@ -9,7 +9,8 @@ restoration reaches the model exactly once.
 
 Claude Code (SessionStart sources startup, resume, clear, compact; measured on 2.1.332):
 
-* compact: the session the payload names; clear (and startup, when configured): the session
+* compact: the session the payload names, its restore started at PreCompact (while the
+  model writes the compaction summary); clear (and startup, when configured): the session
   before it in the same directory. The hook waits for the child at most ``[hooks]
   budget_seconds`` and answers ``{"hookSpecificOutput": {"hookEventName": "SessionStart",
   "additionalContext": ...}}``; past the budget it answers nothing, the child goes on and
@@ -256,19 +257,31 @@ def _read_prepared(path: str) -> str | None:
     return text
 
 
-def _write_pending(path: str, pid: int, source: str, target: str) -> None:
-    note = {"pid": pid, "source": source, "target": target, "created": time.time()}
+def _write_pending(
+    path: str, pid: int, source: str, target: str, *, due: bool = True, created: float = 0.0
+) -> None:
+    note = {
+        "pid": pid,
+        "source": source,
+        "target": target,
+        "created": created or time.time(),
+        "due": due,
+    }
     partial = f"{path}.{os.getpid()}.tmp"
     with open(partial, "w", encoding="utf-8") as fh:
         json.dump(note, fh)
     os.replace(partial, path)
 
 
-def collect(directory: str, agent: str, session_id: str, wait: float, log: Log) -> str | None:
+def collect(
+    directory: str, agent: str, session_id: str, wait: float, log: Log, *, make_due: bool = False
+) -> str | None:
     """The restoration session ``session_id`` is due, waiting for it at most ``wait`` s.
 
     None when none is due, or when it is not ready in time (then it stays due). The note
-    is taken by a rename, so two hooks never deliver the same restoration.
+    is taken by a rename, so two hooks never deliver the same restoration. A note that
+    is only prepared (Claude Code's PreCompact: the compaction may still fail) is not due
+    until ``make_due`` (its SessionStart(compact)) makes it so.
     """
     note_path = pending_path(directory, agent, session_id)
     if not os.path.exists(note_path):
@@ -283,9 +296,13 @@ def collect(directory: str, agent: str, session_id: str, wait: float, log: Log) 
             note = json.load(fh)
         pid, source = int(note["pid"]), str(note["source"])
         target, created = str(note["target"]), float(note["created"])
+        due = bool(note.get("due", True)) or make_due
     except (OSError, ValueError, KeyError, TypeError) as exc:
         log(f"{agent} session {session_id}: unreadable pending note dropped ({exc})")
         os.unlink(taken)
+        return None
+    if not due:
+        os.replace(taken, note_path)
         return None
     output = prepared_path(directory, agent, session_id)
     deadline = time.monotonic() + wait
@@ -310,7 +327,8 @@ def collect(directory: str, agent: str, session_id: str, wait: float, log: Log) 
             log(f"{source}: the restoration of {target} was never ready; dropped")
             return None
         if time.monotonic() >= deadline:
-            os.replace(taken, note_path)  # still due: the next event delivers it
+            _write_pending(taken, pid, source, target, created=created)  # due from now on
+            os.replace(taken, note_path)  # the next event delivers it
             if wait > 0:
                 log(f"{source}: the restoration of {target} is not ready within {wait:g} s")
             return None
@@ -404,13 +422,19 @@ def claude_session_start(
         return
     if source == "resume" and conversation_in(payload.get("transcript_path")):
         return  # Claude Code reloaded the conversation, and the restorations it holds
+    session_id = str(payload["session_id"])
+    if source == "compact" and os.path.exists(pending_path(directory, "claude-code", session_id)):
+        # PreCompact started it while the model wrote the compaction summary.
+        text = collect(directory, "claude-code", session_id, settings.budget, log, make_due=True)
+        if text:
+            _answer(out, "SessionStart", text)
+        return
     started = _prepare(directory, payload, "claude-code", source, log)
     if started is None:
         return
     import subprocess
 
     child, target_id = started
-    session_id = str(payload["session_id"])
     output = prepared_path(directory, "claude-code", session_id)
     try:
         child.wait(timeout=settings.budget)
@@ -428,6 +452,19 @@ def claude_session_start(
         log(f"{source}: no restoration of {target_id}: restore exited with {child.returncode}")
         return
     _answer(out, "SessionStart", text)
+
+
+def claude_pre_compact(
+    payload: dict[str, Any], directory: str, log: Log, settings: HookSettings
+) -> None:
+    """PreCompact of Claude Code: start the restoration while the compaction runs."""
+    if "compact" not in settings.restore_on:
+        return
+    started = _prepare(directory, payload, "claude-code", "compact", log)
+    if started is not None:
+        child, target_id = started
+        note = pending_path(directory, "claude-code", str(payload["session_id"]))
+        _write_pending(note, child.pid, "compact", target_id, due=False)
 
 
 def claude_prompt(payload: dict[str, Any], directory: str, out: IO[str], log: Log) -> None:
@@ -475,6 +512,8 @@ def answer(
     if agent == "claude-code":
         if event == "SessionStart" and source_of(payload) in SOURCES:
             claude_session_start(payload, directory, out, said, hook_settings())
+        elif event == "PreCompact":
+            claude_pre_compact(payload, directory, said, hook_settings())
         elif event == "UserPromptSubmit" and os.path.exists(
             pending_path(directory, agent, payload["session_id"])
         ):
