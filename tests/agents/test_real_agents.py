@@ -1,15 +1,14 @@
-"""The hook answer and the plugin against the real agents from npm (opt-in, slow).
+"""The hook answer against the real Claude Code from npm (opt-in, slow), and the helpers
+of the other agent tests (the opencode plugin and the pi extension: ``test_plugin_agents``).
 
-Runs Claude Code (``@anthropic-ai/claude-code``) and opencode (``opencode-ai``) against a
-fake model on 127.0.0.1 (``fake_model``), with a throw-away HOME into which
-``opencode-restore install`` wrote the hooks / the plugin, and checks that after a
-compaction the next request the model receives carries the restoration. Skipped unless
-the programs are found: ``CLAUDE_BIN`` / ``OPENCODE_BIN``, else ``claude`` / ``opencode``
-on PATH. To run it:
+Runs Claude Code (``@anthropic-ai/claude-code``) against a fake model on 127.0.0.1
+(``fake_model``), with a throw-away HOME into which ``opencode-restore install`` wrote the
+hooks, and checks that after a compaction the next request the model receives carries the
+restoration. Skipped unless the program is found: ``CLAUDE_BIN``, else ``claude`` on PATH.
+To run it:
 
-    npm install --prefix /tmp/agents @anthropic-ai/claude-code opencode-ai
-    CLAUDE_BIN=/tmp/agents/node_modules/.bin/claude \\
-    OPENCODE_BIN=/tmp/agents/node_modules/.bin/opencode pytest --no-cov tests/agents
+    npm install --prefix /tmp/agents @anthropic-ai/claude-code
+    CLAUDE_BIN=/tmp/agents/node_modules/.bin/claude pytest --no-cov tests/agents
 
 Offline for certain (as root): ``unshare --net sh -c 'ip link set lo up && pytest ...'``;
 the fake model and the agents then share a network namespace holding only loopback.
@@ -24,7 +23,6 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -166,72 +164,3 @@ def _stored(data_dir: Path, session: str) -> tuple[str, str] | None:
     finally:
         db.close()
     return None if row is None else (row[0], row[1])
-
-
-def test_opencode_compaction_gets_the_restoration(tmp_path: Path) -> None:
-    opencode = _binary("OPENCODE_BIN", "opencode")
-    home, data_dir = tmp_path / "home", tmp_path / "data"
-    home.mkdir()
-    project = _project(tmp_path)
-    with FakeModel() as model:
-        env = _env(
-            home,
-            data_dir,
-            OPENCODE_DISABLE_AUTOUPDATE="1",
-            OPENCODE_DISABLE_MODELS_FETCH="1",
-            OPENCODE_DISABLE_LSP_DOWNLOAD="1",
-            OPENCODE_DISABLE_DEFAULT_PLUGINS="1",
-            OPENCODE_DISABLE_SHARE="1",
-            OPENCODE_DISABLE_CLAUDE_CODE="1",
-        )
-        config = home / ".config/opencode/opencode.json"
-        config.parent.mkdir(parents=True)
-        provider = {
-            "npm": "@ai-sdk/openai-compatible",
-            "name": "fake",
-            "options": {"baseURL": f"{model.url}/v1", "apiKey": "fake"},
-            "models": {"fake-model": {"name": "fake"}},
-        }
-        config.write_text(
-            json.dumps({"provider": {"fakeai": provider}, "model": "fakeai/fake-model"})
-        )
-        _install("opencode", env)
-        port = _free_port()
-        log = (tmp_path / "opencode.log").open("w")
-        server = subprocess.Popen(
-            [opencode, "serve", "--port", str(port), "--hostname", "127.0.0.1"],
-            cwd=project,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            # opencode first tries to install its plugin package (@opencode-ai/plugin) into
-            # the config folder; offline that takes about two minutes to give up.
-            deadline = time.monotonic() + 2 * DEADLINE
-            while True:
-                try:
-                    _call(port, "GET", "/session", timeout=5)
-                    break
-                except OSError:
-                    assert time.monotonic() < deadline, "opencode serve never answered"
-                    time.sleep(0.2)
-            session = _call(port, "POST", "/session", {})["id"]
-            chosen = {"providerID": "fakeai", "modelID": "fake-model"}
-            for text in ("Add a --shout flag to greet.py", "Also mention it in the README"):
-                part = {"type": "text", "text": text}
-                _call(port, "POST", f"/session/{session}/message", {"parts": [part], **chosen})
-            before = len(model.requests)
-            assert _call(port, "POST", f"/session/{session}/summarize", chosen) is True
-            # session.compacted reaches the plugin as an event, after the reply.
-            while _stored(data_dir, session) != ("opencode", "session.compacted"):
-                assert time.monotonic() < deadline, "session.compacted was never recorded"
-                time.sleep(0.2)
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
-            log.close()
-    assert not any(_carries(body, MARK) for _path, body in model.requests[:before])
-    compaction = model.requests[before][1]
-    assert _carries(compaction, MARK)
-    assert _carries(compaction, f"opencode session `{session}`")
