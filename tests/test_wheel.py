@@ -51,6 +51,7 @@ def test_wheel_carries_the_package_data(wheel: Path) -> None:
         "opencode_restore/_data/prompts/turn_summary.j2",
         "opencode_restore/integrations/opencode_plugin.ts",
         "opencode_restore/integrations/pi_extension.ts",
+        "opencode_restore/mcp/handshake.json",
     ):
         assert name in names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
