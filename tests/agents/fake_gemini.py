@@ -59,10 +59,12 @@ def _reply(text: str) -> dict[str, Any]:
                 "index": 0,
             }
         ],
+        # A long history (far under 0.61's auto-compression threshold, half of 1M tokens):
+        # a /compress summary is then shorter, so Gemini keeps it instead of the history.
         "usageMetadata": {
-            "promptTokenCount": 100,
+            "promptTokenCount": 50_000,
             "candidatesTokenCount": 10,
-            "totalTokenCount": 110,
+            "totalTokenCount": 50_010,
         },
         "modelVersion": MODEL,
     }

@@ -184,6 +184,83 @@ class Gemini:
         assert result.returncode == 0, result.stderr
         return self.model.requests[before:]
 
+    def interactive(self, *args: str, prompts: tuple[str, ...]) -> list[list[tuple[str, Any]]]:
+        """The TUI in a pseudo-terminal: each prompt typed once the one before it reached
+        the model; the requests that followed each. (``-p "/compress"`` compresses in the
+        background and may exit first: only the TUI compresses for certain.)"""
+        import fcntl
+        import os
+        import pty
+        import signal
+        import struct
+        import termios
+        import threading
+        import time
+
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        proc = subprocess.Popen(
+            [self.binary, "--model", MODEL, "--yolo", *args],
+            cwd=self.project,
+            env={**self.env, "TERM": "xterm-256color"},
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            start_new_session=True,
+        )
+        os.close(slave)
+        screen = bytearray()
+
+        def drain() -> None:
+            while True:
+                try:
+                    data = os.read(master, 1 << 16)
+                except OSError:
+                    return
+                if not data:
+                    return
+                screen.extend(data)
+
+        def wait(done: Any, what: str) -> None:
+            deadline = time.monotonic() + DEADLINE
+            while not done():
+                assert proc.poll() is None, f"gemini exited: {screen[-2000:]!r}"
+                assert time.monotonic() < deadline, f"{what}: {screen[-2000:]!r}"
+                time.sleep(0.2)
+
+        threading.Thread(target=drain, daemon=True).start()
+        answers: list[list[tuple[str, Any]]] = []
+        try:
+            wait(lambda: b"Type your message" in screen, "the TUI never became ready")
+            time.sleep(1)  # the resumed history is still being drawn
+            for prompt in prompts:
+                before = len(self.model.requests)
+                for char in prompt:
+                    os.write(master, char.encode())
+                    time.sleep(0.02)
+                time.sleep(0.5)
+                os.write(master, b"\r")
+                compress = prompt == "/compress"
+
+                def done(before: int = before, compress: bool = compress) -> bool:
+                    return any(
+                        is_compression(body) if compress else is_chat(path, body)
+                        for path, body in self.model.requests[before:]
+                    )
+
+                wait(done, f"{prompt!r} never reached the model")
+                time.sleep(1)  # the rest of its requests
+                answers.append(self.model.requests[before:])
+        finally:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)
+            os.close(master)
+        return answers
+
 
 def _chats(requests: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
     return [body for path, body in requests if is_chat(path, body)]
@@ -209,19 +286,18 @@ def test_gemini_compress_reaches_the_next_request_once(tmp_path: Path) -> None:
     with FakeGemini() as model:
         gemini = Gemini(tmp_path, model, ["compact"])
         gemini.run(FIRST)
-        gemini.run("--resume", "latest", "Also mention it in the README")
-        compress = gemini.run("--resume", "latest", "/compress")
-        after = _chats(gemini.run("--resume", "latest", "What is next?"))
-        later = _chats(gemini.run("--resume", "latest", "And then?"))
-    assert any(is_compression(body) for _path, body in compress), "no compression happened"
+        # A request first: Gemini compresses only a history whose size a reply reported.
+        prompts = ("Also mention it in the README", "/compress", "What is next?", "And then?")
+        _readme, compress, after, later = gemini.interactive("--resume", "latest", prompts=prompts)
+    assert any(is_compression(body) for _path, body in compress)
     assert all(_marks(body) == 0 for _path, body in compress)
-    assert after
-    # -p "/compress" answers the text first and compresses after: the next run's first
-    # request is the first after the compression.
-    assert _marks(after[0]) == 1
-    assert "What is next?" in last_text(after[0])
-    assert FIRST in json.dumps(after[0]).split(MARK, 1)[1]
-    assert all(_marks(body) <= 1 for body in later)  # reloaded with the history, not added
+    first = _chats(after)[0]
+    assert _marks(first) == 1
+    assert SUMMARY in json.dumps(first)  # the compressed history
+    assert "What is next?" in last_text(first)
+    assert FIRST in json.dumps(first).split(MARK, 1)[1]
+    # Once: the next prompt adds none (the history keeps the one appended before).
+    assert all(_marks(body) <= 1 for body in _chats(later))
     _quiet_log(gemini.data_dir)
 
 
