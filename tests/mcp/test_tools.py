@@ -194,6 +194,9 @@ def test_latest_restores_the_session_before_the_live_one(
     live = CLAUDE_3_TURNS.read_text().replace(SESSION, "11ve0000-live")
     (folder / "11ve0000-live.jsonl").write_text(live)  # written just now
 
+    listed = tools.list_sessions()
+    assert {s.id: s.current for s in listed.sessions} == {"11ve0000-live": True, SESSION: False}
+
     async def main() -> None:
         restored = await tools.restore_session("latest")
         assert restored.session == SESSION

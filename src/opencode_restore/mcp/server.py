@@ -108,12 +108,15 @@ def build_server(config: Config) -> MCPServer[Any]:
             None, description="Only this agent: claude-code, codex, gemini, opencode, pi."
         ),
         limit: int = Field(DEFAULT_SESSIONS, ge=1, le=MAX_SESSIONS),
+        ctx: Context[Any, Any] | None = None,
     ) -> SessionList:
         """List coding-agent sessions, most recently active first: id, agent, title (the
-        first request), cwd, last activity, and turns (when restored before)."""
+        first request), cwd, last activity, turns (when restored before), and current:
+        the calling agent's own session."""
+        caller = caller_of(ctx)
 
         async def call() -> SessionList:
-            return tools.list_sessions(cwd, agent, limit)
+            return tools.list_sessions(cwd, agent, limit, caller)
 
         return await answer(call)
 

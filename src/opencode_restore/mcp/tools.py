@@ -69,6 +69,9 @@ class SessionInfo(BaseModel):
     cwd: str | None
     last_activity: str = Field(description="ISO 8601 time of the session's last activity.")
     turns: int | None = Field(description="Turns at its last restore; null if never restored.")
+    current: bool = Field(
+        False, description="The calling agent's own session (being written): not one to restore."
+    )
 
 
 class SessionList(BaseModel):
@@ -176,20 +179,25 @@ class Caller:
         found = next((os.environ[k] for k in CALLER_ENV if os.environ.get(k)), None)
         return cls(found, tool_call_id)
 
-    def skip(self, rows: list[SessionRow], store: Store) -> list[SessionRow]:
-        """``rows`` (newest first) without the caller's session: the one whose log holds
-        the tool call, else the newest when it is the caller's id or is still being
+    def which(self, rows: list[SessionRow], store: Store) -> str | None:
+        """The id of the caller's session among ``rows`` (newest first): the one whose log
+        holds the tool call, else the newest when it is the caller's id or is still being
         written (a session cleared or compacted into a new id is live, the old one not)."""
         if not rows:
-            return rows
+            return None
         if self.tool_call_id:
             for row in rows[:LATEST_CANDIDATES]:
                 if _tail_holds(store.session(row.id) or row, self.tool_call_id):
-                    return [r for r in rows if r.id != row.id]
+                    return row.id
         first = store.session(rows[0].id) or rows[0]
         if first.id == self.session_id or _is_live(first, self.now):
-            return rows[1:]
-        return rows
+            return first.id
+        return None
+
+    def skip(self, rows: list[SessionRow], store: Store) -> list[SessionRow]:
+        """``rows`` (newest first) without the caller's session (`which`)."""
+        mine = self.which(rows, store)
+        return [r for r in rows if r.id != mine]
 
 
 def _newest_file(row: SessionRow) -> str | None:
@@ -239,9 +247,14 @@ class HistoryTools:
     # -- list_sessions ------------------------------------------------------------------
 
     def list_sessions(
-        self, cwd: str | None = None, agent: str | None = None, limit: int | None = None
+        self,
+        cwd: str | None = None,
+        agent: str | None = None,
+        limit: int | None = None,
+        caller: Caller | None = None,
     ) -> SessionList:
-        """Sessions, most recently active first: id, agent, title, cwd, last activity, turns."""
+        """Sessions, most recently active first: id, agent, title, cwd, last activity, turns,
+        and which one is the caller's own."""
         from ..store.discovery import scan
 
         count = _clamp(limit, DEFAULT_SESSIONS, MAX_SESSIONS, "limit")
@@ -251,6 +264,8 @@ class HistoryTools:
             cwds = cwd_variants(cwd) if cwd else None
             rows, total = store.sessions(agent=agent, cwds=cwds, limit=count)
             turns = store.restored_turns([r.id for r in rows])
+            newest, _ = store.sessions(limit=LATEST_CANDIDATES)
+            mine = (caller or Caller()).which(newest, store)
         finally:
             store.close()
         sessions = [
@@ -261,6 +276,7 @@ class HistoryTools:
                 cwd=r.cwd,
                 last_activity=r.updated_at,
                 turns=turns.get(r.id),
+                current=r.id == mine,
             )
             for r in rows
         ]
