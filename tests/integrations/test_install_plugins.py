@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -75,9 +76,13 @@ def test_targets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert target_path("pi", "user", home, project) == (
         tmp_path / "pi-home/extensions/opencode-restore.ts"
     )
+    # opencode waits on the user's config folder too, whichever folder holds the plugin.
     plugin = target_path("opencode", "project", home, project)
-    assert companion_paths("opencode", plugin) == [project / ".opencode/.npmrc"]
-    assert companion_paths("pi", target_path("pi", "project", home, project)) == []
+    shared = home / ".config/opencode/.npmrc"
+    assert companion_paths("opencode", plugin, home) == [project / ".opencode/.npmrc", shared]
+    user_plugin = target_path("opencode", "user", home, project)
+    assert companion_paths("opencode", user_plugin, home) == [shared]
+    assert companion_paths("pi", target_path("pi", "project", home, project), home) == []
 
 
 @pytest.mark.parametrize(
@@ -121,15 +126,34 @@ def test_cli_opencode_round_trip_with_the_npmrc(
     folder.mkdir()
     npmrc = folder / ".npmrc"
     npmrc.write_text("registry=https://npm.example/\n")
+    shared = Path(os.environ["HOME"]) / ".config/opencode/.npmrc"
     out = _cli("install", "opencode", "--project")
     assert f"installed in {folder / 'plugins/opencode-restore.ts'}" in out
     assert f"installed in {npmrc} (backup " in out
+    assert f"installed in {shared}" in out
     assert npmrc.read_text().startswith("registry=https://npm.example/\n" + NPMRC_BEGIN)
     assert out.count("unchanged") == 0
-    assert _cli("install", "opencode", "--project").count("unchanged") == 2
+    assert _cli("install", "opencode", "--project").count("unchanged") == 3
     _cli("uninstall", "opencode", "--project")
     assert not (folder / "plugins/opencode-restore.ts").exists()
     assert npmrc.read_text() == "registry=https://npm.example/\n"
+    assert not shared.exists()
+
+
+def test_the_user_npmrc_stays_while_another_plugin_needs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    shared = Path(os.environ["HOME"]) / ".config/opencode/.npmrc"
+    _cli("install", "opencode")
+    assert "unchanged" in _cli("install", "opencode", "--project")
+    out = _cli("uninstall", "opencode", "--project")
+    assert f"kept {shared} (another opencode plugin of ours uses it)" in out
+    assert not (tmp_path / ".opencode/.npmrc").exists()
+    assert shared.read_text().splitlines()[1:3] == list(NPMRC_LINES)
+    _cli("uninstall", "opencode")
+    assert not shared.exists()
+    assert not (shared.parent / "plugins/opencode-restore.ts").exists()
 
 
 def test_cli_opencode_npmrc_made_by_install_goes_again(
@@ -140,7 +164,7 @@ def test_cli_opencode_npmrc_made_by_install_goes_again(
     npmrc = tmp_path / ".opencode/.npmrc"
     assert npmrc.read_text().splitlines()[1:3] == list(NPMRC_LINES)
     dry = _cli("uninstall", "opencode", "--project", "--dry-run")
-    assert dry.count("+++ /dev/null") == 2
+    assert dry.count("+++ /dev/null") == 3  # the plugin, both .npmrc
     _cli("uninstall", "opencode", "--project")
     assert not npmrc.exists()
 

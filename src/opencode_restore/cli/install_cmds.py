@@ -35,6 +35,7 @@ def _run(agent: str, project: bool, dry_run: bool, remove: bool, mcp: bool) -> N
         companion_paths,
         default_project,
         install,
+        npmrc_still_needed,
         target_path,
         uninstall,
     )
@@ -52,7 +53,10 @@ def _run(agent: str, project: bool, dry_run: bool, remove: bool, mcp: bool) -> N
     main = where(agent, scope, Path.home(), default_project())
     action = uninstall if remove else install
     data_dir = load_config().data_dir
-    for path in [main] + ([] if mcp else companion_paths(agent, main)):
+    for path in [main] + ([] if mcp else companion_paths(agent, main, Path.home())):
+        if remove and path != main and npmrc_still_needed(path, Path.home(), data_dir, main):
+            click.echo(f"{agent}: kept {path} (another opencode plugin of ours uses it)")
+            continue
         change = action(agent, path, data_dir, dry_run=dry_run, mcp=mcp)
         if dry_run:
             click.echo(change.diff() or f"{path}: no change", nl=False)

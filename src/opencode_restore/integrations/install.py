@@ -121,11 +121,29 @@ def target_path(agent: str, scope: str, home: Path, project: Path) -> Path:
     return (home if scope == "user" else project) / folder / "settings.json"
 
 
-def companion_paths(agent: str, path: Path) -> list[Path]:
-    """The files installed beside ``path``: opencode's config folder's ``.npmrc``."""
-    if agent == "opencode" and path.name == PLUGIN_NAME:
-        return [path.parent.parent / NPMRC]
-    return []
+def companion_paths(agent: str, path: Path, home: Path) -> list[Path]:
+    """The files installed beside ``path``: the ``.npmrc`` of opencode's config folder and,
+    for a project's plugin, of the user's one too (opencode waits on both)."""
+    if agent != "opencode" or path.name != PLUGIN_NAME:
+        return []
+    own, shared = path.parent.parent / NPMRC, home / ".config/opencode" / NPMRC
+    return [own] if own == shared else [own, shared]
+
+
+def npmrc_still_needed(npmrc: Path, home: Path, data_dir: Path, leaving: Path) -> bool:
+    """True while a recorded opencode plugin install other than ``leaving`` (the one being
+    uninstalled), still there, relies on ``npmrc`` (its own folder's; every plugin relies on
+    the user's folder's)."""
+    shared = home / ".config/opencode" / NPMRC
+    for key, record in _manifest(data_dir).items():
+        plugin = Path(key)
+        if record.get("agent") != "opencode" or record.get("mcp") or plugin.name != PLUGIN_NAME:
+            continue
+        if plugin == leaving:
+            continue
+        if plugin.exists() and (npmrc == shared or plugin.parent.parent / NPMRC == npmrc):
+            return True
+    return False
 
 
 def _file_text(agent: str, path: Path, command: str, before: bytes | None) -> bytes | None:
