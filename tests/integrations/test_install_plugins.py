@@ -78,10 +78,18 @@ def test_targets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     )
     # opencode waits on the user's config folder too, whichever folder holds the plugin.
     plugin = target_path("opencode", "project", home, project)
-    shared = home / ".config/opencode/.npmrc"
-    assert companion_paths("opencode", plugin, home) == [project / ".opencode/.npmrc", shared]
+    own, shared = project / ".opencode", home / ".config/opencode"
+    assert companion_paths("opencode", plugin, home) == [
+        own / ".npmrc",
+        own / "package.json",
+        shared / ".npmrc",
+        shared / "package.json",
+    ]
     user_plugin = target_path("opencode", "user", home, project)
-    assert companion_paths("opencode", user_plugin, home) == [shared]
+    assert companion_paths("opencode", user_plugin, home) == [
+        shared / ".npmrc",
+        shared / "package.json",
+    ]
     assert companion_paths("pi", target_path("pi", "project", home, project), home) == []
 
 
@@ -132,12 +140,35 @@ def test_cli_opencode_round_trip_with_the_npmrc(
     assert f"installed in {npmrc} (backup " in out
     assert f"installed in {shared}" in out
     assert npmrc.read_text().startswith("registry=https://npm.example/\n" + NPMRC_BEGIN)
+    # npm reads the .npmrc of the first folder up holding a package.json: this one.
+    assert (folder / "package.json").read_text() == "{}\n"
     assert out.count("unchanged") == 0
-    assert _cli("install", "opencode", "--project").count("unchanged") == 3
+    assert _cli("install", "opencode", "--project").count("unchanged") == 5
     _cli("uninstall", "opencode", "--project")
     assert not (folder / "plugins/opencode-restore.ts").exists()
     assert npmrc.read_text() == "registry=https://npm.example/\n"
     assert not shared.exists()
+    assert sorted(p.name for p in folder.iterdir()) == [".npmrc", ".npmrc.bak", "plugins"]
+    assert not (shared.parent / "package.json").exists()
+
+
+def test_a_package_json_opencode_wrote_is_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / ".opencode"
+    folder.mkdir()
+    package = folder / "package.json"
+    package.write_text('{"dependencies": {"@opencode-ai/plugin": "1.18.33"}}\n')
+    out = _cli("install", "opencode", "--project")
+    assert f"unchanged: {package} (there already)" in out
+    made = Path(os.environ["HOME"]) / ".config/opencode/package.json"
+    assert made.read_text() == "{}\n"
+    made.write_text('{"dependencies": {"@opencode-ai/plugin": "1.18.33"}}\n')  # opencode's
+    out = _cli("uninstall", "opencode", "--project")
+    assert f"unchanged: {made} (not ours, or changed since; left alone)" in out
+    assert package.read_text() == '{"dependencies": {"@opencode-ai/plugin": "1.18.33"}}\n'
+    assert made.exists()
 
 
 def test_the_user_npmrc_stays_while_another_plugin_needs_it(
@@ -164,7 +195,7 @@ def test_cli_opencode_npmrc_made_by_install_goes_again(
     npmrc = tmp_path / ".opencode/.npmrc"
     assert npmrc.read_text().splitlines()[1:3] == list(NPMRC_LINES)
     dry = _cli("uninstall", "opencode", "--project", "--dry-run")
-    assert dry.count("+++ /dev/null") == 3  # the plugin, both .npmrc
+    assert dry.count("+++ /dev/null") == 5  # the plugin, both .npmrc, both package.json
     _cli("uninstall", "opencode", "--project")
     assert not npmrc.exists()
 

@@ -33,9 +33,9 @@ def _run(agent: str, project: bool, dry_run: bool, remove: bool, mcp: bool) -> N
     from ..errors import UsageError
     from ..integrations.install import (
         companion_paths,
+        companion_still_needed,
         default_project,
         install,
-        npmrc_still_needed,
         target_path,
         uninstall,
     )
@@ -54,7 +54,7 @@ def _run(agent: str, project: bool, dry_run: bool, remove: bool, mcp: bool) -> N
     action = uninstall if remove else install
     data_dir = load_config().data_dir
     for path in [main] + ([] if mcp else companion_paths(agent, main, Path.home())):
-        if remove and path != main and npmrc_still_needed(path, Path.home(), data_dir, main):
+        if remove and path != main and companion_still_needed(path, Path.home(), data_dir, main):
             click.echo(f"{agent}: kept {path} (another opencode plugin of ours uses it)")
             continue
         change = action(agent, path, data_dir, dry_run=dry_run, mcp=mcp)

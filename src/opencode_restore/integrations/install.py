@@ -6,7 +6,8 @@ change is kept as ``settings.json.bak`` (``.bak.N`` when taken), and each instal
 recorded in ``DATA_DIR/installs.json``. ``uninstall`` puts back the exact bytes the file
 had before when nobody changed it since; otherwise it takes out our entries alone. The
 plugin and the extension are one file each, removed only while still the one we copied.
-opencode also gets two lines in its config folder's ``.npmrc`` (``NPMRC_LINES``). Every
+opencode also gets two lines in its config folder's ``.npmrc`` (``NPMRC_LINES``), and an
+empty ``package.json`` there when it has none (so npm reads that ``.npmrc``). Every
 write is atomic: a failure (a read-only folder) leaves the old file whole.
 """
 
@@ -41,6 +42,12 @@ NPMRC = ".npmrc"
 NPMRC_LINES = ("fetch-retries=0", "fetch-timeout=10000")
 NPMRC_BEGIN = "# >>> opencode-restore: opencode's start must not wait on npm retries offline"
 NPMRC_END = "# <<< opencode-restore"
+#: npm reads the ``.npmrc`` of the first folder up from opencode's config folder holding a
+#: ``package.json`` or ``node_modules`` (a JS project, a home with ``node_modules``): an
+#: empty ``package.json`` makes it the config folder itself. opencode's own install (online)
+#: writes its dependency into it; such a file is left alone on uninstall.
+PACKAGE_JSON = "package.json"
+EMPTY_PACKAGE = b"{}\n"
 MANIFEST = "installs.json"
 
 #: The events each agent reports to ``opencode-restore hook``, with their matcher. Claude
@@ -122,34 +129,38 @@ def target_path(agent: str, scope: str, home: Path, project: Path) -> Path:
 
 
 def companion_paths(agent: str, path: Path, home: Path) -> list[Path]:
-    """The files installed beside ``path``: the ``.npmrc`` of opencode's config folder and,
-    for a project's plugin, of the user's one too (opencode waits on both)."""
+    """The files installed beside ``path``: the ``.npmrc`` and ``package.json`` of opencode's
+    config folder and, for a project's plugin, of the user's one too (opencode waits on both)."""
     if agent != "opencode" or path.name != PLUGIN_NAME:
         return []
-    own, shared = path.parent.parent / NPMRC, home / ".config/opencode" / NPMRC
-    return [own] if own == shared else [own, shared]
+    own, shared = path.parent.parent, home / ".config/opencode"
+    folders = [own] if own == shared else [own, shared]
+    return [folder / name for folder in folders for name in (NPMRC, PACKAGE_JSON)]
 
 
-def npmrc_still_needed(npmrc: Path, home: Path, data_dir: Path, leaving: Path) -> bool:
+def companion_still_needed(path: Path, home: Path, data_dir: Path, leaving: Path) -> bool:
     """True while a recorded opencode plugin install other than ``leaving`` (the one being
-    uninstalled), still there, relies on ``npmrc`` (its own folder's; every plugin relies on
-    the user's folder's)."""
-    shared = home / ".config/opencode" / NPMRC
+    uninstalled), still there, relies on the companion file ``path`` (its own folder's;
+    every plugin relies on the user's folder's)."""
+    shared = home / ".config/opencode"
     for key, record in _manifest(data_dir).items():
         plugin = Path(key)
         if record.get("agent") != "opencode" or record.get("mcp") or plugin.name != PLUGIN_NAME:
             continue
         if plugin == leaving:
             continue
-        if plugin.exists() and (npmrc == shared or plugin.parent.parent / NPMRC == npmrc):
+        if plugin.exists() and path.parent in (shared, plugin.parent.parent):
             return True
     return False
 
 
 def _file_text(agent: str, path: Path, command: str, before: bytes | None) -> bytes | None:
-    """What one of our files (plugin, extension, ``.npmrc``) holds once installed."""
+    """What one of our files (plugin, extension, ``.npmrc``, ``package.json``) holds once
+    installed (None: as it is)."""
     if path.name == NPMRC:
         return npmrc_text(before)
+    if path.name == PACKAGE_JSON:
+        return None if before is not None else EMPTY_PACKAGE
     source = PI_EXTENSION_SOURCE if agent == "pi" else PLUGIN_SOURCE
     return plugin_text(json.loads(command), source)
 
@@ -253,6 +264,8 @@ def plan_install(agent: str, path: Path, command: str, *, mcp: bool = False) -> 
         return Change(path, before, after)
     if agent in FILE_AGENTS:
         wanted = _file_text(agent, path, command, before)
+        if wanted is None and path.name == PACKAGE_JSON:
+            return Change(path, before, before, ["there already"])
         if wanted is None or before == wanted:
             return Change(path, before, before, ["already installed"])
         return Change(path, before, wanted)
@@ -283,6 +296,8 @@ def plan_uninstall(
         if cleaned_text is None:
             return Change(path, before, before, ["nothing installed"])
         return Change(path, before, cleaned_text.encode(), ["our server removed"])
+    if agent in FILE_AGENTS and path.name == PACKAGE_JSON:
+        return Change(path, before, before, ["not ours, or changed since; left alone"])
     if agent in FILE_AGENTS and path.name == NPMRC:
         cleaned_rc = npmrc_without(before)
         if cleaned_rc is None:
