@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -96,8 +97,8 @@ def test_no_prompt_of_any_sample_session_carries_a_warning_or_an_escape(fixtures
     bad, seen = [], 0
     for path, session in _sessions([fixtures, *extra]):
         restoration = anyio.run(
-            lambda s=session: restore_session(
-                s, config, OfflineProvider(), options=RestoreOptions()
+            functools.partial(
+                restore_session, session, config, OfflineProvider(), options=RestoreOptions()
             )
         )
         prompt = summary_prompt(restoration)
