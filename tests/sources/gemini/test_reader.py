@@ -183,10 +183,11 @@ def test_rewind_drops_the_turn_and_metadata_is_merged() -> None:
 def test_compression_checkpoint_becomes_a_summary_compaction() -> None:
     session = READER.read([OWN / "compression.jsonl"], WarningSink())
     msgs = session.messages()
+    # the marker where the checkpoint was written: u3/g3 were said before it (and kept)
     assert [m.id for m in msgs] == [
-        "u1", "g1", "u2", "g2", "0:8", "sum-1", "ack-1", "u3", "g3", "u4", "g4",
+        "u1", "g1", "u2", "g2", "u3", "g3", "0:8", "sum-1", "ack-1", "u4", "g4",
     ]  # fmt: skip
-    marker = msgs[4]
+    marker = msgs[6]
     assert (marker.role, marker.type, marker.text) == ("system", "compaction", "Context compacted")
     assert marker.compaction is not None
     assert marker.compaction.kind == "summary"
@@ -196,12 +197,12 @@ def test_compression_checkpoint_becomes_a_summary_compaction() -> None:
         "Got it. Thanks for the additional context!"
     )
     # the synthetic summary turn is not a human request
-    assert msgs[5].meta == {
+    assert msgs[7].meta == {
         "synthetic": True,
         "compaction_summary": True,
         "injected": "compaction_summary",
     }
-    assert not msgs[5].is_human
+    assert not msgs[7].is_human
     assert [m.text for m in msgs if m.is_human] == [
         "add a --shout flag",
         "now add a test",
@@ -210,18 +211,18 @@ def test_compression_checkpoint_becomes_a_summary_compaction() -> None:
     ]
     events = list(session.timeline.root.events())
     assert [e.kind for e in events].count("compaction") == 1
-    assert events[4].compaction is marker.compaction
+    assert events[6].compaction is marker.compaction
 
 
 def test_mask_rollback_and_trim_checkpoints() -> None:
     sink = WarningSink()
     msgs = _read("own/checkpoints.jsonl", sink=sink)
-    assert [m.id for m in msgs] == ["u1", "g1", "0:10", "u3", "g3", "u4"]
+    assert [m.id for m in msgs] == ["u1", "g1", "u3", "g3", "0:10", "u4"]
     # masking never overwrites what was said
     assert msgs[1].text == "one"
     # the rolled-back turn is gone
     assert all(m.text not in ("second", "two") for m in msgs)
-    trim = msgs[2].compaction
+    trim = msgs[4].compaction
     assert trim is not None
     assert (trim.kind, trim.first_kept_id, trim.summary) == ("trim", "u3", None)
     path = OWN / "checkpoints.jsonl"

@@ -14,10 +14,17 @@ said; it is diffed against the current context instead:
   unmasked content: masking only shrinks tool output the model sees);
 * only the newest messages dropped: a rollback, handled like ``$rewindTo``;
 * older messages dropped: a compaction. A ``system``/``compaction`` marker is placed
-  before the first message the checkpoint kept, followed by the checkpoint's new
-  (synthetic, ``meta["compaction_summary"]``) turns, then the kept messages, so the
-  order matches the model's new context. With new turns the kind is ``summary`` (their
-  text before the first kept message is the summary), without them ``trim``.
+  where it happened (after everything recorded before the checkpoint), followed by the
+  checkpoint's new (synthetic, ``meta["compaction_summary"]``) turns; the messages it
+  kept stay where they were said, the first named by ``first_kept_id``. Gemini CLI 0.61
+  restates the kept turns under NEW ids (``/compress``): each copy is matched to the
+  message it repeats (newest first, by type and call ids or text) and its id becomes
+  an alias of that message, for later upserts, rewinds and checkpoints; a copy is never
+  a message of its own. With new turns the kind is ``summary`` (their text is the
+  summary), without them ``trim``.
+
+Notes (``info``, ``error``, ``warning`` records) are not in the model's context: a
+checkpoint that leaves them out drops nothing.
 
 A legacy ``.json`` resumed by newer builds continues in a sibling ``.jsonl`` that
 repeats its messages; given as a chain, the files replay as one stream, and a record

@@ -18,6 +18,8 @@ from ...diagnostics import WarningSink
 from ...model import Compaction
 from ..base import iter_json_lines, load_json
 
+#: Records that are notes to the user, never part of the model's context.
+_NOTE_TYPES = frozenset({"info", "error", "warning"})
 _METADATA_KEYS = frozenset(
     {"sessionId", "projectHash", "startTime", "lastUpdated", "kind", "directories", "summary"}
 )
@@ -48,12 +50,23 @@ class Replay:
     #: A process started (a header line) and has not written a record yet: its
     #: checkpoints load the context it starts from, they never roll anything back.
     fresh: bool = False
+    #: Id a compaction gave a message it kept -> the history key of that message
+    #: (Gemini CLI 0.61 restates the kept turns under new ids).
+    alias: dict[str, str] = field(default_factory=dict)
+    #: What each such copy said when it was written (``signature``): re-writing the
+    #: copy unchanged is not an edit of the message.
+    restated: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
     def upsert(self, rec: dict[str, Any], file_index: int, line: int) -> None:
         """Add a message record, or replace the one with its id (keeping its place)."""
         rid = rec["id"]
         self.fresh = False
         self.calls.update(call_ids(rec))
+        if rid in self.alias:
+            if self.restated.get(rid) == signature(rec):
+                self.current[self.alias[rid]] = None
+                return  # the copy a compaction kept, written again: the message stands
+            rid = self.alias[rid]
         old = self.history.get(rid)
         if old is None:
             self.history[rid] = Slot(file_index, line, rec)
@@ -62,49 +75,85 @@ class Replay:
         self.current[rid] = None
 
     def rewind(self, target: str, line: int) -> None:
-        """Drop ``target`` and everything after it; an unknown id clears all (as Gemini)."""
+        """Drop ``target`` and everything after it; an unknown id clears all (as Gemini).
+
+        A message a compaction kept (``alias``) comes after the compaction's summary in
+        the model's context: rewinding to it drops it and what followed in the context,
+        the compaction stays.
+        """
+        if target in self.alias and self.alias[target] in self.current:
+            after = list(self.current)
+            for key in after[after.index(self.alias[target]) :]:
+                self.history.pop(key, None)
+                self.current.pop(key, None)
+            self._prune_aliases()
+            return
         if target not in self.history:
             self.sink.warn(self.path, line, f"$rewindTo unknown id {target!r}: history cleared")
             self.history.clear()
             self.current.clear()
+            self.alias.clear()
+            self.restated.clear()
             return
         keys = list(self.history)
         for key in keys[keys.index(target) :]:
             del self.history[key]
             self.current.pop(key, None)
+        self._prune_aliases()
+
+    def _prune_aliases(self) -> None:
+        gone = [a for a, key in self.alias.items() if key not in self.history]
+        for a in gone:
+            del self.alias[a]
+            self.restated.pop(a, None)
 
     def checkpoint(self, records: list[Any], file_index: int, line: int) -> None:
         """Apply a ``messages`` checkpoint: append, roll back, or mark a compaction."""
-        ids: list[str] = []
-        new: list[dict[str, Any]] = []
+        recs: list[dict[str, Any]] = []
         for rec in records:
             if not isinstance(rec, dict) or not isinstance(rec.get("id"), str):
                 self.sink.warn(self.path, line, "checkpoint message without a string id; skipped")
                 continue
-            if rec["id"] not in self.history and self._restates_results(rec):
+            recs.append(rec)
+        ids: list[str] = []
+        new: list[dict[str, Any]] = []
+        for rec in recs:
+            key = self.alias.get(rec["id"], rec["id"])
+            if key not in self.history and self._restates_results(rec):
                 continue  # the model's copy of tool results the records already hold
-            ids.append(rec["id"])
-            if rec["id"] not in self.history:
+            ids.append(key)
+            if key not in self.history:
                 new.append(rec)
         if not ids:
             return  # Gemini ignores an empty checkpoint and keeps its message log
         kept = set(ids)
         current = list(self.current)
-        dropped = [i for i in current if i not in kept]
+        # A note (``info``...) is not in the model's context: leaving it out drops nothing.
+        context = [i for i in current if not self._is_note(i)]
+        dropped = [i for i in context if i not in kept]
         if self.fresh:
             # A starting process sets its context (the injected session context, then
             # on --resume the history restated): what it leaves out is not rolled back.
             for rec in new:
                 self.history[rec["id"]] = Slot(file_index, line, rec)
-        elif dropped and not new and current[-len(dropped) :] == dropped:
-            for i in dropped:
-                del self.history[i]
+        elif dropped and not new and context[-len(dropped) :] == dropped:
+            for i in current[current.index(dropped[0]) :]:
+                if i not in kept:
+                    del self.history[i]  # the newest messages, and the notes among them
         elif dropped:
-            self._compact(ids, new, file_index, line)
+            ids = self._compact(recs, current, file_index, line)
         else:
             for rec in new:
                 self.history[rec["id"]] = Slot(file_index, line, rec)
         self.current = dict.fromkeys(ids)
+
+    def _is_note(self, key: str) -> bool:
+        slot = self.history.get(key)
+        return (
+            slot is not None
+            and slot.record is not None
+            and (slot.record.get("type") in _NOTE_TYPES)
+        )
 
     def _restates_results(self, rec: dict[str, Any]) -> bool:
         """A user message made only of responses to calls already recorded.
@@ -121,33 +170,72 @@ class Replay:
         ids = call_ids(rec)
         return len(ids) == len(content) and ids <= self.calls
 
-    def _compact(self, ids: list[str], new: list[dict[str, Any]], fi: int, line: int) -> None:
-        new_ids = {r["id"] for r in new}
-        first_kept = next((i for i in ids if i not in new_ids), None)
-        prefix = ids.index(first_kept) if first_kept is not None else len(ids)
-        summary_ids = set(ids[:prefix]) & new_ids
-        summary = "\n\n".join(
-            parts_text(r.get("content")) for r in new if r["id"] in summary_ids
-        ).strip()
+    def _kept_suffix(self, recs: list[dict[str, Any]], before: list[str]) -> int:
+        """Where the messages a compaction kept start in ``recs`` (``len(recs)``: none).
+
+        The compacted context is the summary turns, then the newest messages of the
+        context ``before`` it. Gemini CLI 0.61 restates those under new ids: each is
+        matched to its message by ``signature``, newest first, and ``alias``ed to it.
+        Notes (``info``, ``error``, ``warning``) are not in the model's context; a
+        summary from an earlier compaction is never a kept message.
+        """
+        context = [k for k in before if k in self.history and not self._is_note(k)]
+        start, j = len(recs), len(context) - 1
+        aliases: dict[str, str] = {}
+        for i in range(len(recs) - 1, -1, -1):
+            rec, rid = recs[i], recs[i]["id"]
+            key = self.alias.get(rid, rid)
+            if j >= 0 and key == context[j]:
+                pass  # kept under its own id
+            elif key in self.history or j < 0:
+                break
+            else:
+                slot = self.history[context[j]]
+                if slot.synthetic or slot.record is None:
+                    break
+                if signature(slot.record) != signature(rec):
+                    if self._restates_results(rec):
+                        continue  # a result the records hold in the call, not on a line
+                    break
+                aliases[rid] = context[j]
+            start, j = i, j - 1
+        for rid, key in aliases.items():
+            self.alias[rid] = key
+            self.restated[rid] = signature(next(r for r in recs if r["id"] == rid))
+        return start
+
+    def _compact(
+        self, recs: list[dict[str, Any]], before: list[str], fi: int, line: int
+    ) -> list[str]:
+        """Mark a compaction where it happened (after everything recorded so far).
+
+        Its summary turns follow the marker; the messages it kept stay where they were
+        said (``first_kept_id`` names the first). Returns the new context's history keys.
+        """
+        start = self._kept_suffix(recs, before)
+        kept_ids = [self.alias.get(r["id"], r["id"]) for r in recs[start:]]
+        kept_ids = [k for k in kept_ids if k in self.history]
+        summary_recs = [
+            r
+            for r in recs[:start]
+            if self.alias.get(r["id"], r["id"]) not in self.history
+            and not self._restates_results(r)
+        ]
+        summary = "\n\n".join(parts_text(r.get("content")) for r in summary_recs).strip()
         marker = Slot(
             fi,
             line,
             compaction=Compaction(
-                kind="summary" if new else "trim",
+                kind="summary" if summary_recs else "trim",
                 summary=summary or None,
-                first_kept_id=first_kept,
+                first_kept_id=kept_ids[0] if kept_ids else None,
             ),
         )
-        inserted: dict[str, Slot] = {f"{fi}:{line}": marker}
-        inserted.update((r["id"], Slot(fi, line, r, synthetic=True)) for r in new)
-        rebuilt: dict[str, Slot] = {}
-        for key, slot in self.history.items():
-            if key == first_kept:
-                rebuilt.update(inserted)
-                inserted = {}
-            rebuilt[key] = slot
-        rebuilt.update(inserted)
-        self.history = rebuilt
+        self.history[f"{fi}:{line}"] = marker
+        for r in summary_recs:
+            self.history[r["id"]] = Slot(fi, line, r, synthetic=True)
+        ids = [self.alias.get(r["id"], r["id"]) for r in recs]
+        return [i for i in ids if i in self.history]
 
     def read_jsonl(self, path: Path, file_index: int) -> None:
         """Replay an append-only ``.jsonl`` recording, line by line."""
@@ -222,6 +310,19 @@ def call_ids(rec: dict[str, Any]) -> set[str]:
             if isinstance(fn, dict) and isinstance(fn.get("id"), str):
                 found.add(fn["id"])
     return found
+
+
+def signature(rec: dict[str, Any]) -> tuple[Any, ...]:
+    """What a message says, whatever form it is written in: its type and tool call ids,
+    or its type and text (reasoning left out).
+
+    A record written as the model's turn (text or ``toolCalls``) and the same turn
+    restated in API form (``functionCall``/``functionResponse`` parts) agree.
+    """
+    calls = call_ids(rec)
+    if calls:
+        return (rec.get("type"), frozenset(calls))
+    return (rec.get("type"), parts_text(rec.get("content")).strip())
 
 
 def parts_text(content: Any) -> str:
