@@ -201,3 +201,25 @@ def test_a_later_checkpoint_naming_the_copies_compacts_nothing(tmp_path: Path) -
     msgs = _read(_continued(tmp_path, {"$set": {"messages": restated}})).messages()
     assert [m.type for m in msgs].count("compaction") == 1
     assert len({m.id for m in msgs}) == len(msgs)
+
+
+def test_a_restated_call_that_matches_out_of_order_is_still_not_a_new_call(
+    tmp_path: Path,
+) -> None:
+    # The restated reply differs from the original (so nothing aligns newest first):
+    # the texts become summary text, the restated call still maps to the recorded one.
+    lines = COMPRESS.read_bytes().splitlines()
+    ckpt = orjson.loads(lines[30])
+    ckpt["$set"]["messages"][-1]["content"] = [{"text": "Done (restated)."}]
+    path = tmp_path / COMPRESS.name
+    path.write_bytes(b"\n".join([*lines[:30], orjson.dumps(ckpt), *lines[31:]]) + b"\n")
+    session = _read(path)
+    msgs = session.messages()
+    assert [m.tool_call_id for m in msgs if m.type == "tool_use"].count("replace__fake-call-3") == 1
+    c = next(m.compaction for m in msgs if m.compaction is not None)
+    assert (c.kind, c.first_kept_id) == ("summary", None)
+    assert c.summary is not None
+    assert c.summary.endswith("Done (restated).")
+    edits = [(t.number, a.message_id) for t in parse_turns(session) for a in t.artifacts]
+    assert edits[-1] == (3, "replace__fake-call-3")
+    assert len(edits) == 3

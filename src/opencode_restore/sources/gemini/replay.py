@@ -204,6 +204,19 @@ class Replay:
             self.restated[rid] = signature(next(r for r in recs if r["id"] == rid))
         return start
 
+    def _holder(self, rec: dict[str, Any]) -> str | None:
+        """The recorded message that holds every tool call id ``rec`` holds (same type
+        first), if it holds any."""
+        calls = call_ids(rec)
+        if not calls or not calls <= self.calls:
+            return None
+        holders = [
+            (slot.record.get("type") != rec.get("type"), n, key)
+            for n, (key, slot) in enumerate(self.history.items())
+            if slot.record is not None and not slot.synthetic and calls <= call_ids(slot.record)
+        ]
+        return min(holders)[2] if holders else None
+
     def _compact(
         self, recs: list[dict[str, Any]], before: list[str], fi: int, line: int
     ) -> list[str]:
@@ -215,12 +228,18 @@ class Replay:
         start = self._kept_suffix(recs, before)
         kept_ids = [self.alias.get(r["id"], r["id"]) for r in recs[start:]]
         kept_ids = [k for k in kept_ids if k in self.history]
-        summary_recs = [
-            r
-            for r in recs[:start]
-            if self.alias.get(r["id"], r["id"]) not in self.history
-            and not self._restates_results(r)
-        ]
+        summary_recs = []
+        for r in recs[:start]:
+            if self.alias.get(r["id"], r["id"]) in self.history or self._restates_results(r):
+                continue
+            holder = self._holder(r)
+            if holder is not None:
+                # A tool call (or result) already recorded, restated out of order: the
+                # call it repeats, never a new one.
+                self.alias[r["id"]] = holder
+                self.restated[r["id"]] = signature(r)
+            else:
+                summary_recs.append(r)
         summary = "\n\n".join(parts_text(r.get("content")) for r in summary_recs).strip()
         marker = Slot(
             fi,
