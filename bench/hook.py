@@ -17,7 +17,16 @@ them; the line counts the groups ``install gemini`` writes that match those (a
 PreCompress group with matcher "manual" does not), times the nothing-to-do wall. BeforeAgent
 runs once per prompt: its share of a 6-request turn is printed beside it.
 
-    python bench/hook.py [--runs 7]
+With ``--gemini BIN`` (a Gemini CLI 0.61, e.g. ``/tmp/agents-gemini/node_modules/.bin/gemini``)
+it also times the real thing: ``gemini -p`` turns of 1 and of 6 model requests against the
+fake Gemini API (``tests/agents/fake_gemini.py``: tool calls, then the answer), without
+hooks, with ``install gemini`` and with the hooks earlier versions installed (AfterAgent,
+PreCompress on every request), interleaved. The 5 extra requests' extra time over no hooks
+is the time added per model request; the 1-request turn's is what a process and a prompt
+pay (SessionStart, BeforeAgent, SessionEnd). Run it offline (``unshare --net``, loopback
+up) so Gemini makes no other traffic.
+
+    python bench/hook.py [--runs 7] [--gemini BIN]
     python bench/hook.py --smoke        # 2 runs each (CI sanity; the figures mean nothing)
 """
 
@@ -36,7 +45,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from common import FIXTURES, precompile
+from common import FIXTURES, ROOT, precompile
 
 CLAUDE_LOG = (
     FIXTURES / "claude-code/recorded/tui-compact/e57fea98-e10e-4cce-a470-5de2e7413154.jsonl"
@@ -136,10 +145,81 @@ def _installed_per_request(home: Path) -> int:
     )
 
 
+def real_gemini(binary: str, runs: int) -> None:
+    """Print the wall of ``gemini -p`` turns of 1 and 6 model requests per set of hooks.
+
+    A ``-p`` process pays its SessionStart and SessionEnd hooks and a prompt its
+    BeforeAgent, whatever the turn's length; the time a hook set adds per model request
+    is what it adds to the 6-request turn beyond what it adds to the 1-request one, / 5.
+    """
+    sys.path.insert(0, str(ROOT))
+    from tests.agents.fake_gemini import MODEL, FakeGemini
+
+    from opencode_restore.integrations.install import hook_command, install
+
+    base = {
+        "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+        "privacy": {"usageStatisticsEnabled": False},
+        "general": {"disableAutoUpdate": True},
+    }
+    group = [{"hooks": [{"type": "command", "command": hook_command("gemini")}]}]
+    old = dict.fromkeys(("SessionStart", "AfterAgent", "PreCompress", "SessionEnd"), group)
+    sets = ("no hooks", "install gemini", "earlier install")
+    walls: dict[tuple[str, int], list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp, FakeGemini() as fake:
+        home, project = Path(tmp) / "home", Path(tmp) / "project"
+        settings = home / ".gemini/settings.json"
+        settings.parent.mkdir(parents=True)
+        project.mkdir()
+        (project / "greet.py").write_text('print("Hello, world!")\n')
+        env = dict(
+            os.environ,
+            HOME=str(home),
+            OPENCODE_RESTORE_DATA_DIR=str(Path(tmp) / "data"),
+            GOOGLE_GEMINI_BASE_URL=fake.url,
+            GEMINI_API_KEY="fake",
+            GEMINI_CLI_NO_RELAUNCH="1",
+        )
+        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+        for _ in range(runs):
+            for name in sets:
+                for requests in (1, TURN_REQUESTS):
+                    fake.tool_calls = requests - 1
+                    hooks = {**base, "hooks": old} if name == "earlier install" else base
+                    settings.write_text(json.dumps(hooks))
+                    if name == "install gemini":
+                        install("gemini", settings, Path(tmp) / "installs")
+                    before = len(fake.requests)
+                    start = time.perf_counter()
+                    subprocess.run(
+                        [binary, "--model", MODEL, "--yolo", "-p", "Add a --shout flag"],
+                        cwd=project,
+                        env=env,
+                        capture_output=True,
+                        timeout=300,
+                        check=True,
+                    )
+                    walls.setdefault((name, requests), []).append(time.perf_counter() - start)
+                    made = sum(1 for path, _ in fake.requests[before:] if "streamGenerate" in path)
+                    if made != requests:
+                        sys.exit(f"the turn made {made} model requests, not {requests}")
+    med = {key: statistics.median(seconds) for key, seconds in walls.items()}
+    for name in sets:
+        one, six = med[(name, 1)], med[(name, TURN_REQUESTS)]
+        per_request = (six - one) - (med[("no hooks", TURN_REQUESTS)] - med[("no hooks", 1)])
+        print(
+            f"gemini -p {name:<16} 1-request turn {one:5.2f} s, {TURN_REQUESTS}-request"
+            f" {six:5.2f} s: +{1000 * per_request / (TURN_REQUESTS - 1):6.1f} ms per model"
+            f" request, +{1000 * (one - med[('no hooks', 1)]):5.0f} ms per process"
+            f" (median of {runs})"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--smoke", action="store_true", help="2 runs each")
+    parser.add_argument("--gemini", metavar="BIN", help="also time this real Gemini CLI")
     args = parser.parse_args(argv)
     runs = 2 if args.smoke else args.runs
     precompile()
@@ -228,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
         f" {nothing / TURN_REQUESTS:.1f} ms per request of a {TURN_REQUESTS}-request turn"
     )
     print(f"median of {runs} runs each; hook.log: {problems if problems else 'empty'}")
+    if args.gemini:
+        real_gemini(args.gemini, runs)
     return 1 if problems else 0
 
 

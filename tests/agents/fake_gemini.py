@@ -70,8 +70,30 @@ def _reply(text: str) -> dict[str, Any]:
     }
 
 
+def _tool_rounds(body: dict[str, Any]) -> int:
+    """The tool answers since the turn's prompt (contents ending in ``functionResponse``)."""
+    rounds = 0
+    for content in reversed(body.get("contents") or []):
+        parts = content.get("parts") or [] if isinstance(content, dict) else []
+        if any(isinstance(p, dict) and "functionResponse" in p for p in parts):
+            rounds += 1
+        elif any(isinstance(p, dict) and "functionCall" in p for p in parts):
+            continue
+        else:
+            break
+    return rounds
+
+
 class FakeGemini(FakeModel):
-    """``FakeModel`` that also speaks the Gemini API."""
+    """``FakeModel`` that also speaks the Gemini API.
+
+    ``tool_calls``: each chat turn first calls ``read_file`` on ``greet.py`` that many
+    times, so a turn makes ``tool_calls + 1`` model requests (``bench/hook.py`` timing).
+    """
+
+    def __init__(self, tool_calls: int = 0) -> None:
+        super().__init__()
+        self.tool_calls = tool_calls
 
     def __enter__(self) -> FakeGemini:
         super().__enter__()
@@ -93,6 +115,11 @@ class FakeGemini(FakeModel):
         else:
             text = REPLY
         reply = json.dumps(_reply(text))
+        if is_chat(path, body) and _tool_rounds(body) < self.tool_calls:
+            call = {"functionCall": {"name": "read_file", "args": {"file_path": "greet.py"}}}
+            answer = _reply("")
+            answer["candidates"][0]["content"]["parts"] = [call]
+            reply = json.dumps(answer)
         if ":streamGenerateContent" in route:
             return 200, "text/event-stream", f"data: {reply}\r\n\r\n".encode()
         return 200, "application/json", reply.encode()
