@@ -339,3 +339,49 @@ def test_claude_pre_compact_prepares_and_only_session_start_compact_delivers(
     assert f"session `{CLAUDE_ID}`" in _context(result.stdout)
     assert _hook(prompt, home, data_dir).stdout == ""  # delivered once
     assert _log(data_dir) == ""
+
+
+def _note(data_dir: Path, pid: int, *, due: bool = True) -> Path:
+    from opencode_restore.hooks.restore import _write_pending, pending_path
+
+    path = Path(pending_path(str(data_dir), "gemini", "s1"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write_pending(str(path), pid, "clear", "t1", due=due)
+    return path
+
+
+def test_a_restoration_not_ready_stays_due_and_a_failed_one_is_said(data_dir: Path) -> None:
+    from opencode_restore.hooks.restore import collect, prepared_path
+
+    lines: list[str] = []
+    note = _note(data_dir, os.getpid())  # a live restore (this process) writing nothing yet
+    assert collect(str(data_dir), "gemini", "s1", 0.0, lines.append) is None
+    assert note.exists()
+    assert lines == []
+    Path(prepared_path(str(data_dir), "gemini", "s1")).write_text("# Restored context: x\n")
+    assert collect(str(data_dir), "gemini", "s1", 0.0, lines.append) == "# Restored context: x"
+    assert not note.exists()
+    assert collect(str(data_dir), "gemini", "s1", 0.0, lines.append) is None  # once
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=DEADLINE,
+    )
+    note = _note(data_dir, int(dead.stdout))  # the restore ended without writing anything
+    assert collect(str(data_dir), "gemini", "s1", 0.0, lines.append) is None
+    assert not note.exists()
+    assert lines == ["clear: no restoration of t1: the restore failed (its error is above)"]
+
+
+def test_a_prepared_note_is_not_due_until_made_so(data_dir: Path) -> None:
+    from opencode_restore.hooks.restore import collect, prepared_path
+
+    note = _note(data_dir, os.getpid(), due=False)
+    Path(prepared_path(str(data_dir), "gemini", "s1")).write_text("# Restored context: y\n")
+    assert collect(str(data_dir), "gemini", "s1", 0.0, print) is None
+    assert note.exists()
+    assert collect(str(data_dir), "gemini", "s1", 0.0, print, make_due=True) == (
+        "# Restored context: y"
+    )
