@@ -311,3 +311,41 @@ def test_gemini_clear_gets_the_session_before_it(tmp_path: Path) -> None:
     assert _marks(cleared[0]) == 1
     assert FIRST in json.dumps(cleared[0]).split(MARK, 1)[1]
     _quiet_log(gemini.data_dir)
+
+
+def test_an_unwritable_data_dir_is_shown_by_both_agents(tmp_path: Path) -> None:
+    blocker = tmp_path / "blocker"
+    blocker.write_text("")  # a data dir under a file cannot be made
+    said = "opencode-restore hook: cannot write the store in"
+    (tmp_path / "claude").mkdir()
+    (tmp_path / "gemini").mkdir()
+    with FakeModel() as model:
+        claude = Claude(tmp_path / "claude", model, ["compact"])
+        claude.env["OPENCODE_RESTORE_DATA_DIR"] = str(blocker / "data")
+        shown = subprocess.run(
+            [claude.binary, "--dangerously-skip-permissions", "-p", FIRST],
+            cwd=claude.project,
+            env=claude.env,
+            capture_output=True,
+            text=True,
+            timeout=DEADLINE,
+            check=False,
+        )
+    assert shown.returncode == 0  # the agent goes on
+    assert said in shown.stderr  # Claude Code prints the failed hook's one line
+    assert "Traceback" not in shown.stderr
+    with FakeGemini() as gemini_model:
+        gemini = Gemini(tmp_path / "gemini", gemini_model, ["compact"])
+        gemini.env["OPENCODE_RESTORE_DATA_DIR"] = str(blocker / "data")
+        shown = subprocess.run(
+            [gemini.binary, "--model", MODEL, "--yolo", "-p", FIRST],
+            cwd=gemini.project,
+            env=gemini.env,
+            capture_output=True,
+            text=True,
+            timeout=DEADLINE,
+            check=False,
+        )
+    assert shown.returncode == 0
+    assert f"Warning: {said}" in shown.stderr  # Gemini CLI's hook warning
+    assert "Traceback" not in shown.stderr
