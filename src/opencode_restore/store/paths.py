@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
+#: What to do when the data directory cannot be used, said with each such error.
+FIX = "set OPENCODE_RESTORE_DATA_DIR or [paths] data_dir to a writable directory"
+
+
 def _from_toml(path: str) -> str | None:
     if not os.path.isfile(path):
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import uuid
@@ -10,8 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import RestoreError
 from ..redact import redact
 from .db import connect, now_iso, record_transcript, write
+from .paths import FIX
 
 
 @dataclass(slots=True)
@@ -83,12 +86,48 @@ def _dumps(value: Any) -> str | None:
     return None if value is None else json.dumps(value, default=str)
 
 
+class StoreUnavailable(RestoreError, sqlite3.OperationalError):
+    """The store cannot be opened or written (an unwritable or misplaced data directory).
+
+    Still a ``sqlite3.OperationalError`` for code that handles those; a command prints
+    its one line (``cli.exits``) and exits 2.
+    """
+
+    exit_code = 2
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path, self.reason = path, reason
+        super().__init__(f"{path}: cannot use the session store: {reason} ({FIX})")
+
+
+def unusable(path: Path, exc: BaseException) -> StoreUnavailable:
+    """Why the store at ``path`` (its SQLite file) could not be opened, on one line."""
+    directory = path.parent
+    blocker = next((p for p in (path, *path.parents) if p.exists()), None)
+    if blocker is not None and blocker != path and not blocker.is_dir():
+        return StoreUnavailable(str(blocker), "not a directory")
+    if path.is_dir():
+        return StoreUnavailable(str(path), "a directory where the store's file should be")
+    if isinstance(exc, OSError):
+        return StoreUnavailable(str(exc.filename or directory), exc.strerror or str(exc))
+    if directory.is_dir() and not os.access(directory, os.W_OK):
+        return StoreUnavailable(str(directory), "directory is not writable")
+    if path.exists() and not os.access(path, os.W_OK):
+        return StoreUnavailable(str(path), "file is not writable")
+    return StoreUnavailable(str(path), str(exc))
+
+
 class Store:
     """The SQLite store at ``path`` (one connection per thread)."""
+
+    #: The file of the store opened last in this process: the one a stray SQLite error
+    #: of a command is about (``cli.exits``).
+    last_path: str | None = None
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._local = threading.local()
+        Store.last_path = str(path)
         self.conn  # noqa: B018 - create and migrate the file now, not on first use
 
     @property
@@ -96,7 +135,12 @@ class Store:
         """This thread's connection."""
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = connect(self.path)
+            try:
+                conn = connect(self.path)
+            except StoreUnavailable:
+                raise
+            except (sqlite3.Error, OSError) as exc:
+                raise unusable(Path(self.path), exc) from exc
             self._local.conn = conn
         return conn
 
