@@ -385,3 +385,29 @@ def test_a_prepared_note_is_not_due_until_made_so(data_dir: Path) -> None:
     assert collect(str(data_dir), "gemini", "s1", 0.0, print, make_due=True) == (
         "# Restored context: y"
     )
+
+
+def test_hook_settings_read_the_users_file_and_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opencode_restore.hooks import restore as hook_restore
+
+    config = tmp_path / "config.toml"
+    monkeypatch.setattr("opencode_restore.dirs.user_config_path", lambda: str(config))
+    defaults = hook_restore.hook_settings({})
+    assert (defaults.restore_on, defaults.budget) == (
+        frozenset({"compact", "clear", "resume"}),
+        8.0,
+    )
+    config.write_text('[hooks]\nrestore_on = ["compact"]\nbudget_seconds = 3\n')
+    read = hook_restore.hook_settings({})
+    assert (read.restore_on, read.budget) == (frozenset({"compact"}), 3.0)
+    env = {
+        "OPENCODE_RESTORE_HOOKS_RESTORE_ON": "clear,startup",
+        "OPENCODE_RESTORE_HOOKS_BUDGET_SECONDS": "1.5",
+    }
+    over = hook_restore.hook_settings(env)
+    assert (over.restore_on, over.budget) == (frozenset({"clear", "startup"}), 1.5)
+    config.write_text('[hooks]\nrestore_on = ["soon"]\n')
+    with pytest.raises(hook_restore.SettingsProblem, match="unknown source 'soon'"):
+        hook_restore.hook_settings({})

@@ -107,12 +107,10 @@ def hook_settings(env: Mapping[str, str] | None = None) -> HookSettings:
     """``restore_on`` and ``budget_seconds``: ``OPENCODE_RESTORE_HOOKS_*``, else the user's
     file, else the defaults (as ``load_config`` merges them)."""
     env = os.environ if env is None else env
-    section: dict[str, Any] = {}
-    path = env.get("OPENCODE_RESTORE_CONFIG")
-    if not path:
-        from ..dirs import user_config_path
+    from ..dirs import user_config_path
 
-        path = user_config_path()
+    section: dict[str, Any] = {}
+    path = user_config_path()
     if os.path.isfile(path):
         import tomllib
 
