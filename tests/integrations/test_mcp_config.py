@@ -171,14 +171,14 @@ def test_other_keys_survive_add_and_remove(other: dict[str, Any]) -> None:
     assert json.loads(removed) == other
 
 
-def test_cli_codex_round_trip_and_hooks_refused(
+def test_cli_codex_round_trip_and_hooks_apart(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
     runner = CliRunner()
-    refused = runner.invoke(cli, ["install", "codex"])
-    assert refused.exit_code == 2
-    assert "--mcp" in refused.output
+    hooks = runner.invoke(cli, ["install", "codex", "--dry-run"])  # the hooks: hooks.json
+    assert hooks.exit_code == 0
+    assert f"+++ {tmp_path / 'codex' / 'hooks.json'}" in hooks.output
     dry = runner.invoke(cli, ["install", "codex", "--mcp", "--dry-run"])
     assert dry.exit_code == 0
     assert "+[mcp_servers.opencode-restore]" in dry.output

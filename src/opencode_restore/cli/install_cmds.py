@@ -32,6 +32,7 @@ def _run(agent: str, project: bool, dry_run: bool, remove: bool, mcp: bool) -> N
     from ..config import load_config
     from ..errors import UsageError
     from ..integrations.install import (
+        CODEX_TRUST_NOTE,
         companion_paths,
         companion_still_needed,
         default_project,
@@ -41,11 +42,6 @@ def _run(agent: str, project: bool, dry_run: bool, remove: bool, mcp: bool) -> N
     )
     from ..integrations.mcp_config import mcp_target
 
-    if agent == "codex" and not mcp:
-        raise UsageError(
-            "codex has no session-start hook: give --mcp for the MCP server, or run "
-            "`opencode-restore restore --latest --format prompt` when you start"
-        )
     if agent == "pi" and mcp:
         raise UsageError("pi reads no MCP config: `install pi` puts in its extension")
     scope = "project" if project else "user"
@@ -66,6 +62,8 @@ def _run(agent: str, project: bool, dry_run: bool, remove: bool, mcp: bool) -> N
         what = "; ".join(change.notes)
         verb = ("removed from" if remove else "installed in") if change.changed else "unchanged:"
         click.echo(f"{agent}: {verb} {path}" + (f" ({what})" if what else ""))
+        if agent == "codex" and not mcp and not remove:
+            click.echo(f"codex: {CODEX_TRUST_NOTE}")
 
 
 @click.command("install")
@@ -79,6 +77,8 @@ def install_cmd(agent: str, project: bool, dry_run: bool, mcp: bool) -> None:
 
     claude / gemini: hook entries merged into settings.json (other entries untouched, a
     backup kept; SessionStart answers compact / clear / resume with the restoration).
+    codex: the same hooks in $CODEX_HOME/hooks.json (Codex asks you to trust them once,
+    with /hooks).
     opencode: the plugin copied into the plugins folder (and two lines in that config
     folder's .npmrc so an offline start does not wait on npm). pi: the extension copied
     into its extensions folder. With --mcp (codex too): the MCP server added to the

@@ -21,6 +21,8 @@ Payloads understood:
 * The opencode plugin (``--agent opencode``, JSON as the last argument): ``session_id``,
   ``cwd``, ``hook_event_name`` ``session.compacted``; the transcript is opencode's store
   (``opencode_store``).
+* Codex 0.171 hooks (``$CODEX_HOME/hooks.json``, ``--agent codex``, stdin JSON): Claude
+  Code's fields, ``transcript_path`` the rollout; answered as Claude Code's.
 * Codex ``notify`` (JSON as the last argument): ``{"type": "agent-turn-complete",
   "thread-id": ..., "cwd": ..., "input-messages": [...]}``. It names no file, so the
   rollout ``rollout-*-<thread-id>.jsonl`` is looked up under ``$CODEX_HOME/sessions``
@@ -366,7 +368,7 @@ def run(agent: str | None, payload_text: str | None) -> int:
         except Exception as exc:
             log(f"cannot write the store in {directory}: {type(exc).__name__}: {exc}")
             return _exit(unlogged, directory)
-        if event.event in _ANSWERED and event.agent in ("claude-code", "gemini"):
+        if event.event in _ANSWERED and event.agent in ("claude-code", "codex", "gemini"):
             # Only here is the restore imported; it reads the config only when the event's
             # source may restore something, so every other event stays cheap.
             from .restore import SettingsProblem, answer

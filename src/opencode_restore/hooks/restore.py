@@ -28,6 +28,15 @@ note, answering nothing; the next BeforeAgent waits for the child within the bud
 delivers (past it, the one after). The appended context is kept in the history that
 ``--resume`` reloads, so a resume whose transcript already holds a restoration gets none.
 
+Codex 0.171 (``$CODEX_HOME/hooks.json``, Claude Code's shape; SessionStart sources startup,
+resume, clear, compact): SessionStart answers as Claude Code's does, PreCompact starts the
+restore early, UserPromptSubmit delivers one that outran the budget. Codex keeps the
+context in its history (a developer message in the rollout) and drops it at a compaction,
+so compact and resume are answered only when the rollout holds no restoration after its
+last ``compacted`` line and none was delivered since (``.delivered``: the rollout's size
+then; an ``exec resume`` that compacts fires SessionStart resume and compact back to back,
+before the first is written).
+
 Nothing is imported here before the source is known to restore something: the settings
 are read with ``tomllib`` (``hook_settings``), the store and the restore only when needed.
 Nothing but the answer ever reaches stdout; every problem is one line in ``hook.log``.
@@ -64,6 +73,7 @@ _RELOADED_SCAN = 8 << 20
 _RESTORED_SCAN = 256 << 20
 #: How every restoration starts (``report`` ``--format prompt``).
 MARK = "# Restored context: earlier"
+MARK_BYTES = MARK.encode()
 _POLL = 0.05
 
 
@@ -172,6 +182,32 @@ def conversation_in(path: str | None) -> bool:
     return found is not False  # a long transcript without one in its start: a conversation
 
 
+def codex_restored(path: str | None, directory: str, session_id: str) -> bool:
+    """True when Codex session ``session_id`` already holds a restoration in its model
+    context: its rollout holds one after its last compaction, or one was delivered after it."""
+    compacted, restored = 0, False
+    if path:
+        try:
+            with open(path, "rb") as fh:
+                offset = 0
+                for line in fh:
+                    offset += len(line)
+                    if b'"type":"compacted"' in line[:160]:
+                        compacted, restored = offset, False
+                    elif MARK_BYTES in line:
+                        restored = True
+        except OSError:
+            return False
+    if restored:
+        return True
+    try:
+        with open(delivered_path(directory, "codex", session_id), encoding="utf-8") as fh:
+            size = int(json.load(fh)["size"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return size >= compacted
+
+
 def restoration_in(path: str | None) -> bool:
     """True when the transcript at ``path`` already holds a restoration (Gemini CLI keeps
     BeforeAgent's context in the history it reloads on ``--resume``)."""
@@ -194,6 +230,11 @@ def prepared_path(directory: str, agent: str, session_id: str) -> str:
 def pending_path(directory: str, agent: str, session_id: str) -> str:
     """The note that session ``session_id`` is due a restoration."""
     return os.path.join(directory, FOLDER, _key(agent, session_id) + ".pending")
+
+
+def delivered_path(directory: str, agent: str, session_id: str) -> str:
+    """The note that a restoration reached session ``session_id`` (Codex: the rollout's size)."""
+    return os.path.join(directory, FOLDER, _key(agent, session_id) + ".delivered")
 
 
 def _alive(pid: int) -> bool:
@@ -339,6 +380,26 @@ def _answer(out: IO[str], event: str, text: str) -> None:
     out.flush()
 
 
+def _deliver(
+    out: IO[str], event: str, text: str, payload: dict[str, Any], agent: str, directory: str
+) -> None:
+    """Answer ``text``; for Codex, note the rollout's size then (``codex_restored``)."""
+    _answer(out, event, text)
+    if agent != "codex":
+        return
+    path = payload.get("transcript_path")
+    try:
+        size = os.path.getsize(path) if isinstance(path, str) else 0
+    except OSError:
+        size = 0
+    note = delivered_path(directory, agent, str(payload["session_id"]))
+    os.makedirs(os.path.dirname(note), mode=0o700, exist_ok=True)
+    partial = f"{note}.{os.getpid()}.tmp"
+    with open(partial, "w", encoding="utf-8") as fh:
+        json.dump({"size": size, "created": time.time()}, fh)
+    os.replace(partial, note)
+
+
 # -- which session to restore -------------------------------------------------------------
 
 
@@ -412,34 +473,44 @@ def _prepare(
 
 
 def claude_session_start(
-    payload: dict[str, Any], directory: str, out: IO[str], log: Log, settings: HookSettings
+    payload: dict[str, Any],
+    directory: str,
+    out: IO[str],
+    log: Log,
+    settings: HookSettings,
+    agent: str = "claude-code",
 ) -> None:
-    """SessionStart of Claude Code: compact / clear (/ resume without a conversation)."""
+    """SessionStart of Claude Code: compact / clear (/ resume without a conversation); of
+    Codex (``agent`` ``codex``): compact / clear / resume when no restoration is in its
+    context yet."""
     source = source_of(payload)
     if source not in settings.restore_on:
         return
-    if source == "resume" and conversation_in(payload.get("transcript_path")):
-        return  # Claude Code reloaded the conversation, and the restorations it holds
     session_id = str(payload["session_id"])
-    if source == "compact" and os.path.exists(pending_path(directory, "claude-code", session_id)):
+    transcript = payload.get("transcript_path")
+    if agent == "codex":
+        if source in ("resume", "compact") and codex_restored(transcript, directory, session_id):
+            return  # Codex holds one in its history since its last compaction
+    elif source == "resume" and conversation_in(transcript):
+        return  # Claude Code reloaded the conversation, and the restorations it holds
+    early = ("compact", "resume") if agent == "codex" else ("compact",)
+    if source in early and os.path.exists(pending_path(directory, agent, session_id)):
         # PreCompact started it while the model wrote the compaction summary.
-        text = collect(directory, "claude-code", session_id, settings.budget, log, make_due=True)
+        text = collect(directory, agent, session_id, settings.budget, log, make_due=True)
         if text:
-            _answer(out, "SessionStart", text)
+            _deliver(out, "SessionStart", text, payload, agent, directory)
         return
-    started = _prepare(directory, payload, "claude-code", source, log)
+    started = _prepare(directory, payload, agent, source, log)
     if started is None:
         return
     import subprocess
 
     child, target_id = started
-    output = prepared_path(directory, "claude-code", session_id)
+    output = prepared_path(directory, agent, session_id)
     try:
         child.wait(timeout=settings.budget)
     except subprocess.TimeoutExpired:
-        _write_pending(
-            pending_path(directory, "claude-code", session_id), child.pid, source, target_id
-        )
+        _write_pending(pending_path(directory, agent, session_id), child.pid, source, target_id)
         log(
             f"{source}: the restoration of {target_id} is not done within {settings.budget:g} s;"
             " it goes on in the background and comes with the next prompt"
@@ -449,27 +520,33 @@ def claude_session_start(
     if child.returncode not in (0, 1) or not text:  # 1: some turns failed, it says which
         log(f"{source}: no restoration of {target_id}: restore exited with {child.returncode}")
         return
-    _answer(out, "SessionStart", text)
+    _deliver(out, "SessionStart", text, payload, agent, directory)
 
 
 def claude_pre_compact(
-    payload: dict[str, Any], directory: str, log: Log, settings: HookSettings
+    payload: dict[str, Any],
+    directory: str,
+    log: Log,
+    settings: HookSettings,
+    agent: str = "claude-code",
 ) -> None:
-    """PreCompact of Claude Code: start the restoration while the compaction runs."""
+    """PreCompact of Claude Code (or Codex): start the restoration while the compaction runs."""
     if "compact" not in settings.restore_on:
         return
-    started = _prepare(directory, payload, "claude-code", "compact", log)
+    started = _prepare(directory, payload, agent, "compact", log)
     if started is not None:
         child, target_id = started
-        note = pending_path(directory, "claude-code", str(payload["session_id"]))
+        note = pending_path(directory, agent, str(payload["session_id"]))
         _write_pending(note, child.pid, "compact", target_id, due=False)
 
 
-def claude_prompt(payload: dict[str, Any], directory: str, out: IO[str], log: Log) -> None:
-    """UserPromptSubmit of Claude Code: a restoration that outran its SessionStart."""
-    text = collect(directory, "claude-code", str(payload["session_id"]), 0.0, log)
+def claude_prompt(
+    payload: dict[str, Any], directory: str, out: IO[str], log: Log, agent: str = "claude-code"
+) -> None:
+    """UserPromptSubmit of Claude Code (or Codex): a restoration that outran its SessionStart."""
+    text = collect(directory, agent, str(payload["session_id"]), 0.0, log)
     if text:
-        _answer(out, "UserPromptSubmit", text)
+        _deliver(out, "UserPromptSubmit", text, payload, agent, directory)
 
 
 def gemini_due(
@@ -507,15 +584,15 @@ def answer(
     def said(message: str) -> None:  # each line says whose event it was
         log(f"{agent} {event} {message}")
 
-    if agent == "claude-code":
+    if agent in ("claude-code", "codex"):  # Codex 0.171's hooks are Claude Code's
         if event == "SessionStart" and source_of(payload) in SOURCES:
-            claude_session_start(payload, directory, out, said, hook_settings())
+            claude_session_start(payload, directory, out, said, hook_settings(), agent)
         elif event == "PreCompact":
-            claude_pre_compact(payload, directory, said, hook_settings())
+            claude_pre_compact(payload, directory, said, hook_settings(), agent)
         elif event == "UserPromptSubmit" and os.path.exists(
             pending_path(directory, agent, payload["session_id"])
         ):
-            claude_prompt(payload, directory, out, said)
+            claude_prompt(payload, directory, out, said, agent)
     elif agent == "gemini":
         if event == "SessionStart" and source_of(payload) in ("resume", "clear", "startup"):
             gemini_due(payload, directory, said, hook_settings(), str(source_of(payload)))

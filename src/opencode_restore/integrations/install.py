@@ -1,5 +1,5 @@
-"""``install`` / ``uninstall``: put the hooks (Claude Code, Gemini CLI), the plugin (opencode)
-or the extension (pi) where the agent reads them, and take them out again.
+"""``install`` / ``uninstall``: put the hooks (Claude Code, Codex, Gemini CLI), the plugin
+(opencode) or the extension (pi) where the agent reads them, and take them out again.
 
 Settings files are merged (``settings_json``), never replaced: the file before the first
 change is kept as ``settings.json.bak`` (``.bak.N`` when taken), and each install is
@@ -29,7 +29,7 @@ from ..errors import UsageError
 from .mcp_config import add_server, remove_server
 from .settings_json import Entry, dump_settings, merge_hooks, parse_settings, remove_hooks
 
-AGENTS = ("claude", "gemini", "opencode", "pi")
+AGENTS = ("claude", "codex", "gemini", "opencode", "pi")
 #: The agents whose whole integration is one file of ours (a plugin / an extension).
 FILE_AGENTS = ("opencode", "pi")
 PLUGIN_NAME = "opencode-restore.ts"
@@ -57,6 +57,13 @@ MANIFEST = "installs.json"
 #: due, BeforeAgent delivers it. PreCompress runs only on ``/compress`` ("manual"): Gemini
 #: 0.61 fires PreCompress(auto) before every model request and waits for it.
 CLAUDE_EVENTS = ("SessionStart", "UserPromptSubmit", "PreCompact", "Stop", "SessionEnd")
+#: Codex 0.171 (``$CODEX_HOME/hooks.json``, Claude Code's shape; it has no SessionEnd).
+CODEX_EVENTS = ("SessionStart", "UserPromptSubmit", "PreCompact", "Stop")
+#: What ``install codex`` says: Codex runs a hook only once the user trusted it.
+CODEX_TRUST_NOTE = (
+    "Codex runs these hooks only once you trust them: open `codex`, type /hooks and trust "
+    "them (once; untrusted hooks are skipped without a word)"
+)
 GEMINI_EVENTS = ("SessionStart", "BeforeAgent", "PreCompress:manual", "SessionEnd")
 #: Gemini entries earlier installs wrote: taken out by install and uninstall.
 GEMINI_LEGACY = ("AfterAgent", "PreCompress")
@@ -98,7 +105,7 @@ def cli_argv() -> list[str]:
 
 def hook_command(agent: str) -> str:
     """The command line the agent runs: this installation's ``opencode-restore hook``."""
-    args = [*cli_argv(), "hook"] + (["--agent", "gemini"] if agent == "gemini" else [])
+    args = [*cli_argv(), "hook"] + (["--agent", agent] if agent in ("codex", "gemini") else [])
     return shlex.join(args)
 
 
@@ -124,6 +131,11 @@ def target_path(agent: str, scope: str, home: Path, project: Path) -> Path:
         else:
             base = Path(agent_dir).expanduser() if agent_dir else home / ".pi/agent"
         return base / "extensions" / PLUGIN_NAME
+    if agent == "codex":
+        if scope == "project":
+            raise UsageError("codex reads its hooks from its user folder only; drop --project")
+        codex_home = os.environ.get("CODEX_HOME")
+        return (Path(codex_home) if codex_home else home / ".codex") / "hooks.json"
     folder = ".claude" if agent == "claude" else ".gemini"
     return (home if scope == "user" else project) / folder / "settings.json"
 
@@ -199,7 +211,7 @@ def _command(agent: str) -> str:
 def _entries(agent: str, command: str, events: tuple[str, ...] | None = None) -> list[Entry]:
     """(event, command, matcher) per ``EVENT[:matcher]`` of the agent's events."""
     if events is None:
-        events = CLAUDE_EVENTS if agent == "claude" else GEMINI_EVENTS
+        events = {"claude": CLAUDE_EVENTS, "codex": CODEX_EVENTS}.get(agent, GEMINI_EVENTS)
     out: list[Entry] = []
     for spec in events:
         event, _, matcher = spec.partition(":")
