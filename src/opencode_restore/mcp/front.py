@@ -113,7 +113,26 @@ class Wire:
         self.write_line(json.dumps(message, separators=(",", ":"), ensure_ascii=False))
 
 
-class QueueFile:
+class LineFile:
+    """A read-only text file made of ``readline``: what the SDK's stdio transport reads."""
+
+    def readline(self, size: int = -1) -> str:
+        raise NotImplementedError
+
+    def __iter__(self) -> LineFile:
+        return self
+
+    def __next__(self) -> str:
+        line = self.readline()
+        if not line:
+            raise StopIteration
+        return line
+
+    def close(self) -> None:
+        pass
+
+
+class QueueFile(LineFile):
     """What the SDK reads: the lines it missed, then the wire's, then "" at the end."""
 
     def __init__(self, first: list[str], lines: queue.Queue[bytes | None]) -> None:
@@ -131,18 +150,6 @@ class QueueFile:
             self._ended = True
             return ""
         return item.decode("utf-8", "replace")
-
-    def __iter__(self) -> QueueFile:
-        return self
-
-    def __next__(self) -> str:
-        line = self.readline()
-        if not line:
-            raise StopIteration
-        return line
-
-    def close(self) -> None:
-        pass
 
 
 class FilteredOut:

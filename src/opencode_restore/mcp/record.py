@@ -20,13 +20,13 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 
 from .. import __version__
 from ..config import Config
-from .front import HANDSHAKE, STATIC, VERSION_META, sdk_version
+from .front import HANDSHAKE, STATIC, VERSION_META, LineFile, sdk_version
 from .server import build_server, serve_files
 
 _CLIENT = {"name": "opencode-restore-record", "version": "0"}
 
 
-class _Script:
+class _Script(LineFile):
     """The requests, then the end once ``done()`` (answers come concurrently)."""
 
     def __init__(self, lines: list[str], done: Callable[[], bool]) -> None:
@@ -40,18 +40,6 @@ class _Script:
         while not self._done() and time.monotonic() < deadline:
             time.sleep(0.01)
         return ""
-
-    def __iter__(self) -> _Script:
-        return self
-
-    def __next__(self) -> str:
-        line = self.readline()
-        if not line:
-            raise StopIteration
-        return line
-
-    def close(self) -> None:
-        pass
 
 
 class _Capture:
