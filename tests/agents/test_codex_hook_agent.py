@@ -18,8 +18,6 @@ Codex 0.171.0:
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +25,7 @@ import pytest
 
 from tests.agents.fake_model import FakeModel
 from tests.agents.fake_responses import ResponsesModel, codex_config
-from tests.agents.test_real_agents import DEADLINE, MARK, _binary, _env, _project
+from tests.agents.test_real_agents import MARK, _binary, _env, _project, install, run_ok
 
 pytestmark = pytest.mark.slow
 #: Makes ``exec resume`` compact before its turn (the reloaded history is over the limit).
@@ -52,29 +50,13 @@ def test_codex_hooks_deliver_the_restoration_once(tmp_path: Path) -> None:
         config = home / ".codex" / "config.toml"
         config.parent.mkdir(parents=True)
         config.write_text(codex_config(model.url))
-        installed = subprocess.run(
-            [sys.executable, "-m", "opencode_restore", "install", "codex"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=DEADLINE,
-            check=False,
-        )
-        assert installed.returncode == 0, installed.stderr
+        installed = install(env, "codex")
         assert "/hooks" in installed.stdout
 
         def run(*args: str) -> list[dict[str, Any]]:
             since = len(model.requests)
-            result = subprocess.run(
-                [codex, "exec", "--dangerously-bypass-hook-trust", "--skip-git-repo-check", *args],
-                cwd=project,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=DEADLINE,
-                check=False,
-            )
-            assert result.returncode == 0, result.stderr
+            exec_ = [codex, "exec", "--dangerously-bypass-hook-trust", "--skip-git-repo-check"]
+            result = run_ok([*exec_, *args], env, project)
             bodies = _turn_bodies(model, since)
             assert bodies, result.stderr
             return bodies

@@ -20,8 +20,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -35,7 +33,7 @@ from tests.agents.fake_responses import (
     function_outputs,
     tool_names,
 )
-from tests.agents.test_real_agents import DEADLINE, _binary, _env, _project
+from tests.agents.test_real_agents import _binary, _env, _project, install, run_ok
 from tests.batch.helpers import CLAUDE_3_TURNS
 
 pytestmark = pytest.mark.slow
@@ -81,25 +79,10 @@ def test_codex_exec_starts_the_server_and_restores_the_earlier_session(tmp_path:
         config = home / ".codex" / "config.toml"
         config.parent.mkdir(parents=True)
         config.write_text(codex_config(model.url))
-        installed = subprocess.run(
-            [sys.executable, "-m", "opencode_restore", "install", "codex", "--mcp"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=DEADLINE,
-            check=False,
+        install(env, "codex", "--mcp")
+        run_ok(
+            [codex, "exec", "--skip-git-repo-check", "Restore my last session here"], env, project
         )
-        assert installed.returncode == 0, installed.stderr
-        result = subprocess.run(
-            [codex, "exec", "--skip-git-repo-check", "Restore my last session here"],
-            cwd=project,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=DEADLINE,
-            check=False,
-        )
-        assert result.returncode == 0, result.stderr
     bodies = [body for path, body in model.requests if path.split("?")[0].endswith("/responses")]
     assert bodies, "Codex sent no request"
     # The first request already offers the tools: the handshake was answered in time.

@@ -15,8 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -24,7 +22,13 @@ from typing import Any
 import pytest
 
 from tests.agents.fake_model import FakeModel, anthropic_tool_stream
-from tests.agents.test_real_agents import DEADLINE, _binary, _project, claude_env
+from tests.agents.test_real_agents import (
+    _binary,
+    _project,
+    claude_env,
+    install,
+    run_ok,
+)
 from tests.batch.helpers import CLAUDE_3_TURNS
 
 pytestmark = pytest.mark.slow
@@ -94,25 +98,12 @@ def test_claude_code_starts_the_server_and_gets_a_cited_search(tmp_path: Path) -
     project = _project(tmp_path)
     with CallingModel() as model:
         env = claude_env(home, data_dir, model.url)
-        installed = subprocess.run(
-            [sys.executable, "-m", "opencode_restore", "install", "claude", "--mcp"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=DEADLINE,
-            check=False,
-        )
-        assert installed.returncode == 0, installed.stderr
-        result = subprocess.run(
+        install(env, "claude", "--mcp")
+        run_ok(
             [claude, "--dangerously-skip-permissions", "-p", "Restore my last session here"],
-            cwd=project,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=DEADLINE,
-            check=False,
+            env,
+            project,
         )
-        assert result.returncode == 0, result.stderr
     offered = [
         {t.get("name") for t in body.get("tools", []) if isinstance(t, dict)}
         for _path, body in model.requests

@@ -67,16 +67,24 @@ def claude_env(home: Path, data_dir: Path, model_url: str) -> dict[str, str]:
     )
 
 
-def _install(agent: str, env: dict[str, str]) -> None:
+def run_ok(
+    args: list[str], env: dict[str, str], cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run a program (an agent, this CLI) to its end within the deadline; it must succeed."""
     result = subprocess.run(
-        [sys.executable, "-m", "opencode_restore", "install", agent, "--user"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=DEADLINE,
-        check=False,
+        args, cwd=cwd, env=env, capture_output=True, text=True, timeout=DEADLINE, check=False
     )
     assert result.returncode == 0, result.stderr
+    return result
+
+
+def install(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``opencode-restore install ARGS`` of this checkout, in the test's HOME."""
+    return run_ok([sys.executable, "-m", "opencode_restore", "install", *args], env)
+
+
+def _install(agent: str, env: dict[str, str]) -> None:
+    install(env, agent, "--user")
 
 
 def _project(root: Path) -> Path:
@@ -111,16 +119,7 @@ def test_claude_code_compact_gets_the_restoration(tmp_path: Path) -> None:
             ["--continue", "What is next?"],
         ):
             sent.append(len(model.requests))
-            result = subprocess.run(
-                [claude, "--dangerously-skip-permissions", "-p", *prompt],
-                cwd=project,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=DEADLINE,
-                check=False,
-            )
-            assert result.returncode == 0, result.stderr
+            run_ok([claude, "--dangerously-skip-permissions", "-p", *prompt], env, project)
     before_compact = model.requests[: sent[3]]
     after_compact = model.requests[sent[3] :]
     assert not any(_carries(body, MARK) for _path, body in before_compact)
