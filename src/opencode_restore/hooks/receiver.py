@@ -17,7 +17,8 @@ Payloads understood:
   ``~/.gemini`` or ``--agent gemini``.
 * A restoration is answered on stdout (``hooks.restore``: Claude Code's SessionStart
   compact/clear and UserPromptSubmit, Gemini CLI's BeforeAgent after a SessionStart
-  resume/clear or a ``/compress``); that JSON is the only thing this module ever prints.
+  resume/clear, a ``/compress`` or an automatic compression its chat file recorded);
+  that JSON is the only thing this module ever prints.
 * The opencode plugin (``--agent opencode``, JSON as the last argument): ``session_id``,
   ``cwd``, ``hook_event_name`` ``session.compacted``; the transcript is opencode's store
   (``opencode_store``).
@@ -373,6 +374,8 @@ def run(agent: str | None, payload_text: str | None) -> int:
             # source may restore something, so every other event stays cheap.
             from .restore import SettingsProblem, answer
 
+            if event.agent == "gemini":
+                payload["transcript_path"] = event.transcript_path  # None when refused above
             try:
                 answer(payload, event.agent, event.event, directory, sys.stdout, log)
             except SettingsProblem as exc:

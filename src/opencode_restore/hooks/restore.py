@@ -27,6 +27,12 @@ PreCompress(auto) before every model request, and waits) start the child and lea
 note, answering nothing; the next BeforeAgent waits for the child within the budget and
 delivers (past it, the one after). The appended context is kept in the history that
 ``--resume`` reloads, so a resume whose transcript already holds a restoration gets none.
+Gemini's automatic compression (past its token threshold, checked before every model
+request) fires no hook worth installing, so each BeforeAgent (once per prompt) reads the
+bytes the chat file gained since the last look (``.seen``: its offset, the compressions
+known) for a new compression checkpoint (``gemini_compressed``); one found is restored
+and delivered there, within the budget (past it, at the next BeforeAgent). A note already
+due (resume, clear, ``/compress``) covers a compression found with it: one restoration.
 
 Codex 0.171 (``$CODEX_HOME/hooks.json``, Claude Code's shape; SessionStart sources startup,
 resume, clear, compact): SessionStart answers as Claude Code's does, PreCompact starts the
@@ -214,6 +220,108 @@ def restoration_in(path: str | None) -> bool:
     return bool(_holds(path, (MARK.encode(),), _RESTORED_SCAN))
 
 
+# -- Gemini's automatic compression, read from the chat file ------------------------------
+
+#: The model turn Gemini CLI 0.61 puts after a compression's summary (``ChatCompressionService``).
+GEMINI_ACK = "Got it. Thanks for the additional context!"
+SNAPSHOT = "<state_snapshot>"
+_CHECKPOINT_MARKS = (GEMINI_ACK.encode(), SNAPSHOT.encode())
+#: How many compression ids are remembered per session.
+_SEEN_IDS = 64
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+        )
+    return ""
+
+
+def compressions_in(data: bytes) -> list[str]:
+    """The ids of the compression summaries in the ``$set.messages`` checkpoints of ``data``
+    (whole JSONL lines): a user message followed by Gemini's acknowledgement, or starting with
+    ``<state_snapshot>``. A resume restates them under the same ids."""
+    found: list[str] = []
+    pos = 0
+    while True:
+        hits = [i for i in (data.find(m, pos) for m in _CHECKPOINT_MARKS) if i >= 0]
+        if not hits:
+            return found
+        hit = min(hits)
+        start = data.rfind(b"\n", 0, hit) + 1
+        end = data.find(b"\n", hit)
+        end = len(data) if end < 0 else end
+        pos = end + 1
+        line = data[start:end]
+        if b'"$set"' not in line[:16]:
+            continue  # a message that quotes them, not a checkpoint
+        try:
+            messages = json.loads(line)["$set"]["messages"]
+        except (ValueError, KeyError, TypeError):
+            continue
+        if not isinstance(messages, list):
+            continue
+        for i, message in enumerate(messages):
+            if not isinstance(message, dict) or message.get("type") != "user":
+                continue
+            after = messages[i + 1] if i + 1 < len(messages) else None
+            acked = isinstance(after, dict) and _text(after.get("content")).strip() == GEMINI_ACK
+            summary = _text(message.get("content")).lstrip().startswith(SNAPSHOT)
+            mid = message.get("id")
+            if (acked or summary) and isinstance(mid, str) and mid not in found:
+                found.append(mid)
+
+
+def gemini_compressed(path: str | None, directory: str, session_id: str) -> bool:
+    """True when the chat file at ``path`` recorded a compression since the last look.
+
+    Only the bytes appended since are read (up to the last whole line); the offset and the
+    compression ids seen are kept in ``.seen``. The first look at a session learns what
+    the file holds and reports nothing; a file that shrank or was replaced is read again
+    from its start, and only ids not seen before count.
+    """
+    if not path or not path.endswith(".jsonl"):
+        return False
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    note = seen_path(directory, "gemini", session_id)
+    known: list[str] | None = None
+    offset = 0
+    try:
+        with open(note, encoding="utf-8") as fh:
+            state = json.load(fh)
+        known = [str(x) for x in state["ids"]]
+        if state["path"] == path and state["ino"] == info.st_ino:
+            offset = int(state["offset"])
+    except (OSError, ValueError, KeyError, TypeError):
+        known = None
+    if offset > info.st_size:
+        offset = 0  # rewritten shorter
+    if known is not None and offset == info.st_size:
+        return False
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            data = fh.read(max(0, info.st_size - offset))
+    except OSError:
+        return False
+    whole = data.rfind(b"\n") + 1  # a line being written is read next time
+    found = compressions_in(data[:whole])
+    new = [x for x in found if x not in (known or [])]
+    ids = ((known or []) + new)[-_SEEN_IDS:]
+    os.makedirs(os.path.dirname(note), mode=0o700, exist_ok=True)
+    partial = f"{note}.{os.getpid()}.tmp"
+    with open(partial, "w", encoding="utf-8") as fh:
+        json.dump({"path": path, "ino": info.st_ino, "offset": offset + whole, "ids": ids}, fh)
+    os.replace(partial, note)
+    return known is not None and bool(new)
+
+
 # -- the prepared restoration and its pending note ---------------------------------------
 
 
@@ -230,6 +338,11 @@ def prepared_path(directory: str, agent: str, session_id: str) -> str:
 def pending_path(directory: str, agent: str, session_id: str) -> str:
     """The note that session ``session_id`` is due a restoration."""
     return os.path.join(directory, FOLDER, _key(agent, session_id) + ".pending")
+
+
+def seen_path(directory: str, agent: str, session_id: str) -> str:
+    """How far BeforeAgent read session ``session_id``'s chat file, and what it found."""
+    return os.path.join(directory, FOLDER, _key(agent, session_id) + ".seen")
 
 
 def delivered_path(directory: str, agent: str, session_id: str) -> str:
@@ -565,11 +678,28 @@ def gemini_due(
     _write_pending(note, child.pid, source, target_id)
 
 
-def gemini_before_agent(
-    payload: dict[str, Any], directory: str, out: IO[str], log: Log, settings: HookSettings
-) -> None:
-    """BeforeAgent of Gemini CLI: deliver what is due (waiting within the budget)."""
-    text = collect(directory, "gemini", str(payload["session_id"]), settings.budget, log)
+def gemini_before_agent(payload: dict[str, Any], directory: str, out: IO[str], log: Log) -> None:
+    """BeforeAgent of Gemini CLI: deliver what is due (waiting within the budget); a
+    compression the chat file recorded since the last prompt is due a restoration now."""
+    session_id = str(payload["session_id"])
+    path = payload.get("transcript_path")
+    compressed = gemini_compressed(path if isinstance(path, str) else None, directory, session_id)
+    note = pending_path(directory, "gemini", session_id)
+    if os.path.exists(note):
+        # A resume, clear or /compress noted before: it covers a compression found with it.
+        text = collect(directory, "gemini", session_id, hook_settings().budget, log)
+    elif compressed:
+        settings = hook_settings()
+        if "compact" not in settings.restore_on:
+            return
+        started = _prepare(directory, payload, "gemini", "compact", log)
+        if started is None:
+            return
+        child, target_id = started
+        _write_pending(note, child.pid, "compact", target_id)
+        text = collect(directory, "gemini", session_id, settings.budget, log)
+    else:
+        return
     if text:
         _answer(out, "BeforeAgent", text)
 
@@ -599,7 +729,5 @@ def answer(
         elif event == "PreCompress" and payload.get("trigger") == "manual":
             # Installed for /compress only ("manual"); a compression is what compact means.
             gemini_due(payload, directory, said, hook_settings(), "compact")
-        elif event == "BeforeAgent" and os.path.exists(
-            pending_path(directory, agent, payload["session_id"])
-        ):
-            gemini_before_agent(payload, directory, out, said, hook_settings())
+        elif event == "BeforeAgent":
+            gemini_before_agent(payload, directory, out, said)
