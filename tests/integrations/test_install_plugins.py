@@ -49,6 +49,36 @@ def test_the_opencode_plugin_imports_nothing_and_uses_the_documented_hooks() -> 
     assert '"restore", sessionID, "--agent", "opencode", "--format", "prompt", "-q"' in text
 
 
+def test_the_opencode_plugin_waits_for_a_restore_after_a_restart_within_the_hooks_budget() -> None:
+    text = plugin_text(ARGV).decode()
+    # The hooks' budget: their environment variable, else [hooks] budget_seconds of the
+    # user's config file (platformdirs' place, then the legacy one), else 8 s, as they read it.
+    assert "process.env.OPENCODE_RESTORE_HOOKS_BUDGET_SECONDS" in text
+    assert "/^hooks\\s*\\]/" in text
+    assert "budget_seconds\\s*=" in text
+    assert "XDG_CONFIG_HOME" in text
+    assert "/.config/opencode-restore" in text
+    assert "const DEFAULT_BUDGET_S = 8" in text
+    # Read when first needed, never at start-up: the plugin's factory awaits nothing.
+    factory = text[text.index("export const OpencodeRestore") :]
+    assert "await" not in factory[: factory.index("return {")]
+    assert "budget ??= readBudget()" in text
+    # The transform awaits the restore bounded by the budget; one restore per summary.
+    assert "text = await within(running, await budgetMs())" in text
+    assert "if (inflight.has(key)) return" in text
+    assert "void restore(" not in text
+    # Exactly once: no second copy when the request already holds it.
+    assert "asked.parts.some((p) => p.text === text)" in text
+
+
+def test_the_opencode_plugin_budget_matches_the_hooks_default() -> None:
+    from opencode_restore.config import HooksConfig
+    from opencode_restore.hooks.restore import DEFAULT_BUDGET
+
+    assert DEFAULT_BUDGET == HooksConfig().budget_seconds == 8.0
+    assert f"const DEFAULT_BUDGET_S = {DEFAULT_BUDGET:g}" in plugin_text(ARGV).decode()
+
+
 def test_the_pi_extension_imports_only_what_pi_provides() -> None:
     text = plugin_text(ARGV, PI_EXTENSION_SOURCE).decode()
     assert _imports(text) == ["node:child_process", "@mariozechner/pi-coding-agent"]
