@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -46,6 +48,7 @@ MARK = "# Restored context: earlier"
 #: opencode must answer its API this soon after it starts. Generous (a start takes 2-7 s
 #: here); it catches the npm install that once held every offline start up 70-75 s.
 START_DEADLINE = 60
+CHOSEN = {"providerID": "fakeai", "modelID": "fake-model"}
 
 
 def _pinned(binary: str, version: str) -> str:
@@ -88,24 +91,17 @@ def _opencode_env(home: Path, data_dir: Path, model_url: str) -> dict[str, str]:
     return env
 
 
-def test_opencode_compaction_and_the_request_after_carry_the_restoration(
-    tmp_path: Path,
-) -> None:
-    opencode = _pinned(_binary("OPENCODE_BIN", "opencode"), OPENCODE_VERSION)
-    home, data_dir = tmp_path / "home", tmp_path / "data"
-    home.mkdir()
-    project = _project(tmp_path)
-    with FakeModel() as model:
-        env = _opencode_env(home, data_dir, model.url)
-        _install("opencode", env)
-        port = _free_port()
-        log = (tmp_path / "opencode.log").open("w")
+@contextmanager
+def _opencode_serve(opencode: str, project: Path, env: dict[str, str], log: Path) -> Iterator[int]:
+    """``opencode serve`` on a free port, once it answers its API (within START_DEADLINE)."""
+    port = _free_port()
+    with log.open("a") as out:
         started = time.monotonic()
         server = subprocess.Popen(
             [opencode, "serve", "--port", str(port), "--hostname", "127.0.0.1"],
             cwd=project,
             env=env,
-            stdout=log,
+            stdout=out,
             stderr=subprocess.STDOUT,
         )
         try:
@@ -117,39 +113,67 @@ def test_opencode_compaction_and_the_request_after_carry_the_restoration(
                 except OSError:
                     assert time.monotonic() - started < START_DEADLINE, "start held up"
                     time.sleep(0.2)
+            yield port
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+
+
+def _say(port: int, session: str, text: str) -> None:
+    part = {"type": "text", "text": text}
+    _call(port, "POST", f"/session/{session}/message", {"parts": [part], **CHOSEN})
+
+
+def test_opencode_compaction_and_the_requests_after_carry_the_restoration(
+    tmp_path: Path,
+) -> None:
+    opencode = _pinned(_binary("OPENCODE_BIN", "opencode"), OPENCODE_VERSION)
+    home, data_dir = tmp_path / "home", tmp_path / "data"
+    home.mkdir()
+    # The restarted plugin waits for its restore at most the hooks' budget, read from the
+    # user's config file: generous here (an offline restore takes ~5 s, more on a busy box).
+    config = home / ".config/opencode-restore/config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("[hooks]\nbudget_seconds = 40\n")
+    project = _project(tmp_path)
+    log = tmp_path / "opencode.log"
+    with FakeModel() as model:
+        env = _opencode_env(home, data_dir, model.url)
+        _install("opencode", env)
+        with _opencode_serve(opencode, project, env, log) as port:
             session = _call(port, "POST", "/session", {})["id"]
-            chosen = {"providerID": "fakeai", "modelID": "fake-model"}
-
-            def say(text: str) -> None:
-                part = {"type": "text", "text": text}
-                _call(port, "POST", f"/session/{session}/message", {"parts": [part], **chosen})
-
-            say("Add a --shout flag to greet.py")
-            say("Also mention it in the README")
+            _say(port, session, "Add a --shout flag to greet.py")
+            _say(port, session, "Also mention it in the README")
             before = len(model.requests)
-            assert _call(port, "POST", f"/session/{session}/summarize", chosen) is True
+            assert _call(port, "POST", f"/session/{session}/summarize", CHOSEN) is True
             compacted = len(model.requests)
-            say("What is next?")
-            say("And after that?")
+            _say(port, session, "What is next?")
+            _say(port, session, "And after that?")
             # session.compacted reaches the plugin as an event, after the reply.
             deadline = time.monotonic() + DEADLINE
             while _stored(data_dir, session) != ("opencode", "session.compacted"):
                 assert time.monotonic() < deadline, "session.compacted was never recorded"
                 time.sleep(0.2)
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
-            log.close()
+        stopped = len(model.requests)
+        # A new opencode process on the same data: the plugin holds nothing for the session.
+        with _opencode_serve(opencode, project, env, log) as port:
+            _say(port, session, "After the restart, what is left?")
     assert not any(_carries(body, MARK) for _path, body in model.requests[:before])
     compaction = model.requests[before][1]
     assert _marks(compaction) == 1
     assert _carries(compaction, f"opencode session `{session}`")
-    after = [body for _path, body in model.requests[compacted:] if _carries(body, "What is next?")]
+    after = [b for _p, b in model.requests[compacted:stopped] if _carries(b, "What is next?")]
     assert len(after) == 2, "two requests after the compaction"
     for body in after:
         assert _carries(body, SUMMARY)  # the compaction really happened
         assert _marks(body) == 1  # the restoration, once, in each request after it
         assert _carries(body, "Add a --shout flag to greet.py")
+    restarted = [b for _p, b in model.requests[stopped:] if _carries(b, "what is left?")]
+    assert restarted, "no request after the restart"
+    first = restarted[0]  # the first request after the restart waited for its restore
+    assert _carries(first, SUMMARY)
+    assert _marks(first) == 1
+    assert _carries(first, "Add a --shout flag to greet.py")
 
 
 # -- pi --------------------------------------------------------------------------------
