@@ -17,6 +17,9 @@ from tests.agents.fake_model import REPLY, SUMMARY, FakeModel
 
 #: The model Gemini CLI is told to use (``--model``).
 MODEL = "gemini-2.5-flash"
+#: A prompt size over 0.61's auto-compression threshold (half of the model's 1,048,576
+#: tokens): the request after a reply reporting it is compressed first, with no /compress.
+OVERFLOW_TOKENS = 900_000
 
 
 def texts(body: dict[str, Any]) -> str:
@@ -50,7 +53,7 @@ def is_chat(path: str, body: dict[str, Any]) -> bool:
     return ":streamGenerateContent" in path and bool(body.get("tools"))
 
 
-def _reply(text: str) -> dict[str, Any]:
+def _reply(text: str, prompt_tokens: int = 50_000) -> dict[str, Any]:
     return {
         "candidates": [
             {
@@ -62,9 +65,9 @@ def _reply(text: str) -> dict[str, Any]:
         # A long history (far under 0.61's auto-compression threshold, half of 1M tokens):
         # a /compress summary is then shorter, so Gemini keeps it instead of the history.
         "usageMetadata": {
-            "promptTokenCount": 50_000,
+            "promptTokenCount": prompt_tokens,
             "candidatesTokenCount": 10,
-            "totalTokenCount": 50_010,
+            "totalTokenCount": prompt_tokens + 10,
         },
         "modelVersion": MODEL,
     }
@@ -89,11 +92,15 @@ class FakeGemini(FakeModel):
 
     ``tool_calls``: each chat turn first calls ``read_file`` on ``greet.py`` that many
     times, so a turn makes ``tool_calls + 1`` model requests (``bench/hook.py`` timing).
+    ``overflow``: the first turn whose prompt starts with this text calls ``read_file`` in a reply
+    reporting ``OVERFLOW_TOKENS``, so Gemini compresses on its own before sending the
+    tool's answer (the compression's own requests are answered as ``/compress``'s).
     """
 
-    def __init__(self, tool_calls: int = 0) -> None:
+    def __init__(self, tool_calls: int = 0, overflow: str | None = None) -> None:
         super().__init__()
         self.tool_calls = tool_calls
+        self.overflow = overflow
 
     def __enter__(self) -> FakeGemini:
         super().__enter__()
@@ -115,9 +122,17 @@ class FakeGemini(FakeModel):
         else:
             text = REPLY
         reply = json.dumps(_reply(text))
-        if is_chat(path, body) and _tool_rounds(body) < self.tool_calls:
+        overflow = (
+            self.overflow is not None
+            and is_chat(path, body)
+            and _tool_rounds(body) == 0
+            and last_text(body).startswith(self.overflow)  # not a restoration quoting it
+        )
+        if overflow:
+            self.overflow = None  # once: each overflow is one more compression
+        if is_chat(path, body) and (overflow or _tool_rounds(body) < self.tool_calls):
             call = {"functionCall": {"name": "read_file", "args": {"file_path": "greet.py"}}}
-            answer = _reply("")
+            answer = _reply("", OVERFLOW_TOKENS if overflow else 50_000)
             answer["candidates"][0]["content"]["parts"] = [call]
             reply = json.dumps(answer)
         if ":streamGenerateContent" in route:

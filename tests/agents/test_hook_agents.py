@@ -26,7 +26,14 @@ from typing import Any
 
 import pytest
 
-from tests.agents.fake_gemini import MODEL, FakeGemini, is_chat, is_compression, last_text
+from tests.agents.fake_gemini import (
+    MODEL,
+    OVERFLOW_TOKENS,
+    FakeGemini,
+    is_chat,
+    is_compression,
+    last_text,
+)
 from tests.agents.fake_model import SUMMARY, FakeModel
 from tests.agents.test_real_agents import DEADLINE, _binary, _env, _install, _project, claude_env
 
@@ -298,6 +305,34 @@ def test_gemini_compress_reaches_the_next_request_once(tmp_path: Path) -> None:
     assert FIRST in json.dumps(first).split(MARK, 1)[1]
     # Once: the next prompt adds none (the history keeps the one appended before).
     assert all(_marks(body) <= 1 for body in _chats(later))
+    _quiet_log(gemini.data_dir)
+
+
+def test_gemini_auto_compression_reaches_the_next_prompt_once(tmp_path: Path) -> None:
+    overflow = "Read greet.py, the history is long now"
+    with FakeGemini(overflow=overflow) as model:
+        gemini = Gemini(tmp_path, model, ["compact"])
+        gemini.run(FIRST)
+        # The reply to this prompt's first request reports OVERFLOW_TOKENS: Gemini compresses
+        # on its own before the next request (the tool's answer). No hook runs there.
+        overflowing = gemini.run("--resume", "latest", overflow)
+        after = _chats(gemini.run("--resume", "latest", "What is next?"))
+        later = _chats(gemini.run("--resume", "latest", "And then?"))
+    assert OVERFLOW_TOKENS > 1_048_576 // 2
+    assert sum(is_compression(body) for _path, body in overflowing) >= 1  # summary (+ check)
+    chats = _chats(overflowing)
+    assert len(chats) == 2
+    assert SUMMARY not in json.dumps(chats[0])
+    assert SUMMARY in json.dumps(chats[1])  # the tool's answer went with the compressed history
+    assert all(_marks(body) == 0 for body in chats)  # no hook runs per request
+    # The next prompt's BeforeAgent found the compression in the chat file: once.
+    assert after
+    assert _marks(after[0]) == 1
+    assert "What is next?" in last_text(after[0])
+    assert FIRST in json.dumps(after[0]).split(MARK, 1)[1]
+    # Later prompts carry the one kept in the history, and no other.
+    assert later
+    assert [_marks(body) for body in later] == [1] * len(later)
     _quiet_log(gemini.data_dir)
 
 
