@@ -35,7 +35,15 @@ from tests.agents.fake_gemini import (
     last_text,
 )
 from tests.agents.fake_model import SUMMARY, FakeModel
-from tests.agents.test_real_agents import DEADLINE, _binary, _env, _install, _project, claude_env
+from tests.agents.test_real_agents import (
+    DEADLINE,
+    _binary,
+    _env,
+    _install,
+    _project,
+    claude_env,
+    run_ok,
+)
 
 pytestmark = pytest.mark.slow
 CLAUDE_VERSION = "2.1.332"
@@ -86,16 +94,9 @@ class Claude:
 
     def run(self, *prompt: str) -> list[dict[str, Any]]:
         before = len(self.model.requests)
-        result = subprocess.run(
-            [self.binary, "--dangerously-skip-permissions", "-p", *prompt],
-            cwd=self.project,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=DEADLINE,
-            check=False,
+        run_ok(
+            [self.binary, "--dangerously-skip-permissions", "-p", *prompt], self.env, self.project
         )
-        assert result.returncode == 0, result.stderr
         return [body for _path, body in self.model.requests[before:]]
 
 
@@ -179,16 +180,8 @@ class Gemini:
 
     def run(self, *prompt: str) -> list[tuple[str, dict[str, Any]]]:
         before = len(self.model.requests)
-        result = subprocess.run(
-            [self.binary, "--model", MODEL, "--yolo", *prompt[:-1], "-p", prompt[-1]],
-            cwd=self.project,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=DEADLINE,
-            check=False,
-        )
-        assert result.returncode == 0, result.stderr
+        gemini = [self.binary, "--model", MODEL, "--yolo"]
+        run_ok([*gemini, *prompt[:-1], "-p", prompt[-1]], self.env, self.project)
         return self.model.requests[before:]
 
     def interactive(self, *args: str, prompts: tuple[str, ...]) -> list[list[tuple[str, Any]]]:
