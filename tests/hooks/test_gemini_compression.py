@@ -63,7 +63,10 @@ def test_compressions_in_finds_the_summary_of_each_checkpoint() -> None:
 def test_a_growing_chat_file_reports_a_compression_once(tmp_path: Path) -> None:
     _home, chat = _chat(tmp_path, BEFORE)
     data = str(tmp_path / "data")
-    look = lambda: gemini_compressed(str(chat), data, SESSION)  # noqa: E731
+
+    def look() -> bool:
+        return gemini_compressed(str(chat), data, SESSION)
+
     assert look() is False  # the first look learns the file
     assert look() is False  # nothing new
     line = COMPRESSION[1]
