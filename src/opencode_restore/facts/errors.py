@@ -11,7 +11,7 @@ from typing import Any
 import regex
 
 from ..model import Message, Turn
-from .wording import clip_flat
+from .wording import short
 
 # No leading `^.*`: that form backtracks over the whole of a huge line at every match
 # attempt. A hit is widened to its line afterwards, with plain string searches.
@@ -72,7 +72,7 @@ def _error_lines(kind: str, is_error: bool, text: str) -> tuple[str, ...]:
     if any(f.startswith("Traceback") for f in found):
         named = [f for f in found if not f.startswith("Traceback")]
         found = named[-1:] or found[:1]
-    return tuple(clip_flat(_TAG.sub("", f)) for f in found[:3])
+    return tuple(short(_TAG.sub("", f), 300) for f in found[:3])
 
 
 def error_lines(m: Message) -> list[str]:
@@ -200,7 +200,7 @@ def refused(turn: Turn, lab: Any) -> list[dict[str, Any]]:
         reason = refusal_reason(res.text) if res is not None else ""
         out.append(
             {
-                "command": clip_flat(c.command, 160),
+                "command": short(c.command, 160),
                 "by": by,
                 "reason": reason,
                 "label": lab(c.message_id),
@@ -331,7 +331,7 @@ def _exception_line(text: str) -> str | None:
         # "Exit Code: 1" (Gemini's status line) names no exception.
         if _EXCEPTION.match(line) and ":" in line and not _EXIT_LINE.match(line):
             found = line.strip()
-    return clip_flat(found, 200) if found else None
+    return short(found, 200) if found else None
 
 
 def output_body(output: str) -> str:
@@ -401,11 +401,11 @@ def failure_line(output: str) -> str:
         return lines[0]
     hint = _FAILURE_HINT.search(body[-20_000:])
     if hint is not None:
-        return clip_flat(hint.group(0).strip(), 200)
+        return short(hint.group(0).strip(), 200)
     # No line names an error: the last words of the output say what went wrong.
     plain = _BOX.sub("", body.strip())
     last = [ln.strip() for ln in plain.splitlines()[-3:] if ln.strip()]
-    return clip_flat(" ".join(last), 200) if last else ""
+    return short(" ".join(last), 200) if last else ""
 
 
 _ESCAPES = (("\\\\", "\\"), ('\\"', '"'), ("\\n", "\n"))
@@ -424,7 +424,7 @@ def refusal_reason(output: str) -> str:
     inner = _MESSAGE.findall(text)
     parts = [reason.group(1).strip() if reason else "", inner[-1].strip() if inner else ""]
     said = ": ".join(p for p in parts if p)
-    return clip_flat(said or output_body(output), 240)
+    return short(said or output_body(output), 240)
 
 
 def shell_outcomes(turn: Turn, lab: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -441,7 +441,7 @@ def shell_outcomes(turn: Turn, lab: Any) -> tuple[list[dict[str, Any]], list[dic
         call = calls.get(c.message_id)
         res = results.get(call.tool_call_id) if call is not None and call.tool_call_id else None
         text = res.text if res is not None else ""
-        item = {"command": clip_flat(c.command, 160), "label": lab(c.message_id)}
+        item = {"command": short(c.command, 160), "label": lab(c.message_id)}
         if c.rejected or read_only(c.command):
             # A refused command never ran (``refused``); a look that failed (a wrong path,
             # no match) is exploration.

@@ -9,7 +9,7 @@ from typing import Any
 
 from .decisions import later_texts, stale
 from .progress import changes
-from .wording import VERB, cite, cites, short
+from .wording import VERB, cite, cites, order, short
 
 # A command the shell could not parse (an unclosed quote, a stray token): the agent's own
 # typing slip, retried at once; it says nothing about the work.
@@ -27,10 +27,6 @@ def _run_key(command: str) -> str:
     return _QUIET_FLAGS.sub("", " ".join(command.split()))
 
 
-def _order(label: str | None) -> int:
-    return int(label[1:]) if label and label[1:].isdigit() else 0
-
-
 def errors_and_fixes(turns: list[dict[str, Any]]) -> list[str]:
     """Each failing command once: its error, the turns it failed again, and the run that
     passed after it (the fix), with the files changed in between."""
@@ -39,9 +35,9 @@ def errors_and_fixes(turns: list[dict[str, Any]]) -> list[str]:
     later = later_texts(turns)
     for t in turns:
         n = t.get("turn_number")
-        events = [(_order(c.get("label")), 0, c) for c in t.get("failed_commands", [])]
-        events += [(_order(a.get("label")), 1, a) for a in t.get("artifacts", [])]
-        events += [(_order(c.get("label")), 2, c) for c in t.get("passed_commands", [])]
+        events = [(order(c.get("label")), 0, c) for c in t.get("failed_commands", [])]
+        events += [(order(a.get("label")), 1, a) for a in t.get("artifacts", [])]
+        events += [(order(c.get("label")), 2, c) for c in t.get("passed_commands", [])]
         for _, kind, x in sorted(events, key=lambda e: (e[0], e[1])):
             if kind == 0 and _SLIP.search(x.get("error") or ""):
                 continue  # a quoting slip of the agent's, not a failure of the work

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from .text import clip, content_words, sentences
-from .wording import cite, cites, short
+from .wording import cite, cites, order, short
 
 #: A request is quoted by its first sentence, cut at a word past this length.
 REQUEST_CHARS = 60
@@ -210,7 +210,7 @@ def end_state(turns: list[dict[str, Any]]) -> str:
     and whether a push ran after it (a push made elsewhere is not seen), what the last
     ``git status`` listed as not committed (untracked files stay so through a commit that
     does not add everything), and the files changed after both."""
-    events = [(e, _order(e.get("label"))) for t in turns for e in t.get("vcs", [])]
+    events = [(e, order(e.get("label"))) for t in turns for e in t.get("vcs", [])]
     commits = [(e, at) for e, at in events if e["kind"] == "commit"]
     statuses = [(e, at) for e, at in events if e["kind"] == "status"]
     last, last_at = commits[-1] if commits else ({}, -1)
@@ -247,7 +247,7 @@ def end_state(turns: list[dict[str, Any]]) -> str:
             a["path"]: a.get("label")
             for t in answered
             for a in t.get("artifacts", [])
-            if a["action"] != "read" and _order(a.get("label")) > seen_at
+            if a["action"] != "read" and order(a.get("label")) > seen_at
         }
         if later:
             names = short_names(list(later))
@@ -270,7 +270,3 @@ def end_state(turns: list[dict[str, Any]]) -> str:
         return ""
     text = "; ".join(parts)
     return text[0].upper() + text[1:] + "."
-
-
-def _order(label: str | None) -> int:
-    return int(label[1:]) if label and label[1:].isdigit() else -1

@@ -9,7 +9,7 @@ from typing import Any
 
 from .progress import changes, end_state
 from .text import answers, clip, sentences
-from .wording import cite, cites, short
+from .wording import cite, cites, order, short
 
 NEXT_CHARS = 200
 #: What the agent's closing message says is still to do, at most this many sentences.
@@ -57,13 +57,9 @@ def _unfixed(turns: list[dict[str, Any]]) -> dict[str, Any] | None:
         ]
         if x.get("action") != "read"
     ]
-    if any(_order(label) > _order(failed.get("label")) for label in after):
+    if any(order(label) > order(failed.get("label")) for label in after):
         return None
     return failed
-
-
-def _order(label: str | None) -> int:
-    return int(label[1:]) if label and label[1:].isdigit() else 0
 
 
 def _left(t: dict[str, Any]) -> list[str]:

@@ -350,6 +350,9 @@ def _inline(block: regex.Match[str]) -> str:
     return f" `{body}` " if body and "\n" not in body and len(body) <= 120 else " "
 
 
+# The closing message is read twice (its short and its long account) right after the
+# decision rules read it: one entry is enough, two keep a huge text from being held long.
+@functools.lru_cache(maxsize=2)
 def plain(text: str) -> str:
     """Markdown as plain prose: no code blocks, headings, tables or rules; links as their
     text; no emphasis marks."""

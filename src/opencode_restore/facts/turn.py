@@ -23,7 +23,7 @@ from .errors import (
     reports_failure,
     shell_outcomes,
 )
-from .wording import clip_flat
+from .wording import short
 
 #: Longest user request put in a prompt's facts or quoted in the summary: a 50 MB message
 #: must not be sent whole (the turn's transcript has its own cap, ``max_turn_chars``).
@@ -106,8 +106,8 @@ def _rejections(turn: Turn, lab: Any) -> list[dict[str, Any]]:
         out.append(
             {
                 "tool": (call.tool_name if call is not None else None) or "tool call",
-                "target": clip_flat(what, 120),
-                "user_said": clip_flat(said, 300) if isinstance(said, str) else "",
+                "target": short(what, 120),
+                "user_said": short(said, 300) if isinstance(said, str) else "",
                 "label": lab(call.id if call is not None else m.id),
             }
         )
@@ -123,7 +123,7 @@ def _scores(turn: Turn, lab: Any) -> list[dict[str, Any]]:
             out.append(
                 {
                     "scorer": str(score.get("scorer") or "score"),
-                    "value": clip_flat(str(score["value"]), 80),
+                    "value": short(str(score["value"]), 80),
                     "label": lab(m.id),
                 }
             )
@@ -133,7 +133,7 @@ def _scores(turn: Turn, lab: Any) -> list[dict[str, Any]]:
 def _run_errors(turn: Turn, lab: Any) -> list[dict[str, Any]]:
     """Errors the run itself ended in (an eval sample's error: ``meta["sample_error"]``)."""
     return [
-        {"text": clip_flat(str(m.meta["sample_error"]), 240), "label": lab(m.id)}
+        {"text": short(str(m.meta["sample_error"]), 240), "label": lab(m.id)}
         for m in turn.messages
         if m.meta.get("sample_error")
     ]
@@ -148,7 +148,7 @@ def _unanswered(turn: Turn, lab: Any) -> dict[str, Any] | None:
         return None
     args = last.tool_input or {}
     what = next((str(args[k]) for k in ("command", "cmd", "file_path", "path") if args.get(k)), "")
-    return {"tool": last.tool_name or "tool", "target": clip_flat(what, 160), "label": lab(last.id)}
+    return {"tool": last.tool_name or "tool", "target": short(what, 160), "label": lab(last.id)}
 
 
 # A failed call that the next call of the same tool on the same target put right (an edit
@@ -194,7 +194,7 @@ _PREAMBLES = regex.compile(
 def compaction_text(summary: str, limit: int = 600) -> str:
     """What a compaction kept: its summary without the agent's fixed preamble and closing
     instructions, headings as plain words, on one line."""
-    return clip_flat(_PREAMBLES.sub("", summary[: limit * 8]), limit)
+    return short(_PREAMBLES.sub("", summary[: limit * 8]), limit)
 
 
 def turn_facts(turn: Turn, label_of: Mapping[str, str]) -> dict[str, Any]:
@@ -209,7 +209,7 @@ def turn_facts(turn: Turn, label_of: Mapping[str, str]) -> dict[str, Any]:
 
     human = [m for m in turn.messages if m.is_human]
     assistant_texts = [
-        {"label": lab(m.id), "text": clip_flat(m.text, 600)}
+        {"label": lab(m.id), "text": short(m.text, 600)}
         for m in turn.messages
         if m.role == "assistant" and m.type == "text" and m.text.strip()
     ]
@@ -289,7 +289,7 @@ def turn_facts(turn: Turn, label_of: Mapping[str, str]) -> dict[str, Any]:
         ],
         "commands": [
             {
-                "command": clip_flat(c.command, 200),
+                "command": short(c.command, 200),
                 "label": lab(c.message_id),
                 "exit_code": c.exit_code,
                 "is_error": c.is_error,

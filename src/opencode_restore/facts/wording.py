@@ -14,12 +14,6 @@ def cite(text: str, label: str | None) -> str:
     return f"{uncite(text)} [{label}]" if label else uncite(text)
 
 
-def short(text: str, limit: int = 240) -> str:
-    """``text`` on one line, cut to ``limit`` characters (an ellipsis marks a cut)."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 def capped(items: list[str], limit: int, what: str, keep_last: bool = False) -> list[str]:
     """At most ``limit`` items; when some are left out, a last (or first) line says how many."""
     if len(items) <= limit:
@@ -36,7 +30,7 @@ def cites(labels: list[str | None]) -> str:
     return f" [{', '.join(shown[:3])}]" if shown else ""
 
 
-def clip_flat(text: str, limit: int = 300) -> str:
+def short(text: str, limit: int = 240) -> str:
     """``text`` on one line, at most ``limit`` characters (an ellipsis marks a cut)."""
     # Only a bounded head is flattened: a fact never needs more of a huge text.
     head = text[: limit * 4]
@@ -44,3 +38,9 @@ def clip_flat(text: str, limit: int = 300) -> str:
     if len(flat) <= limit and len(head) == len(text):
         return flat
     return flat[: limit - 1] + "…"
+
+
+def order(label: str | None) -> int:
+    """Where a label stands in the log (``M12`` → 12); -1 for none: labels are issued in
+    the log's order, so they order a turn's events."""
+    return int(label[1:]) if label and label[1:].isdigit() else -1
