@@ -241,3 +241,16 @@ def test_a_linters_cross_says_what_failed() -> None:
     assert facts.failure_line("building\n━━━━━━\nsomething went sideways") == (
         "building something went sideways"
     )
+
+
+def test_a_result_a_script_printed_as_json() -> None:
+    # graph-trail-review turn 6: Codex's code mode prints exec_command's result object.
+    printed = (
+        'Script completed\nWall time 0.7 seconds\nOutput:\n{"chunk_id":"6b10be","exit_code":1,'
+        '"output":"# rtcov\\ncompile: version \\"go1.24.13\\" does not match go tool version'
+        ' \\"go1.26.1\\"\\nFAIL\\tsem [build failed]\\n"}'
+    )
+    assert facts.output_body(printed).startswith("# rtcov\ncompile: version")
+    assert facts.command_failed("go test ./...", None, False, printed)
+    assert not facts.command_failed("go test ./...", None, False, printed.replace(":1,", ":0,"))
+    assert 'compile: version "go1.24.13" does not match' in facts.failure_line(printed)

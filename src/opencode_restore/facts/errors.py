@@ -5,6 +5,7 @@ words their output holds."""
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from typing import Any
 
@@ -172,7 +173,8 @@ _STATED_EXIT = regex.compile(r"\s*Exit code (\d+)\b")
 # "Wall time", "Process exited with code N", "Original token count", then "Output:";
 # Claude Code's "Exit code N" line): the status is read from it, the rest is not output.
 _ENVELOPE = regex.compile(
-    r"\A(?:(?:Chunk ID|Wall time|Process exited with code|Original token count|Exit code:?)"
+    r"\A(?:(?:Chunk ID|Wall time|Process exited with code|Original token count|Exit code:?"
+    r"|Script completed|Script failed)"
     r"[^\n]*\n)+(?:Output:\n)?"
 )
 # A read of a path that is not there: exploration, not an error of the work.
@@ -309,10 +311,14 @@ def read_results(turn: Turn) -> set[str]:
     command; a read of a path that is not there looked in the wrong place) or a command's
     output (its failure is taken from ``shell_outcomes``)."""
     calls = {m.tool_call_id: m for m in turn.messages if m.type == "tool_use" and m.tool_call_id}
+    ran = {c.message_id for c in turn.commands}  # whatever input shape the command came in
     out = set()
     for m in turn.messages:
         call = calls.get(m.tool_call_id) if m.type == "tool_result" and m.tool_call_id else None
         if call is None:
+            continue
+        if call.id in ran:
+            out.add(m.id)
             continue
         failed_read = m.is_error and (call.tool_name or "").lower() in _READ_TOOLS
         if failed_read and not _MISSING.search(m.text[:2000]):
@@ -334,10 +340,31 @@ def _exception_line(text: str) -> str | None:
     return short(found, 200) if found else None
 
 
-def output_body(output: str) -> str:
-    """A command's output without the header its agent put above it."""
+def _result_object(body: str) -> dict[str, Any] | None:
+    """A command result a script printed as JSON (Codex's code mode prints exec_command's
+    ``{"exit_code": …, "output": …}``), else None."""
+    start = body.lstrip()[:1]
+    if start != "{" or '"output"' not in body[:2000] or len(body) > 2_000_000:
+        return None
+    try:
+        found = json.loads(body)
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) and isinstance(found.get("output"), str) else None
+
+
+def output_body_raw(output: str) -> str:
+    """A command's output without the header its agent put above it, as printed."""
     head = _ENVELOPE.match(output[:1000])
     return output[head.end() :] if head else output
+
+
+def output_body(output: str) -> str:
+    """A command's output without the header its agent put above it (and out of the JSON
+    a script printed it in)."""
+    body = output_body_raw(output)
+    printed = _result_object(body)
+    return str(printed["output"]) if printed is not None else body
 
 
 def _tail(text: str) -> str:
@@ -366,6 +393,9 @@ def command_failed(command: str, exit_code: int | None, is_error: bool, output: 
     ``git commit`` with nothing to commit, a test run whose summary counts no failure."""
     if exit_code is None and (stated := _STATED_EXIT.match(output)) is not None:
         exit_code = int(stated.group(1))  # Claude Code opens a failing run's output so
+    if exit_code is None and (printed := _result_object(output_body_raw(output))) is not None:
+        code = printed.get("exit_code")
+        exit_code = code if isinstance(code, int) else None
     if exit_code == 1 and _no_match(command, output):
         return False
     if (exit_code or is_error) and "commit" in command and _NOTHING_TO_COMMIT.search(output):

@@ -271,3 +271,18 @@ def test_windows_path_outside_the_cwd_keeps_its_drive() -> None:
 def test_posix_session_paths_are_unchanged() -> None:
     msgs = [ask("x"), call("Read", "r", file_path="/repo/a\\b.py"), res("r", "1")]
     assert arts(parse_turns(msgs, cwd="/repo")[0]) == [("a\\b.py", "read")]
+
+
+def test_codex_code_mode_runs_its_scripts_commands() -> None:
+    # graph-trail-review (real devset): Codex Desktop's `exec` tool runs a script whose
+    # shell commands are tools.exec_command({...}) calls.
+    script = (
+        'const r = await tools.exec_command({"cmd":"sed -i s/a/b/ x.go","workdir":"/w"});'
+        ' text(r.output); await tools.exec_command({"cmd": "go test ./..."});'
+    )
+    msgs = [ask("fix"), call("exec", "e", input=script), res("e", "Script completed\nOutput:\n")]
+    [turn] = parse_turns(msgs, cwd="/w")
+    assert [c.command for c in turn.commands] == ["sed -i s/a/b/ x.go; go test ./..."]
+    assert arts(turn) == [("x.go", "edited")]
+    plain = [ask("go"), call("exec", "p", input="text('no shell here')"), res("p", "ok")]
+    assert parse_turns(plain)[0].commands == []

@@ -6,6 +6,7 @@ raw terminal logs into ``tool_use`` messages too), never asked of an LLM.
 
 from __future__ import annotations
 
+import json
 import ntpath
 import os
 import shlex
@@ -87,7 +88,30 @@ def _path_of(inp: dict[str, Any]) -> str | None:
     return None
 
 
+# Codex's code mode runs a script whose shell commands are ``tools.exec_command({...})``
+# calls (Codex Desktop's ``exec`` tool): the commands are the JSON arguments' ``cmd``.
+_CODE_EXEC = regex.compile(r"\btools\.exec_command\(\s*")
+
+
+def _script_commands(script: str) -> list[str]:
+    """The shell commands a code-mode script runs, in order."""
+    found: list[str] = []
+    decoder = json.JSONDecoder()
+    for m in _CODE_EXEC.finditer(script[:100_000]):
+        try:
+            args, _ = decoder.raw_decode(script, m.end())
+        except ValueError:
+            continue
+        cmd = args.get("cmd") if isinstance(args, dict) else None
+        if isinstance(cmd, str) and cmd:
+            found.append(cmd)
+    return found
+
+
 def _command_of(inp: dict[str, Any]) -> str | None:
+    script = inp.get("input")
+    if isinstance(script, str) and (commands := _script_commands(script)):
+        return "; ".join(commands)
     for key in ("command", "cmd", "commands"):
         value = inp.get(key)
         if isinstance(value, str) and value:
