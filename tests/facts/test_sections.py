@@ -396,3 +396,22 @@ def test_the_last_turn_says_more_of_where_the_work_ended() -> None:
     )
     assert "RenderUntrusted" in done([last])[0]
     assert "RenderUntrusted" not in done([last, turn(12, "thanks")])[0]
+
+
+def test_a_decision_cut_before_its_stale_name_is_still_stale() -> None:
+    early = turn(
+        5,
+        "go ahead",
+        decisions=[
+            {
+                "text": "The one sink switched to the new…",
+                "reason": "",
+                "label": "M51",
+                "names": ["template.RenderRestricted"],
+            }
+        ],
+    )
+    later = turn(
+        7, "Why not template.RenderTrusted() instead, as we have template.RenderRestricted?"
+    )
+    assert all("sink" not in d["decision"] for d in key_decisions([early, later]))

@@ -37,14 +37,14 @@ def test_decisions_need_a_choice_and_keep_the_reason() -> None:
         "Decision: the id column is now `INTEGER PRIMARY KEY AUTOINCREMENT`. Reason: a deleted "
         "link's id must never be handed out again."
     )
-    assert rules.decisions(text) == [
+    assert [d[:2] for d in rules.decisions(text)] == [
         (
             "Decision: the id column is now `INTEGER PRIMARY KEY AUTOINCREMENT`.",
             "a deleted link's id must never be handed out again.",
         )
     ]
     plan = "Plan: derive the code from its row id (`cursor.lastrowid`) instead of `COUNT(*) + 1`."
-    assert rules.decisions(plan) == [(plan, "")]
+    assert [d[:2] for d in rules.decisions(plan)] == [(plan, "")]
     # A comparison is not a choice.
     assert rules.decisions("That is 62^6 codes instead of 36^6 (about 2.2 billion).") == []
 
@@ -91,7 +91,7 @@ def test_each_call_gets_its_own_list_of_sentences() -> None:
     first = rules.sentences(text)
     first.append("changed")
     assert rules.sentences(text) == ["We chose SQLite.", "Because it is simple.", "keep the tests"]
-    assert rules.decisions(text) == [("We chose SQLite.", "it is simple.")]
+    assert [d[:2] for d in rules.decisions(text)] == [("We chose SQLite.", "it is simple.")]
 
 
 # --- rules read on real sessions (shared/samples/real-devset) ---------------------------
@@ -202,3 +202,10 @@ def test_narration_is_no_finding() -> None:
     plan = "I’ll record each validated issue as a finding on trail 10, then fix them."
     assert rules.findings(plan) == []
     assert rules.findings("Let me note that down.") == []
+
+
+def test_a_decision_keeps_the_names_of_its_whole_sentence() -> None:
+    # omp-template-trust: the sink's new function is named past the decision's cut.
+    long = "Decision: the one sink that re-renders a string built from raw folder names " * 2
+    [(_, _, named)] = rules.decisions(f"{long} switched to the new `template.RenderRestricted`.")
+    assert named == ["template.RenderRestricted"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .text import clip, sentences
+from .text import clip, names, sentences
 from .turn_summary import turn_decisions
 from .wording import cite
 
@@ -18,11 +18,6 @@ DECISION_ITEMS = 8
 CHOICE_WORDS = 15
 CHOICE_CHARS = 200
 
-# Code names: `backticked`, camelCase / PascalCase with an inner capital, snake_case,
-# dotted.names. Plain words are no names: they would make every decision stale.
-_NAME = re.compile(
-    r"`([^`\s]{3,60})`|\b([a-z]+[A-Z]\w*|[A-Z][a-z0-9]+[A-Z]\w*|\w+_\w+|\w+\.\w+\.?\w*)\b"
-)
 _SUPERSEDED = re.compile(
     r"\b(?:remov(?:e|ed|ing)|drop(?:ped|ping)?|revert(?:ed|ing)?|renam(?:e|ed|ing)"
     r"|replac(?:e|ed|ing)|instead|no longer|delet(?:e|ed|ing)|scrap(?:ped)?|rather than)\b",
@@ -35,11 +30,6 @@ _USER_DECIDES = re.compile(
     r"|skip\b|switch to|stick with)|\b(?:decided|decision|instead)\b",
     re.I,
 )
-
-
-def names(text: str) -> set[str]:
-    """The code names a text mentions."""
-    return {a or b for a, b in _NAME.findall(text)}
 
 
 def later_texts(turns: list[dict[str, Any]]) -> dict[int, list[str]]:
@@ -55,9 +45,10 @@ def later_texts(turns: list[dict[str, Any]]) -> dict[int, list[str]]:
     return out
 
 
-def stale(text: str, later: list[str]) -> bool:
-    """True when a later sentence withdraws a code name that ``text`` relies on."""
-    mentioned = names(text)
+def stale(text: str, later: list[str], named: list[str] | None = None) -> bool:
+    """True when a later sentence withdraws a code name that ``text`` relies on (or one of
+    ``named``, the names of the whole sentence ``text`` was cut from)."""
+    mentioned = set(names(text)) | set(named or ())
     return bool(mentioned) and any(n in s for s in later for n in mentioned)
 
 
@@ -102,7 +93,7 @@ def key_decisions(turns: list[dict[str, Any]]) -> list[dict[str, str]]:
     for t in turns:
         n = t.get("turn_number", 0)
         for d in turn_decisions(t):
-            if not stale(d["text"], later.get(n, [])):
+            if not stale(d["text"], later.get(n, []), d.get("names")):
                 item = {"decision": cite(d["text"], d.get("label")), "reason": d.get("reason", "")}
                 found.append((n, item))
     for c in _user_choices(turns):

@@ -208,10 +208,23 @@ _UNDECIDED = regex.compile(
 )
 
 
-def decisions(text: str) -> list[tuple[str, str]]:
-    """(decision, reason) pairs in an agent's text: a sentence naming a choice, and the
-    reason when it gives one (the same sentence, or the next one that says why)."""
-    found: list[tuple[str, str]] = []
+# Code names: `backticked`, camelCase / PascalCase with an inner capital, snake_case,
+# dotted.names. Plain words are no names: a later "remove" would make everything stale.
+_NAME = regex.compile(
+    r"`([^`\s]{3,60})`|\b([a-z]+[A-Z]\w*|[A-Z][a-z0-9]+[A-Z]\w*|\w+_\w+|\w+\.\w+\.?\w*)\b"
+)
+
+
+def names(text: str) -> list[str]:
+    """The code names a text mentions, in order, each once."""
+    return list(dict.fromkeys(a or b for a, b in _NAME.findall(text)))
+
+
+def decisions(text: str) -> list[tuple[str, str, list[str]]]:
+    """(decision, reason, names) in an agent's text: a sentence naming a choice, the
+    reason when it gives one (the same sentence, or the next one that says why), and the
+    code names of the whole sentence (the decision itself may be cut before one)."""
+    found: list[tuple[str, str, list[str]]] = []
     parts = sentences(text)
     for i, s in enumerate(parts):
         choice = _DECISION.search(s) or (_ALTERNATIVE.search(s) and _ACTION.search(s))
@@ -222,7 +235,7 @@ def decisions(text: str) -> list[tuple[str, str]]:
         if not _REASON.search(s) and _REASON_START.match(nxt):
             reason = regex.sub(r"^(?:reason|because)\s*:?\s*", "", nxt, flags=regex.I)
             reason = clip(reason, REASON_CHARS)
-        found.append((clip(s, DECISION_CHARS), reason))
+        found.append((clip(s, DECISION_CHARS), reason, names(s)))
     return found
 
 

@@ -67,7 +67,8 @@ def _text_rules(turn: Turn, lab: Any) -> dict[str, Any]:
         # Markdown as prose, once per text: code blocks say no decision, links cite nothing.
         prose = rules.plain(m.text)
         out["decisions"] += [
-            {"text": d, "reason": r, "label": label} for d, r in rules.decisions(prose)
+            {"text": d, "reason": r, "label": label, "names": n}
+            for d, r, n in rules.decisions(prose)
         ]
         out["ruled_out"] += [{"text": t, "label": label} for t in rules.ruled_out(prose)]
         out["findings"] += [{"text": t, "label": label} for t in rules.findings(prose)]
