@@ -58,7 +58,15 @@ class LLMConfig(_Section):
     reasoning_effort: Effort | None = None
     models: dict[str, ModelRule] = Field(default_factory=dict)
     tool_mode: Literal["native", "text", "auto"] = "auto"
+    #: How replies are asked to be JSON: "auto" walks down the ladder json_schema (strict)
+    #: -> json_schema -> json_object -> text as the server refuses each (see `llm.structured`).
+    structured_output: Literal[
+        "auto", "json_schema_strict", "json_schema", "json_object", "text"
+    ] = "auto"
     context_budget_tokens: int = 100_000
+    #: The model's context window in tokens; None: ask the server (llama.cpp, ollama, vLLM
+    #: say it), else `context_budget_tokens` bounds the requests alone.
+    context_window: int | None = Field(default=None, ge=256)
 
 
 class RestoreConfig(_Section):

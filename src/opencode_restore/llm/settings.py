@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..config import Config, Effort, ModelRule
 
 ToolMode = Literal["native", "text", "auto"]
+StructuredMode = Literal["auto", "json_schema_strict", "json_schema", "json_object", "text"]
 
 
 class ModelPrice(BaseModel):
@@ -48,6 +49,9 @@ class ProviderSettings(BaseModel):
     models: dict[str, ModelRule] = Field(default_factory=dict)
     temperature: float | None = None
     tool_mode: ToolMode = "auto"
+    structured_output: StructuredMode = "auto"
+    #: Tokens; None: ask the server where it says (see `llm.window`).
+    context_window: int | None = Field(default=None, ge=256)
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
 
     @classmethod
@@ -65,5 +69,7 @@ class ProviderSettings(BaseModel):
             reasoning_effort=llm.reasoning_effort,
             models=llm.models,
             tool_mode=llm.tool_mode,
+            structured_output=llm.structured_output,
+            context_window=llm.context_window,
             prices={k: ModelPrice(**v.model_dump()) for k, v in config.prices.items()},
         )
