@@ -245,6 +245,35 @@ def test_nothing_pending_only_fills_an_empty_next_step() -> None:
     assert out.next_step == f"Push `main` [M12]. {FOUND['next_step']}"
 
 
+def test_texts_that_state_nothing_give_way_to_the_rules() -> None:
+    f = found()
+    offered = candidates(f)
+    garbage = SessionSummary.model_validate(
+        {
+            "goal": "M19",
+            "current_work": "N/A",
+            "next_step": "",
+            "progress": {"done": ["2", "[M3]"], "in_progress": ["..."], "blocked": ["none"]},
+            "key_decisions": [{"decision": "turn 3", "reason": "x"}],
+            "findings": ["[M9]"],
+            "rejected_candidates": [{"id": "C1", "reason": "C1"}],
+        }
+    )
+    out = merge_deterministic(garbage, f, offered)
+    assert out.goal == f.goal
+    assert out.current_work == f.current_work
+    assert out.next_step == f.next_step
+    assert out.progress.done == f.progress.done
+    assert out.progress.in_progress == []
+    assert out.progress.blocked == f.progress.blocked
+    assert out.key_decisions == f.key_decisions
+    assert out.findings == f.findings
+    # A rejection with no reason is none: the candidate stays, the rejection is noted.
+    assert out.errors_fixes_ruled_out == f.errors_fixes_ruled_out
+    assert out.rejected_candidates == []
+    assert [i.id for i in out.ignored_rejections] == ["C1"]
+
+
 def test_the_model_schema_has_the_field_the_rules_schema_is_unchanged() -> None:
     answer = strict_json_schema(SessionSummary)
     assert "rejected_candidates" in answer["required"]
@@ -447,3 +476,12 @@ def test_a_failed_synthesis_still_falls_back_to_the_rules(offline: Restoration) 
     r = restore(provider)
     assert any("fell back" in w for w in r.warnings)
     assert r.summary == offline.summary
+
+
+def test_a_model_writing_labels_gets_the_rules_goal_and_next_step(offline: Restoration) -> None:
+    answer = {"goal": "M19", "next_step": "", "current_work": "[M2]"}
+    r = restore(ScriptedProvider([turn(1), turn(2), answer]))
+    assert not any("fell back" in w for w in r.warnings)
+    assert r.summary.goal == offline.summary.goal
+    assert r.summary.next_step == offline.summary.next_step
+    assert r.summary.current_work == offline.summary.current_work

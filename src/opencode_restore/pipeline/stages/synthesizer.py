@@ -12,6 +12,7 @@ import orjson
 from pydantic import BaseModel
 
 from ...errors import ProviderError, RestoreError
+from ...facts.statement import is_statement
 from ...facts.summary import synthesis_from_facts
 from ...facts.text import content_words
 from ...facts.turn import MAX_REQUEST_CHARS, cap_middle
@@ -303,7 +304,10 @@ def _rejections(
     for r in model.rejected_candidates:
         key = r.id.strip().upper()
         c = by_id.get(key)
-        if c is None or key in honoured:
+        # A rejection must say why: one whose reason states nothing ("C1", "") is no
+        # judgement of the candidate, and a model that fills every field with labels
+        # would otherwise drop every fact offered to it.
+        if c is None or key in honoured or not is_statement(r.reason):
             ignored.append(
                 RejectedCandidate(id=short(r.id, 40), reason=short(r.reason, REASON_CHARS))
             )
@@ -311,6 +315,36 @@ def _rejections(
         reason = short(r.reason, REASON_CHARS)
         honoured[key] = RejectedCandidate(id=key, reason=reason, section=c.section, text=c.text)
     return honoured, ignored
+
+
+def _statements(items: list[str]) -> list[str]:
+    return [i for i in items if is_statement(i)]
+
+
+def statements_only(model: SessionSummary) -> SessionSummary:
+    """The model's summary without the texts that state nothing (``facts.statement``): a
+    label, number, placeholder or blank where a sentence belongs. A field is emptied and
+    an item or decision left out, so the merge puts the rules' value in its place."""
+    out = model.model_copy(deep=True)
+    out.goal, out.current_work, out.next_step = (
+        t if is_statement(t) else "" for t in (model.goal, model.current_work, model.next_step)
+    )
+    for name in ("done", "in_progress", "blocked"):
+        setattr(out.progress, name, _statements(getattr(model.progress, name)))
+    for name in (
+        "constraints_preferences",
+        "errors_fixes_ruled_out",
+        "findings",
+        "open_questions",
+        "compaction_notes",
+    ):
+        setattr(out, name, _statements(getattr(model, name)))
+    out.key_decisions = [
+        Decision(decision=d.decision, reason=d.reason if is_statement(d.reason) else "")
+        for d in model.key_decisions
+        if is_statement(d.decision)
+    ]
+    return out
 
 
 def merge_deterministic(
@@ -328,9 +362,12 @@ def merge_deterministic(
     decisions, open questions, findings, constraints, a next step) are added the same way,
     except the ``offered`` ones the model rejected by id: those are left out and listed,
     with the model's reason, in ``rejected_candidates``. A rejection of an id not offered
-    is ignored and listed in ``ignored_rejections``. A model that rejects nothing loses
-    nothing.
+    is ignored and listed in ``ignored_rejections``, as is one that gives no reason. A
+    model that rejects nothing loses nothing. Texts of the model that state nothing are
+    left out first (``statements_only``): the rules' goal, current work and next step stand
+    in for blank ones.
     """
+    model = statements_only(model)
     out = model.model_copy(deep=True)
     honoured, ignored = _rejections(model, offered)
     out.rejected_candidates = list(honoured.values())
@@ -341,6 +378,7 @@ def merge_deterministic(
         return [c.text for c in kept if c.section == section]
 
     # Certain facts.
+    out.goal = model.goal or found.goal
     out.progress.done = _merge_list(model.progress.done, found.progress.done)
     out.progress.blocked = _merge_list(model.progress.blocked, found.progress.blocked)
     out.compaction_notes = _merge_list(model.compaction_notes, found.compaction_notes)
