@@ -19,4 +19,4 @@ rule that is not sure says nothing: a wrong statement is worse than a missing on
 #: Which edition of the rules wrote a saved turn's facts and summaries: a saved journal of
 #: another edition is not reused (``pipeline.resume.fingerprint``). Raise it with every
 #: change to what the rules write.
-RULES_VERSION = 8
+RULES_VERSION = 9

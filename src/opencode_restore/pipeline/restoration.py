@@ -86,9 +86,14 @@ class BranchSummaryRow(BaseModel):
 
 
 class CitationStats(BaseModel):
+    """The citations of the summaries: kept, and removed (labels never issued; labels a
+    turn summary cited outside its own turn)."""
+
     cited: int = 0
     removed_unknown: int = 0
     unknown_labels: list[str] = Field(default_factory=list)
+    removed_outside_turn: int = 0
+    outside_turn_labels: list[str] = Field(default_factory=list)
 
 
 class UsageReport(BaseModel):

@@ -18,6 +18,10 @@ class _Out(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+def _empty(value: Any) -> bool:
+    return not value
+
+
 class ArtifactNote(_Out):
     """What the model says about a file (the file list itself is computed, never asked)."""
 
@@ -47,10 +51,9 @@ class TurnSummary(_Out):
         default_factory=list,
         description="Earlier open questions this turn answered (quote them as listed).",
     )
-
-
-def _empty(value: Any) -> bool:
-    return not value
+    #: Labels the model cited outside this turn, removed (``synthesizer.keep_citations``).
+    #: Written by the turn stage, never by a model; left out of the JSON when empty.
+    outside_citations: SkipJsonSchema[list[str]] = Field(default_factory=list, exclude_if=_empty)
 
 
 class RejectedCandidate(_Out):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -38,28 +38,57 @@ from ..state import RestoreState
 M = TypeVar("M", bound=BaseModel)
 
 
-def clean_citations(text: str, numbering: Numbering, stats: CitationStats) -> str:
-    """Drop citations of labels never issued; count what was kept and removed."""
+def _rewrite(text: str, keep: Callable[[str], list[str] | None]) -> str:
+    """``text`` with each citation group given the labels ``keep`` returns for it (None:
+    left as it is); a group left with no label goes, with the space before it."""
     out: list[str] = []
     pos = 0
     for start, end in citation_spans(text):
-        group = text[start:end]
-        cit = numbering.resolve(group)
-        stats.cited += len(cit.refs)
-        if not cit.unknown:
+        labels = keep(text[start:end])
+        if labels is None:
             continue
-        stats.removed_unknown += len(cit.unknown)
-        for label in cit.unknown:
-            if label not in stats.unknown_labels:
-                stats.unknown_labels.append(label)
-        out.append(text[pos:start].rstrip() if not cit.refs else text[pos:start])
-        if cit.refs:
-            out.append("[" + ", ".join(r.label for r in cit.refs) + "]")
+        out.append(text[pos:start] if labels else text[pos:start].rstrip())
+        if labels:
+            out.append("[" + ", ".join(labels) + "]")
         pos = end
     if pos == 0:
         return text
     out.append(text[pos:])
     return "".join(out)
+
+
+def clean_citations(text: str, numbering: Numbering, stats: CitationStats) -> str:
+    """Drop citations of labels never issued; count what was kept and removed."""
+
+    def keep(group: str) -> list[str] | None:
+        cit = numbering.resolve(group)
+        stats.cited += len(cit.refs)
+        if not cit.unknown:
+            return None
+        stats.removed_unknown += len(cit.unknown)
+        for label in cit.unknown:
+            if label not in stats.unknown_labels:
+                stats.unknown_labels.append(label)
+        return [r.label for r in cit.refs]
+
+    return _rewrite(text, keep)
+
+
+def keep_citations(text: str, within: AbstractSet[str], dropped: list[str]) -> str:
+    """``text`` citing only the labels in ``within`` (a turn summary: its turn's messages);
+    each label cut is added to ``dropped`` once. A summary of one turn that cites another
+    turn's message, or one not issued yet, points the reader at what the turn did not show.
+    """
+
+    def keep(group: str) -> list[str] | None:
+        labels = cited_labels(group)
+        outside = [label for label in labels if label not in within]
+        if not outside:
+            return None
+        dropped.extend(label for label in dict.fromkeys(outside) if label not in dropped)
+        return [label for label in labels if label in within]
+
+    return _rewrite(text, keep)
 
 
 def clean_model(model: M, numbering: Numbering, stats: CitationStats) -> M:
@@ -421,8 +450,14 @@ def merge_deterministic(
 def clean_outputs(
     summary: SessionSummary, state: RestoreState, numbering: Numbering
 ) -> tuple[SessionSummary, list[TurnSummary], CitationStats]:
-    """The summary and every turn summary with unknown citations removed, and the counts."""
+    """The summary and every turn summary with unknown citations removed, and the counts
+    (with those the turn stage cut as outside their turn, ``keep_citations``)."""
     stats = CitationStats()
     cleaned = clean_model(summary, numbering, stats)
     cleaned_turns = [clean_model(s, numbering, stats) for s in state.summaries]
+    for s in state.summaries:
+        stats.removed_outside_turn += len(s.outside_citations)
+        stats.outside_turn_labels += [
+            label for label in s.outside_citations if label not in stats.outside_turn_labels
+        ]
     return cleaned, cleaned_turns, stats

@@ -14,6 +14,7 @@ the parsed facts are always those of the whole turn.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -21,14 +22,18 @@ from typing import Any
 import orjson
 
 from ...errors import ProviderError, RestoreError
+from ...facts.statement import is_statement
 from ...facts.turn import cap_middle, turn_facts
+from ...facts.turn_summary import turn_summary
 from ...llm.structured import complete_structured
 from ...model import Turn
+from ...redact import redact_value
 from ..budget import Window
 from ..context import StageContext
 from ..prompting.prompts import RenderedPrompt, quote_log, render
-from ..schemas import TurnSummary
+from ..schemas import ArtifactNote, Decision, TurnSummary
 from ..state import RestoreState
+from .synthesizer import keep_citations
 
 Progress = Callable[[int, int], None]
 MIN_TRANSCRIPT_CHARS = 2000
@@ -101,6 +106,57 @@ def _refit(prompt: Callable[[int], RenderedPrompt], size: int, excess: int) -> R
     return prompt(max(MIN_TRANSCRIPT_CHARS, size - excess))
 
 
+def hold_to_turn(
+    summary: TurnSummary, rules: dict[str, Any], within: AbstractSet[str]
+) -> TurnSummary:
+    """The model's TURN SUMMARY held to what it may say of its turn.
+
+    Citations of labels outside ``within`` (the turn's own) are cut and listed in
+    ``outside_citations`` (``synthesizer.keep_citations``); ``resolved_questions`` is
+    left as written, since it quotes earlier questions with their citations. A text
+    that then states nothing (``facts.statement``: a label, number, placeholder or blank)
+    is no summary: the request and response lines and the outcomes give way to the
+    rules' (``rules``, the turn's ``turn_summary``), any other item is left out.
+    """
+    dropped: list[str] = []
+
+    def scoped(text: str) -> str:
+        return keep_citations(text, within, dropped)
+
+    def items(values: list[str]) -> list[str]:
+        return [t for v in values if is_statement(t := scoped(v))]
+
+    def line(text: str, name: str) -> str:
+        kept = scoped(text)
+        return kept if is_statement(kept) else str(rules[name])
+
+    return summary.model_copy(
+        update={
+            "user_request_summary": line(summary.user_request_summary, "user_request_summary"),
+            "agent_response_summary": line(
+                summary.agent_response_summary, "agent_response_summary"
+            ),
+            "key_outcomes": items(summary.key_outcomes) or list(rules["key_outcomes"]),
+            "state_changes": items(summary.state_changes),
+            "artifacts_modified": [
+                ArtifactNote(path=a.path, note=note)
+                for a in summary.artifacts_modified
+                if is_statement(note := scoped(a.note))
+            ],
+            "constraints_assumptions_added": items(summary.constraints_assumptions_added),
+            "decisions": [
+                Decision(decision=decision, reason=reason if is_statement(reason) else "")
+                for d in summary.decisions
+                if is_statement(decision := scoped(d.decision))
+                for reason in [scoped(d.reason)]
+            ],
+            "errors_and_fixes": items(summary.errors_and_fixes),
+            "open_questions": items(summary.open_questions),
+            "outside_citations": dropped,
+        }
+    )
+
+
 async def summarize_turn(
     turn: Turn, state: RestoreState, ctx: StageContext, window: Window
 ) -> TurnOutcome:
@@ -157,6 +213,8 @@ async def summarize_turn(
         assert isinstance(result.parsed, TurnSummary)
         summary = result.parsed
     assert summary is not None
+    within = {*label_of.values(), *(f"M{n}" for n in range(first, last + 1))}
+    summary = hold_to_turn(summary, redact_value(turn_summary(facts), ctx.redact), within)
     summary.turn_number = turn.number
     state.add_summary(summary)
     return TurnOutcome(turn, summary, None, labels, last, facts)
