@@ -1,4 +1,4 @@
-"""Reading refused parameters out of real 400 bodies (as reported in public bug threads)."""
+"""Reading refused parameters out of real error bodies (as reported in public bug threads)."""
 
 from __future__ import annotations
 
@@ -107,9 +107,133 @@ def test_openai_output_limit_refusal_carries_the_maximum() -> None:
             400,
         ),
         (_openai("Rate limit reached", None, "rate_limit_exceeded"), 429),
-        (_openai(TEMPERATURE, "temperature", "unsupported_value"), 500),
+        # A server error that names no parameter stays one (and is retried).
+        (_openai("The server had an error while processing your request.", None, None), 500),
+        # vLLM's 500 for a crash in its response_format handling (vllm#35438).
+        (
+            {"error": {"message": "", "type": "InternalServerError", "param": None, "code": 500}},
+            500,
+        ),
         (_openai("Unsupported value: 'messages' must not be empty", "messages", None), 400),
     ],
 )
 def test_other_errors_are_no_refusal(body: dict[str, Any], status: int) -> None:
+    assert parse_refusal(_error(body, status)) is None
+
+
+# llama-cpp-python validates the body inside its route and answers any exception with a
+# 500 whose message is the exception's text: here pydantic's errors, as a Python repr.
+LLAMA_CPP_ERRORS = (
+    "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+    "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+    "'ctx': {'expected': \"'text' or 'json_object'\"}}]"
+)
+
+
+def _llama_cpp(message: str) -> dict[str, Any]:
+    error = {"message": message, "type": "internal_server_error", "param": None, "code": None}
+    return {"error": error}
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        (_llama_cpp(LLAMA_CPP_ERRORS), 500),
+        # Newer FastAPI prints a count before the errors.
+        (_llama_cpp("1 validation error:\n  " + LLAMA_CPP_ERRORS[1:-1]), 500),
+        # FastAPI's own answer to an invalid body: 422 with the errors as JSON.
+        (
+            {
+                "detail": [
+                    {
+                        "type": "literal_error",
+                        "loc": ["body", "response_format", "type"],
+                        "msg": "Input should be 'text' or 'json_object'",
+                        "input": "json_schema",
+                        "ctx": {"expected": "'text' or 'json_object'"},
+                    }
+                ]
+            },
+            422,
+        ),
+        # vLLM's own error shape, the pydantic errors in its message.
+        (
+            {
+                "object": "error",
+                "message": LLAMA_CPP_ERRORS,
+                "type": "BadRequestError",
+                "param": None,
+                "code": 400,
+            },
+            400,
+        ),
+    ],
+)
+def test_a_validation_error_names_the_refused_parameter(body: dict[str, Any], status: int) -> None:
+    refusal = parse_refusal(_error(body, status))
+    assert refusal == Refusal(
+        "response_format",
+        "value",
+        "response_format.type: Input should be 'text' or 'json_object'",
+        path=("response_format", "type"),
+    )
+
+
+def test_an_unknown_field_is_a_refused_parameter() -> None:
+    detail = [
+        {
+            "type": "extra_forbidden",
+            "loc": ["body", "prompt_cache_key"],
+            "msg": "Extra inputs are not permitted",
+            "input": "k",
+        }
+    ]
+    refusal = parse_refusal(_error({"detail": detail}, 422))
+    assert refusal is not None
+    assert (refusal.param, refusal.kind) == ("prompt_cache_key", "parameter")
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        # Ollama, for a model without tool support (ollama#14795).
+        "registry.ollama.ai/library/smollm2:360m does not support tools",
+    ],
+)
+def test_a_server_without_tools_refuses_tools(message: str) -> None:
+    refusal = parse_refusal(_error({"error": {"message": message, "type": "api_error"}}))
+    assert refusal is not None
+    assert refusal.param == "tools"
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        # vLLM (vllm#10015): the messages are what it cannot read; no parameter to drop.
+        (
+            {
+                "object": "error",
+                "message": (
+                    "[{'type': 'literal_error', 'loc': ('body', 'messages', 2, 'typed-dict', "
+                    "'role'), 'msg': \"Input should be 'system'\", 'input': 'assistant'}, "
+                    "{'type': 'extra_forbidden', 'loc': ('body', 'messages', 2, 'typed-dict', "
+                    "'refusal'), 'msg': 'Extra inputs are not permitted', 'input': None}]"
+                ),
+                "type": "BadRequestError",
+                "param": None,
+                "code": 400,
+            },
+            400,
+        ),
+        # A body that is no JSON at all: the error points at the whole body.
+        (
+            {"detail": [{"type": "json_invalid", "loc": ["body", 0], "msg": "JSON decode error"}]},
+            422,
+        ),
+        ({"detail": [{"type": "missing", "loc": ["query", "q"], "msg": "Field required"}]}, 422),
+    ],
+)
+def test_validation_errors_about_the_conversation_are_no_refusal(
+    body: dict[str, Any], status: int
+) -> None:
     assert parse_refusal(_error(body, status)) is None
