@@ -245,12 +245,46 @@ def test_calls_after_complete_are_not_run(fixtures: Path) -> None:
 
 
 def test_prose_without_calls_is_nudged_once_then_taken_as_findings(fixtures: Path) -> None:
-    provider = ScriptedProvider(["I think it is fine.", "Really, the tests passed [M14]."])
+    provider = ScriptedProvider(
+        [[call("LIST_ARTIFACTS", 1)], "I think it is fine.", "Really, the tests passed [M14]."]
+    )
     run, _, _ = evidence(session_of(fixtures), provider)
-    assert len(provider.requests) == 2
-    assert provider.requests[1].messages[-1].content.startswith("No tool call was found")
+    assert len(provider.requests) == 3
+    assert provider.requests[2].messages[-1].content.startswith("No tool call was found")
     assert run.findings == "Really, the tests passed [M14]."
     assert "stopped without completing" in run.warnings[0]
+
+
+def test_findings_with_no_tool_result_are_not_recorded(fixtures: Path) -> None:
+    # A model that echoes the nudge, or completes at once, found nothing: no tool ran.
+    for script in (
+        ["I think it is fine.", "Call a tool, or finish with your findings [M14]."],
+        [call("COMPLETE_EVIDENCE_SEARCH", 1, findings="The tests passed [M14].")],
+    ):
+        run, _, _ = evidence(session_of(fixtures), ScriptedProvider(script))
+        assert run.items == []
+        assert run.findings == ""
+        assert any("findings not recorded (no tool returned a result)" in w for w in run.warnings)
+
+
+def test_findings_that_echo_the_request_are_not_recorded(fixtures: Path) -> None:
+    provider = ScriptedProvider(
+        [
+            [call("LIST_ARTIFACTS", 1)],
+            [call("COMPLETE_EVIDENCE_SEARCH", 2, findings="findings, citing [M#]")],
+        ]
+    )
+    run, _, _ = evidence(session_of(fixtures), provider)
+    assert [i.tool for i in run.items] == ["LIST_ARTIFACTS"]
+    assert any("they state nothing but the request" in w for w in run.warnings)
+    label_only = ScriptedProvider(
+        [
+            [call("LIST_ARTIFACTS", 1)],
+            [call("COMPLETE_EVIDENCE_SEARCH", 2, findings="[M14]")],
+        ]
+    )
+    run, _, _ = evidence(session_of(fixtures), label_only)
+    assert run.findings == ""
 
 
 def test_provider_failure_ends_the_search_but_keeps_the_evidence(fixtures: Path) -> None:

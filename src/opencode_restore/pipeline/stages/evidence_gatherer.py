@@ -21,11 +21,14 @@ from typing import Any
 import orjson
 
 from ...errors import ProviderError, RestoreError
+from ...facts.statement import is_statement
+from ...facts.text import content_words
 from ...fields import one_line
 from ...llm.base import ChatMessage, LLMRequest, LLMResult, ToolCallRequest, ToolsUnsupportedError
 from ...llm.retry import call_with_retry
 from ...llm.settings import ToolMode
 from ...model import Turn
+from ...timeline.numbering import uncite
 from ..context import StageContext
 from ..evidence.log_search import line_addressed
 from ..evidence.sandbox import Refused, Workspace
@@ -312,6 +315,17 @@ class _Loop:
         findings = self.ctx.redact(text.strip())
         if not findings:
             return
+        # Findings rest on what the tools returned. With no result, or in words that say
+        # nothing or only repeat what we asked for ("finish with your findings, citing
+        # [M#]"), they are the prompt echoed, not something the search found.
+        why = None
+        if not self.run_.items:
+            why = "no tool returned a result"
+        elif not is_statement(findings) or _echoes(findings):
+            why = "they state nothing but the request"
+        if why is not None:
+            _warn(self.run_, f"evidence search: findings not recorded ({why}): {findings[:80]}")
+            return
         self.run_.findings = findings
         cited = [r.label for r in self.ctx.numbering.resolve(findings).refs]
         self.run_.items.append(
@@ -350,6 +364,22 @@ def _finish_now(limit: int) -> str:
         f"You have used all {limit} tool calls. Finish now: call COMPLETE_EVIDENCE_SEARCH "
         "with your findings (or write them as plain text), citing [M#] labels."
     )
+
+
+#: The words of what the search asks of the model about findings: the nudge, the call to
+#: finish, and how the finishing tool is described.
+_ASKED = content_words(
+    " ".join(
+        [_NUDGE, _finish_now(0), TEXT_SYNTAX[COMPLETE]]
+        + [t.description for t in TOOL_SPECS if t.name == COMPLETE]
+    )
+)
+
+
+def _echoes(findings: str) -> bool:
+    """True when every meaningful word of ``findings`` is one of the request's own."""
+    words = content_words(uncite(findings))
+    return bool(words) and words <= _ASKED
 
 
 def _json(value: object) -> str:
