@@ -101,6 +101,15 @@ def test_a_failed_llm_call_falls_back_to_the_digest(fixtures: Path) -> None:
     assert rows[1].summary.startswith("1 message.")
 
 
+def test_a_summary_that_states_nothing_gives_way_to_the_digest(fixtures: Path) -> None:
+    session = open_session([fixtures / TREE_V3], WarningSink())
+    provider = ScriptedProvider([{"summary": "[M1]"}])
+    ctx = make_context(session, load_config(env={}), provider)
+    rows = anyio.run(lambda: summarize_branches(session, ctx))
+    assert rows[1].source == "generated"
+    assert rows[1].summary.startswith("1 message.")
+
+
 def test_linear_sessions_have_no_branch_summaries(fixtures: Path) -> None:
     session = open_session([fixtures / "pi" / "own" / "small-v1.jsonl"], WarningSink())
     assert _restore(session, OfflineProvider()).branch_summaries == []

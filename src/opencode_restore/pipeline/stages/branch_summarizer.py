@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ...errors import ProviderError, RestoreError
+from ...facts.statement import is_statement
 from ...llm.structured import complete_structured
 from ...model import Message, Session, TimelineSpan
 from ...tree import SessionTree, TreeNode, tree_of
@@ -126,9 +127,10 @@ async def _llm_summary(
     except (ProviderError, RestoreError):
         return None
     parsed = result.parsed
+    # A summary that states nothing (a label, a placeholder) gives way to the digest.
     return (
         parsed.summary.strip()
-        if isinstance(parsed, BranchSummary) and parsed.summary.strip()
+        if isinstance(parsed, BranchSummary) and is_statement(parsed.summary)
         else None
     )
 
