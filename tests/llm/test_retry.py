@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email.utils
+import json
 
 import httpx2
 import openai
@@ -11,17 +12,21 @@ from tenacity import RetryCallState
 
 from opencode_restore.errors import ProviderError
 from opencode_restore.llm.base import ChatMessage, LLMRequest
+from opencode_restore.llm.openai_provider import OpenAIProvider
 from opencode_restore.llm.retry import (
     RetryPolicy,
     call_with_retry,
     error_message,
+    is_read_timeout,
     is_retryable_response,
     retry_after_seconds,
 )
 from opencode_restore.llm.scripted import ScriptedProvider, ScriptedStatusError
 from opencode_restore.llm.settings import ProviderSettings
+from opencode_restore.llm.speed import Speed, SpeedLog
 from opencode_restore.llm.usage import UsageLedger
-from tests.llm.conftest import SleepLog
+from opencode_restore.llm.window import Overflow
+from tests.llm.conftest import Recorder, SleepLog, openai_reply
 
 pytestmark = pytest.mark.anyio
 
@@ -163,3 +168,114 @@ async def test_bugs_are_not_disguised_as_provider_errors() -> None:
 async def test_default_policy_and_no_ledger() -> None:
     result = await call_with_retry(ScriptedProvider(["x"]), REQUEST)
     assert (result.text, result.attempts) == ("x", 1)
+
+
+def test_local_urls() -> None:
+    local = ["http://localhost:8080/v1", "http://127.0.0.1:11434", "http://[::1]:8000/v1"]
+    local += ["http://192.168.1.20:8000/v1", "http://10.0.0.5/v1", "http://gpu.localhost/v1"]
+    assert all(ProviderSettings(base_url=url).local for url in local)
+    remote = [None, "https://api.openai.com/v1", "http://8.8.8.8/v1", "http://llm.example.test/v1"]
+    assert not any(ProviderSettings(base_url=url).local for url in remote)
+    assert RetryPolicy.from_settings(ProviderSettings(base_url=local[0])).local
+
+
+def openai_over(*steps: httpx2.Response | Exception) -> tuple[OpenAIProvider, Recorder]:
+    recorder = Recorder(list(steps))
+    settings = ProviderSettings(base_url="http://127.0.0.1:8080/v1")
+    return OpenAIProvider("smollm2", settings, "k", http_client=recorder.client()), recorder
+
+
+async def test_a_local_server_read_timeout_is_not_asked_again(sleeps: SleepLog) -> None:
+    provider, recorder = openai_over(httpx2.ReadTimeout("timed out"), openai_reply("late"))
+    policy = RetryPolicy(max_attempts=4, sleep=sleeps, local=True)
+    with pytest.raises(ProviderError, match="timed out"):
+        await call_with_retry(provider, REQUEST, policy)
+    assert len(recorder.requests) == 1
+
+
+async def test_a_remote_read_timeout_and_a_local_refused_connection_are_retried(
+    sleeps: SleepLog,
+) -> None:
+    remote, sent = openai_over(httpx2.ReadTimeout("timed out"), openai_reply("ok"))
+    await call_with_retry(remote, REQUEST, RetryPolicy(max_attempts=2, sleep=sleeps))
+    refused = httpx2.ConnectError("[Errno 111] Connection refused")
+    local, sent_local = openai_over(refused, openai_reply("ok"))
+    result = await call_with_retry(
+        local, REQUEST, RetryPolicy(max_attempts=2, sleep=sleeps, local=True)
+    )
+    assert (len(sent.requests), len(sent_local.requests), result.text) == (2, 2, "ok")
+
+
+def test_read_timeouts_told_from_connection_failures() -> None:
+    def chained(outer: BaseException, inner: BaseException) -> BaseException:
+        outer.__cause__ = inner
+        return outer
+
+    request = httpx2.Request("POST", "http://127.0.0.1/v1/chat/completions")
+    assert is_read_timeout(openai.APITimeoutError(request))
+    assert is_read_timeout(TimeoutError())
+    # The aiohttp transport says "timed out" for a refused port: the cause tells.
+    refused = chained(openai.APITimeoutError(request), ConnectionRefusedError(111, "refused"))
+    assert not is_read_timeout(refused)
+    assert not is_read_timeout(httpx2.ConnectTimeout("connect"))
+    assert not is_read_timeout(ScriptedStatusError(500))
+
+
+async def test_each_answer_is_timed_for_its_speed() -> None:
+    ticks = iter([10.0, 10.0, 18.7])
+    speed = SpeedLog()
+    provider = ScriptedProvider(["x"])
+    policy = RetryPolicy(speed=speed, clock=lambda: next(ticks))
+    result = await call_with_retry(provider, REQUEST, policy)
+    assert speed.first == speed.last == Speed(result.usage.output, 8.7)
+
+
+def overflow_reply() -> httpx2.Response:
+    body = {
+        "error": {
+            "message": "Requested tokens (3117) exceed context window of 2048",
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+    }
+    return httpx2.Response(400, json=body)
+
+
+async def test_a_context_overflow_is_refitted_once(sleeps: SleepLog) -> None:
+    provider, recorder = openai_over(overflow_reply(), openai_reply("fits"))
+    seen: list[Overflow] = []
+    shorter = LLMRequest(messages=[ChatMessage("user", "h")], stage="turn_summary")
+
+    async def refit(request: LLMRequest, overflow: Overflow) -> LLMRequest | None:
+        seen.append(overflow)
+        return shorter
+
+    ledger = UsageLedger()
+    result = await call_with_retry(
+        provider, REQUEST, RetryPolicy(sleep=sleeps, refit=refit), ledger
+    )
+    assert result.text == "fits"
+    assert [(o.window, o.requested) for o in seen] == [(2048, 3117)]
+    assert json.loads(recorder.requests[1].content)["messages"] == [
+        {"role": "user", "content": "h"}
+    ]
+    assert [c.ok for c in ledger.calls] == [False, True]
+
+
+async def test_an_overflow_that_cannot_be_refitted_fails_once(sleeps: SleepLog) -> None:
+    provider, recorder = openai_over(overflow_reply(), overflow_reply(), overflow_reply())
+
+    async def cannot(request: LLMRequest, overflow: Overflow) -> LLMRequest | None:
+        return None
+
+    with pytest.raises(ProviderError, match="context window of 2048"):
+        await call_with_retry(provider, REQUEST, RetryPolicy(sleep=sleeps, refit=cannot))
+    assert len(recorder.requests) == 1
+
+    async def same(request: LLMRequest, overflow: Overflow) -> LLMRequest | None:
+        return request
+
+    with pytest.raises(ProviderError, match="context window of 2048"):
+        await call_with_retry(provider, REQUEST, RetryPolicy(sleep=sleeps, refit=same))
+    assert len(recorder.requests) == 3  # refitted once, not again

@@ -5,6 +5,15 @@ retries: transient failures (408, 409, 429, 5xx, timeouts, dropped connections, 
 judged by `provider.should_retry`) are retried with jittered exponential backoff,
 and a server's `retry-after-ms` / `retry-after` hint wins when present (capped).
 Whatever still fails leaves as `errors.ProviderError` carrying the server's message.
+
+Against a local server (`RetryPolicy.local`) a read timeout is not retried: the server
+is still computing the answer it was asked for (a small CPU box writes a token a
+second), and asking again only queues the same work behind it. A refused or reset
+connection is still retried: the server is starting or restarting.
+
+A request too long for the model's context window can be made to fit once
+(`RetryPolicy.refit`, given the overflow the server reported); each answered call's
+output tokens and seconds go to `RetryPolicy.speed`.
 """
 
 from __future__ import annotations
@@ -24,9 +33,15 @@ from tenacity import wait_exponential_jitter as _wait_exponential_jitter
 from opencode_restore.errors import ProviderError
 from opencode_restore.llm.base import LLMRequest, LLMResult, Provider
 from opencode_restore.llm.settings import ProviderSettings
+from opencode_restore.llm.speed import SpeedLog
 from opencode_restore.llm.usage import UsageLedger
+from opencode_restore.llm.window import Overflow, parse_overflow
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
+
+#: Given the request the server found too long and what it said, the request to send
+#: instead, or None when it cannot be made shorter.
+Refit = Callable[[LLMRequest, Overflow], Awaitable[LLMRequest | None]]
 
 
 def _call_failures() -> tuple[type[BaseException], ...]:
@@ -50,6 +65,28 @@ def is_retryable_response(response: httpx2.Response) -> bool:
     if hint in ("true", "false"):
         return hint == "true"
     return response.status_code in RETRYABLE_STATUS or response.status_code >= 500
+
+
+def is_read_timeout(exc: BaseException) -> bool:
+    """Whether ``exc`` is a timeout waiting for an answer, not a failure to connect.
+
+    The SDKs raise one "Request timed out." for both (the aiohttp transport even for a
+    refused port); the exception chain underneath tells: a refused or reset connection
+    (``ConnectionError``) or an ``httpx2.ConnectTimeout`` never reached a busy server.
+    """
+    timed_out = False
+    seen: BaseException | None = exc
+    for _ in range(32):  # a chain is short; the bound only guards against a cycle
+        if seen is None:
+            break
+        if isinstance(seen, ConnectionError | httpx2.ConnectTimeout | httpx2.ConnectError):
+            return False
+        if isinstance(seen, TimeoutError | httpx2.TimeoutException) or (
+            type(seen).__name__ == "APITimeoutError"
+        ):
+            timed_out = True
+        seen = seen.__cause__ or seen.__context__
+    return timed_out
 
 
 def retry_after_seconds(exc: BaseException, now: float | None = None) -> float | None:
@@ -106,13 +143,22 @@ def error_status(exc: BaseException) -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """Attempts and waits; `sleep` is injectable so tests never really wait."""
+    """Attempts and waits; `sleep` is injectable so tests never really wait.
+
+    `local`: the server is on this machine or a private network, so a read timeout is
+    not retried. `refit`: makes a request the server found too long fit (once per call).
+    `speed`: where each answered call's output tokens and seconds are recorded.
+    """
 
     max_attempts: int = 4
     multiplier: float = 0.5
     max_wait: float = 8.0
     retry_after_cap: float = 60.0
     sleep: Callable[[float], Awaitable[Any]] = field(default=anyio.sleep)
+    local: bool = False
+    refit: Refit | None = None
+    speed: SpeedLog | None = None
+    clock: Callable[[], float] = field(default=time.monotonic)
 
     @classmethod
     def from_settings(cls, settings: ProviderSettings) -> RetryPolicy:
@@ -122,7 +168,15 @@ class RetryPolicy:
             multiplier=settings.retry_multiplier,
             max_wait=settings.retry_max_wait,
             retry_after_cap=settings.retry_after_cap,
+            local=settings.local,
         )
+
+    def should_retry(self, provider: Provider, exc: BaseException) -> bool:
+        """Whether to try ``exc``'s call again: transient for the provider, and not a
+        read timeout of a local server (it is still working on the same request)."""
+        if not provider.should_retry(exc):
+            return False
+        return not (self.local and is_read_timeout(exc))
 
     def wait(self, state: RetryCallState) -> float:
         """Seconds to wait before the next attempt."""
@@ -147,19 +201,40 @@ async def call_with_retry(
 
     Returns the result with `attempts` set. Raises `ProviderError` when the call
     fails for good; errors that are not call failures (bugs) propagate unchanged.
+    A context overflow is answered once by `policy.refit`'s shorter request (the
+    overflowed call is recorded as a failed one).
     """
     policy = policy or RetryPolicy()
+    try:
+        return await _call(provider, request, policy, ledger)
+    except ProviderError as exc:
+        if policy.refit is None:
+            raise
+        overflow = parse_overflow(exc.__cause__ or exc)
+        if overflow is None:
+            raise
+        shorter = await policy.refit(request, overflow)
+        if shorter is None:
+            raise
+    return await _call(provider, shorter, policy, ledger)
+
+
+async def _call(
+    provider: Provider, request: LLMRequest, policy: RetryPolicy, ledger: UsageLedger | None
+) -> LLMResult:
     attempts = 0
+    started = policy.clock()
 
     async def attempt() -> LLMResult:
-        nonlocal attempts
+        nonlocal attempts, started
         attempts += 1
+        started = policy.clock()
         return await provider.complete(request)
 
     retrying = AsyncRetrying(
         stop=stop_after_attempt(policy.max_attempts),
         wait=policy.wait,
-        retry=retry_if_exception(provider.should_retry),
+        retry=retry_if_exception(lambda exc: policy.should_retry(provider, exc)),
         sleep=policy.sleep,
         reraise=True,
     )
@@ -174,6 +249,8 @@ async def call_with_retry(
         error = ProviderError(provider.name, provider.model, error_message(exc), error_status(exc))
         _record(ledger, provider, request, None, attempts, str(error))
         raise error from exc
+    if policy.speed is not None:
+        policy.speed.observe(result.usage.output, policy.clock() - started)
     result.attempts = attempts
     _record(ledger, provider, request, result, attempts, None)
     return result

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -10,6 +12,27 @@ from ..config import Config, Effort, ModelRule
 
 ToolMode = Literal["native", "text", "auto"]
 StructuredMode = Literal["auto", "json_schema_strict", "json_schema", "json_object", "text"]
+
+
+def is_local_url(url: str | None) -> bool:
+    """Whether ``url`` names a server on this machine or a private network (localhost,
+    127.0.0.0/8, ::1, 10/8, 172.16/12, 192.168/16, fc00::/7, link-local): a model there
+    usually runs on hardware the user owns, one request at a time."""
+    if not url:
+        return False
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:
+        return False
+    if host is None:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
 
 
 class ModelPrice(BaseModel):
@@ -53,6 +76,11 @@ class ProviderSettings(BaseModel):
     #: Tokens; None: ask the server where it says (see `llm.window`).
     context_window: int | None = Field(default=None, ge=256)
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
+
+    @property
+    def local(self) -> bool:
+        """Whether `base_url` points at a local or private-network server (`is_local_url`)."""
+        return is_local_url(self.base_url)
 
     @classmethod
     def from_config(cls, config: Config) -> ProviderSettings:

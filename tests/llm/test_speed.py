@@ -1,0 +1,34 @@
+"""Output speed: what a turn's calls wrote per second, and the slow-model warning
+(numbers injected: nothing here reads a clock)."""
+
+from __future__ import annotations
+
+from opencode_restore.llm.speed import Speed, SpeedLog, format_rate, slow_answer_note
+
+
+def test_speed_is_described_with_its_rate() -> None:
+    assert Speed(412, 8.7).describe() == "412 tokens in 8.7 s (47 tok/s)"
+    assert Speed(7, 10.0).describe() == "7 tokens in 10.0 s (0.7 tok/s)"
+    assert Speed(5, 0.0).describe() == "5 tokens in 0.0 s"
+    assert format_rate(123.4) == "123 tok/s"
+
+
+def test_the_log_keeps_the_first_the_last_and_the_totals() -> None:
+    log = SpeedLog()
+    log.observe(100, 2.0)
+    mark = log.total
+    log.observe(300, 4.0)
+    log.observe(12, 1.0)
+    assert log.first == Speed(100, 2.0)
+    assert log.last == Speed(12, 1.0)
+    assert log.total - mark == Speed(312, 5.0)
+
+
+def test_a_slow_model_is_told_to_raise_the_timeout() -> None:
+    note = slow_answer_note(Speed(7, 10.0), 2048, 120)
+    assert note == (
+        "the model writes about 0.7 tok/s: an answer of up to 2,048 tokens may take 2,926 s, "
+        "more than llm.timeout (120 s); raise llm.timeout if calls time out"
+    )
+    assert slow_answer_note(Speed(470, 10.0), 2048, 120) is None
+    assert slow_answer_note(Speed(0, 0.0), 2048, 120) is None
