@@ -31,6 +31,13 @@ error bodies (`strict_api`): sampling parameters and `max_tokens` for OpenAI rea
 models, `reasoning_effort` for the others, schemas outside the strict subset, more
 than four `cache_control` blocks, an output limit above a Claude model's maximum.
 Each logged request records the status it got.
+
+With `profile=` (a name in `local_servers.PROFILES` or a `LocalServer`) the server
+answers like a local OpenAI-compatible server (llama-cpp-python, llama.cpp, ollama,
+vLLM): before a script step or the auto answer, the profile refuses what that server
+refuses (its status and error body), drops what it ignores, reports its prompt tokens
+against its `context_window`, and serves its other endpoints (`/v1/models`, `/props`,
+`/api/show`, `/api/ps`). No API key is needed then, as with the real servers.
 """
 
 from __future__ import annotations
@@ -52,9 +59,11 @@ from typing import TYPE_CHECKING, Any, Self
 from opencode_restore.llm.schema_instance import minimal_instance
 
 if TYPE_CHECKING or __package__:
+    from .local_servers import PROFILES, LocalServer, auto_json, make_profile, tool_parameters
     from .strict_api import anthropic_error, anthropic_refusal, openai_error, openai_refusal
     from .wire_types import request_problems
 else:  # run as a script, or imported with tests/fakes on sys.path (bench/, batch helpers)
+    from local_servers import PROFILES, LocalServer, auto_json, make_profile, tool_parameters
     from strict_api import anthropic_error, anthropic_refusal, openai_error, openai_refusal
     from wire_types import request_problems
 
@@ -97,8 +106,17 @@ class FakeLLMServer:
         gate: Path | str | None = None,
         strict: bool = False,
         reasoning_models: list[str] | None = None,
+        profile: LocalServer | str | None = None,
+        context_window: int | None = None,
     ) -> None:
         self.script = list(script or [])
+        if isinstance(profile, str):
+            options = {} if context_window is None else {"context_window": context_window}
+            profile = make_profile(profile, **options)
+        elif profile is not None and context_window is not None:
+            profile.context_window = context_window
+        #: The local server this one answers like (None: the hosted APIs).
+        self.profile = profile
         self.strict = strict
         #: Globs of model names the strict mode treats as OpenAI reasoning models.
         self.reasoning_models = list(reasoning_models or [])
@@ -158,6 +176,11 @@ class FakeLLMServer:
         received = time.monotonic() if received is None else received
         problems = request_problems(path, body)
         refused = self._refusal(path, body, problems)
+        refused_headers: dict[str, str] = {}
+        if refused is None and self.profile is not None and isinstance(body, dict):
+            local = self.profile.refusal(body)
+            if local is not None:
+                refused, refused_headers = (local[0], local[2]), local[1]
         with self._lock:
             self._counter += 1
             number = self._counter
@@ -175,11 +198,14 @@ class FakeLLMServer:
                 with self.log_path.open("a", encoding="utf-8") as log:
                     log.write(json.dumps(entry) + "\n")
         if refused is not None:
-            reply: tuple[int, dict[str, str], Any] = (refused[0], {}, refused[1])
+            reply: tuple[int, dict[str, str], Any] = (refused[0], refused_headers, refused[1])
         elif "status" in step:
             reply = self._error(path, step)
         elif path.endswith("/messages"):
             reply = 200, {}, self._anthropic(number, body, step)
+        elif self.profile is not None:
+            # The model sees the request without what the server ignores.
+            reply = 200, {}, self._openai(number, self.profile.seen(body), step)
         else:
             reply = 200, {}, self._openai(number, body, step)
         wait = received + float(step.get("delay", 0)) + self.latency - time.monotonic()
@@ -187,6 +213,19 @@ class FakeLLMServer:
             time.sleep(wait)
         while self.gate is not None and not self.gate.exists():
             time.sleep(0.01)
+        return reply
+
+    def route(self, method: str, path: str, body: Any) -> tuple[int, dict[str, str], Any]:
+        """A request to an endpoint other than the chat ones: the profile's answer, logged."""
+        with self._lock:
+            self._counter += 1
+            entry = {"n": self._counter, "method": method, "path": path, "headers": {}}
+            entry["body"] = body if isinstance(body, dict) else {}
+            self.requests.append(entry)
+        if self.profile is None:
+            return 404, {}, {"error": {"message": f"no route {path}"}}
+        reply = self.profile.route(method, path, body)
+        entry["status"] = reply[0]
         return reply
 
     def _refusal(
@@ -222,6 +261,17 @@ class FakeLLMServer:
             tool_calls.append(
                 {"id": f"call_fake_{number}", "type": "function", "function": function}
             )
+        elif text is None and self.profile is not None:
+            forced = self.profile.tool_call(body)
+            if forced is not None:
+                # A grammar built from the tool's parameters: the call is always made.
+                arguments = json.dumps(minimal_instance(tool_parameters(body, forced)))
+                function = {"name": forced, "arguments": arguments}
+                tool_calls.append(
+                    {"id": f"call_fake_{number}", "type": "function", "function": function}
+                )
+            else:
+                text = auto_json(body) or "auto reply"
         elif text is None:
             schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema")
             text = json.dumps(minimal_instance(schema)) if schema else "auto reply"
@@ -229,6 +279,8 @@ class FakeLLMServer:
         if tool_calls:
             message["tool_calls"] = tool_calls
         prompt = tokens(_text_chars([body.get("messages"), body.get("tools")]))
+        if self.profile is not None:
+            prompt = self.profile.reported_prompt_tokens(prompt)
         cached = self._openai_cached(body)
         completion = tokens(len(text or "") + _text_chars(tool_calls))
         usage: dict[str, Any] = {
@@ -375,14 +427,26 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:
             """Quiet: the JSONL log is the record."""
 
+        def do_GET(self) -> None:
+            path = self.path.split("?", 1)[0].rstrip("/") or "/"
+            self._send(*server.route("GET", path, None))
+
         def do_POST(self) -> None:
             received = time.monotonic()
             length = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(length)
             path = self.path.split("?", 1)[0].rstrip("/")
+            local = server.profile is not None
+            if local and not path.endswith("/chat/completions"):
+                try:
+                    posted = json.loads(raw) if raw else None
+                except ValueError:
+                    posted = None
+                return self._send(*server.route("POST", path, posted))
             if not path.endswith(("/chat/completions", "/messages")):
                 return self._send(404, {}, {"error": {"message": f"no route {path}"}})
-            if not (
+            # Local servers take requests without a key, as the real ones do by default.
+            if not local and not (
                 self.headers.get("authorization", "").startswith("Bearer ")
                 or self.headers.get("x-api-key")
             ):
@@ -396,10 +460,12 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
         def _send(self, status: int, headers: dict[str, str], body: Any) -> None:
             data = (body if isinstance(body, str) else json.dumps(body)).encode()
             self.send_response(status)
-            self.send_header("content-type", "application/json")
+            # A profile's reply may name its own content type (ollama's plain-text 404).
+            self.send_header("content-type", headers.get("content-type", "application/json"))
             self.send_header("content-length", str(len(data)))
             for key, value in headers.items():
-                self.send_header(key, str(value))
+                if key != "content-type":
+                    self.send_header(key, str(value))
             self.end_headers()
             self.wfile.write(data)
 
@@ -425,6 +491,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--gate", type=Path, help="hold every reply until this file exists")
     parser.add_argument("--strict", action="store_true", help="refuse as the real APIs do")
+    parser.add_argument("--profile", choices=sorted(PROFILES), help="answer like this local server")
+    parser.add_argument("--context-window", type=int, help="the profile's context window in tokens")
     parser.add_argument(
         "--reasoning-model",
         action="append",
@@ -441,6 +509,8 @@ def main(argv: list[str] | None = None) -> int:
         gate=args.gate,
         strict=args.strict,
         reasoning_models=args.reasoning_model,
+        profile=args.profile,
+        context_window=args.context_window,
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

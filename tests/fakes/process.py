@@ -24,11 +24,14 @@ def fake_server_process(
     gate: Path | None = None,
     strict: bool = False,
     reasoning_models: list[str] | None = None,
+    profile: str | None = None,
+    context_window: int | None = None,
 ) -> Iterator[tuple[str, Path, subprocess.Popen[bytes]]]:
     """Start the server on 127.0.0.1: (its root URL, its request log, the process).
 
     With ``gate``, every reply is held until that file exists; ``strict`` refuses what
-    the real APIs refuse (``reasoning_models``: more names treated as reasoning models).
+    the real APIs refuse (``reasoning_models``: more names treated as reasoning models);
+    ``profile`` answers like that local server (``context_window``: its window).
     """
     port_file, log = tmp / "port", tmp / "requests.jsonl"
     cmd = [sys.executable, str(SERVER), "--port-file", str(port_file), "--log", str(log)]
@@ -37,6 +40,10 @@ def fake_server_process(
         cmd += ["--gate", str(gate)]
     if strict:
         cmd.append("--strict")
+    if profile is not None:
+        cmd += ["--profile", profile]
+    if context_window is not None:
+        cmd += ["--context-window", str(context_window)]
     for pattern in reasoning_models or []:
         cmd += ["--reasoning-model", pattern]
     if script is not None:
