@@ -15,11 +15,13 @@ from ..config import Config, load_config
 from ..diagnostics import WarningSink
 from ..errors import UsageError
 from ..evaluate.facts_file import Fact, FactsFile, load_facts
+from ..evaluate.model_use import model_use
 from ..evaluate.probes import ProbeResult, run_probes
 from ..evaluate.score import RecordingScore, Scoring, score_restoration
 from ..llm.base import Provider
 from ..llm.registry import close_provider, get_provider
 from ..llm.settings import ProviderSettings
+from ..llm.usage import UsageLedger
 from ..model import Session
 from ..pipeline.restoration import Restoration
 from ..pipeline.run import RestoreOptions, restore_session
@@ -46,6 +48,7 @@ def table(scores: list[RecordingScore], probes: dict[str, list[ProbeResult]]) ->
     """
     w = _row_name(scores)
     real = any(s.scoring == "fields" for s in scores)
+    asked = any(_asked(s) for s in scores)
     agent_w = max([5, *(len(s.agent) for s in scores)]) if real else 0
     head = f"{'recording':<{w}}"
     if real:
@@ -54,6 +57,8 @@ def table(scores: list[RecordingScore], probes: dict[str, list[ProbeResult]]) ->
     if real:
         head += f" {'must_not':>8}"
     head += f" {'contra':>6} {'tokens':>6} {'resolve':>7}"
+    if asked:
+        head += f" {'failed':>7}"
     if probes:
         head += f" {'probes':>7}"
     out = [head, "-" * len(head)]
@@ -68,6 +73,8 @@ def table(scores: list[RecordingScore], probes: dict[str, list[ProbeResult]]) ->
         if real:
             row += f" {_ratio(len(s.must_not_hit_ids), s.must_not_items):>8}"
         row += f" {len(s.contradictions):>6} {s.tokens:>6} {_pct(s.resolved):>7}"
+        if asked:
+            row += f" {_failed(s):>7}"
         if probes:
             p = probes.get(s.recording, [])
             row += f" {sum(r.passed for r in p):>3}/{len(p):<3}"
@@ -92,6 +99,10 @@ def table(scores: list[RecordingScore], probes: dict[str, list[ProbeResult]]) ->
             f"{max(s.tokens for s in scores):>6} "
             f"{_pct(min(s.resolved for s in scores)):>7}"
         )
+        if asked:
+            uses = [s.model for s in scores if s.model is not None and not s.model.offline]
+            failed = _ratio(sum(len(u.failed_turns) for u in uses), sum(u.turns for u in uses))
+            row += f" {failed:>7}"
         out.append(row)
     for s in scores:
         lost = [f.id for f in s.facts if not f.kept]
@@ -105,6 +116,7 @@ def table(scores: list[RecordingScore], probes: dict[str, list[ProbeResult]]) ->
             f"{s.recording}: must_not {h.id} ({h.field}): {h.sentence[:160]}"
             for h in s.must_not_hits
         ]
+        out += _model_lines(s)
     if real:
         out.append(
             f"overall: facts kept {kept}/{total}, cited correctly {cited}/{total}, "
@@ -117,22 +129,88 @@ def _ratio(part: int, whole: int) -> str:
     return f"{part}/{whole}"
 
 
+def _asked(s: RecordingScore) -> bool:
+    """True when a model (not the offline rules) restored the recording."""
+    return s.model is not None and not s.model.offline
+
+
+def _failed(s: RecordingScore) -> str:
+    """The recording's failed turns of all its turns (blank for the offline rules)."""
+    if s.model is None or s.model.offline:
+        return ""
+    return _ratio(len(s.model.failed_turns), s.model.turns)
+
+
+def _model_lines(s: RecordingScore) -> list[str]:
+    """Where the offline rules stood in for the model in this recording."""
+    use = s.model
+    if use is None or use.offline:
+        return []
+    out = []
+    if use.failed_turns:
+        turns = ", ".join(str(t) for t in use.failed_turns)
+        out.append(f"{s.recording}: failed turns (the rules' turn lines stand in): {turns}")
+    if use.fallbacks:
+        out.append(f"{s.recording}: offline fallback: {', '.join(use.fallbacks)}")
+    if use.nothing:
+        out.append(f"{s.recording}: the model contributed nothing: {'; '.join(use.nothing)}")
+    return out
+
+
+def model_report(scores: list[RecordingScore]) -> list[str]:
+    """The stderr lines of a model's eval: why calls failed (one line per distinct
+    reason, with its count), the HTTP requests sent (retries included) and the tokens the
+    server spent. Nothing for the offline rules."""
+    uses = [s.model for s in scores if s.model is not None and not s.model.offline]
+    if not uses:
+        return []
+    reasons: dict[str, int] = {}
+    for use in uses:
+        for why, count in use.reasons.items():
+            reasons[why] = reasons.get(why, 0) + count
+    out = [f"eval: {count} × {why}" for why, count in reasons.items()]
+    out.append(
+        f"eval: {sum(u.requests for u in uses)} HTTP requests (retries included); the server "
+        f"spent {sum(u.input_tokens for u in uses)} input and "
+        f"{sum(u.output_tokens for u in uses)} output tokens"
+    )
+    return out
+
+
 def _as_json(scores: list[RecordingScore], probes: dict[str, list[ProbeResult]]) -> str:
     data: list[dict[str, Any]] = []
     for s in scores:
         item = asdict(s) | {"kept": s.kept, "cited": s.cited, "resolved": s.resolved}
         item["must_not_hit_ids"] = s.must_not_hit_ids
+        if s.model is not None:
+            item["model"]["contributed_nothing"] = s.model.nothing
         if s.recording in probes:
             item["probes"] = [asdict(p) for p in probes[s.recording]]
         data.append(item)
     return orjson.dumps({"recordings": data}, option=orjson.OPT_INDENT_2).decode() + "\n"
 
 
-async def _restore(session: Session, config: Config, provider: Provider) -> Restoration:
+async def _restore(
+    session: Session, config: Config, provider: Provider
+) -> tuple[Restoration, UsageLedger | None]:
+    """The restoration and the run's usage ledger.
+
+    The ledger counts the HTTP requests (retries included), which the restoration does not
+    keep; a restore hands it only to its progress callback.
+    """
+    ledgers: list[UsageLedger] = []
+
+    def progress(done: int, total: int, ledger: UsageLedger, *_: object) -> None:
+        if not ledgers:
+            ledgers.append(ledger)
+
     try:
-        return await restore_session(session, config, provider, options=RestoreOptions())
+        restoration = await restore_session(
+            session, config, provider, options=RestoreOptions(), progress=progress
+        )
     finally:
         await close_provider(provider)  # SDK pools close in the loop that opened them
+    return restoration, ledgers[0] if ledgers else None
 
 
 async def _probe(judge: Provider, summary: str, facts: list[Fact]) -> list[ProbeResult]:
@@ -166,14 +244,16 @@ def evaluate(
         log = facts.log_path(name)
         session = open_session([log], WarningSink(), None)
         provider = get_provider(config.llm.model, ProviderSettings.from_config(config))
-        restoration = event_loop.run(_restore, session, config, provider)
+        restoration, ledger = event_loop.run(_restore, session, config, provider)
         if keep is not None:
             keep.mkdir(parents=True, exist_ok=True)
             (keep / f"{name}.json").write_text(
                 render_restoration(restoration, "json") + "\n", encoding="utf-8"
             )
         turns = parse_turns(session)
-        scores.append(score_restoration(restoration, facts, name, turns, log, scoring))
+        score = score_restoration(restoration, facts, name, turns, log, scoring)
+        score.model = model_use(restoration, ledger)
+        scores.append(score)
         if judge is not None:
             judge_provider = get_provider(judge, ProviderSettings.from_config(config))
             text = summary_markdown(restoration)
@@ -278,6 +358,14 @@ def eval_command(
     sentence cites one of the fact's messages); the must_not claims the summary makes (facts
     files that have them). Also contradictions, the summary's size in tokens without the
     references appendix, and the share of citations that resolve.
+
+    With a model, each recording also shows its failed turns and where the offline rules
+    stood in (the synthesis, a branch summary); stderr says why calls failed (one line per
+    distinct reason, with its count), how many HTTP requests were sent (retries included)
+    and the tokens the server spent. Exit 1 when the model contributed nothing to a
+    recording (every one of its turns failed, or its synthesis fell back to the offline
+    summary): that score is the offline rules', not the model's. Exit 1 also under
+    --min-kept or --min-cited, or over --max-must-not.
     """
     if probes and judge is None:
         raise UsageError("--probes needs --judge provider:model")
@@ -311,12 +399,22 @@ def eval_command(
         output.write_text(text, encoding="utf-8")
     else:
         sys.stdout.write(text)
+    for line in model_report(scores):
+        click.echo(line, err=True)
+    empty = [(s.recording, s.model.nothing) for s in scores if s.model and s.model.nothing]
+    for recording, why in empty:
+        click.echo(
+            f"eval: {recording}: the model contributed nothing ({'; '.join(why)}): "
+            "its score is the offline rules'",
+            err=True,
+        )
     total = sum(len(s.facts) for s in scores) or 1
     kept = 100 * sum(f.kept for s in scores for f in s.facts) / total
     cited = 100 * sum(f.cited for s in scores for f in s.facts) / total
     hits = sum(len(s.must_not_hit_ids) for s in scores)
     if (
-        (min_kept is not None and kept < min_kept)
+        empty
+        or (min_kept is not None and kept < min_kept)
         or (min_cited is not None and cited < min_cited)
         or (max_must_not is not None and hits > max_must_not)
     ):

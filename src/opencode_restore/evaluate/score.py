@@ -26,6 +26,7 @@ from ..report.summary import summary_markdown
 from ..timeline.numbering import cited_labels, uncite
 from .facts_file import Fact, FactsFile
 from .fields import MustNotHit, score_fields
+from .model_use import ModelUse
 
 Scoring = Literal["auto", "markdown", "fields"]
 
@@ -61,6 +62,8 @@ class RecordingScore:
     #: ``fields`` scoring only: the facts file's must_not items and the sentences that hit them.
     must_not_items: int = 0
     must_not_hits: list[MustNotHit] = field(default_factory=list)
+    #: What the model contributed (set by ``eval``, which knows the run's ledger).
+    model: ModelUse | None = None
 
     @property
     def must_not_hit_ids(self) -> list[str]:

@@ -120,6 +120,8 @@ class FailedTurnRow(BaseModel):
 
 #: How a restoration's warnings say the SESSION SUMMARY is the offline fallback's.
 FALLBACK_WARNING = "synthesis fell back to the offline summary"
+#: How a restoration's warnings say a model failure ended the evidence search.
+EVIDENCE_STOPPED_WARNING = "evidence search stopped early"
 #: How a restoration's warnings say the session ended in the middle of its last turn.
 INTERRUPTED_WARNING = "the session ended in the middle of turn"
 

@@ -46,7 +46,7 @@ from ..evidence.tools import (
 )
 from ..prompting.prompts import quote_log, render
 from ..prompting.render import redact_request
-from ..restoration import EvidenceItem
+from ..restoration import EVIDENCE_STOPPED_WARNING, EvidenceItem
 from ..state import RestoreState
 
 log = logging.getLogger(__name__)
@@ -130,7 +130,7 @@ async def gather_evidence(
     try:
         await loop.run()
     except (ProviderError, RestoreError) as exc:
-        _warn(run, f"evidence search stopped early: {exc}")
+        _warn(run, f"{EVIDENCE_STOPPED_WARNING}: {exc}")
     return run
 
 
