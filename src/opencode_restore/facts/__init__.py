@@ -11,6 +11,8 @@ sentence of a summary leads to the rule that wrote it (and its tests, in tests/f
 - ``turn_summary``: a TURN SUMMARY written from one turn's facts.
 - ``summary``: the SESSION SUMMARY written from all turns' facts, section by section.
 - ``wording``: how a fact is worded and cited.
+- ``statement``: whether a model's text states anything (the rules' value stands in
+  for one that does not).
 
 Every statement is log text or a fixed wording around it; nothing is invented, and a
 rule that is not sure says nothing: a wrong statement is worse than a missing one.
