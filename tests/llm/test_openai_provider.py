@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
 from pydantic import BaseModel
@@ -427,3 +428,238 @@ async def test_other_400s_are_not_retried(policy: RetryPolicy) -> None:
     with pytest.raises(ProviderError):
         await call_with_retry(_learning(recorder, "gpt-4o", []), request(), policy)
     assert len(recorder.requests) == 1
+
+
+LOCAL = "http://127.0.0.1:8080/v1"
+# llama-cpp-python 0.3.36 (FastAPI 0.165): a 500 carrying the body's validation error.
+JSON_SCHEMA_REFUSED = httpx2.Response(
+    500,
+    json={
+        "error": {
+            "message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
+            "'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", "
+            "'input': 'json_schema', 'ctx': {'expected': \"'text' or 'json_object'\"}}\n",
+            "type": "internal_server_error",
+            "param": None,
+            "code": None,
+        }
+    },
+)
+
+
+def _validation_422(loc: list[str], msg: str) -> httpx2.Response:
+    return httpx2.Response(422, json={"detail": [{"type": "value_error", "loc": loc, "msg": msg}]})
+
+
+def _local(recorder: Recorder, notes: list[str], **settings: Any) -> OpenAIProvider:
+    return _learning(recorder, "smollm2", notes, base_url=LOCAL, **settings)
+
+
+async def test_a_refused_response_format_type_steps_down_to_json_object_once() -> None:
+    good = '{"outcome": "fixed", "score": 3}'
+    recorder = Recorder([JSON_SCHEMA_REFUSED, openai_reply(good), openai_reply(good)])
+    notes: list[str] = []
+    llm = _local(recorder, notes)
+    req = request(response_schema=Verdict, system=[SystemBlock("You summarize.")])
+    first = await llm.complete(req)
+    assert first.parsed == Verdict(outcome="fixed", score=3)
+    refused, retried = recorder.body(0), recorder.body(1)
+    assert refused["response_format"]["type"] == "json_schema"
+    # The type itself is unknown: the non-strict json_schema would be refused the same way.
+    assert retried["response_format"] == {"type": "json_object"}
+    system = retried["messages"][0]["content"]
+    assert system.startswith("You summarize.\n\nReply with one JSON object")
+    assert '"required":["outcome","score"]' in system
+    await llm.complete(req)
+    assert recorder.body(2)["response_format"] == {"type": "json_object"}
+    assert llm.structured_output == "json_object"
+    assert list(llm.structured_refusals) == ["json_schema_strict"]
+    assert len(notes) == 1
+    assert "refused response_format json_schema (strict)" in notes[0]
+    assert "response_format.type: Input should be 'text' or 'json_object'" in notes[0]
+    assert "json_object with the schema in the prompt" in notes[0]
+
+
+async def test_the_next_run_starts_at_the_learned_rung() -> None:
+    good = '{"outcome": "fixed", "score": 3}'
+    recorder = Recorder([JSON_SCHEMA_REFUSED, openai_reply(good), openai_reply(good)])
+    await _local(recorder, []).complete(request(response_schema=Verdict))
+    notes: list[str] = []
+    again = _local(recorder, notes)  # a new run: a new provider object
+    assert again.structured_output == "json_object"
+    await again.complete(request(response_schema=Verdict))
+    assert recorder.body()["response_format"] == {"type": "json_object"}
+    assert len(recorder.requests) == 3
+    assert notes == []
+    # Another model of the same server learned nothing yet; nor did api.openai.com.
+    assert _learning(recorder, "qwen3", [], base_url=LOCAL).structured_output == (
+        "json_schema_strict"
+    )
+    assert provider(recorder).structured_output == "json_schema_strict"
+
+
+async def test_the_ladder_walks_down_to_plain_text_with_the_schema_in_the_prompt() -> None:
+    strict = _validation_422(["body", "response_format", "json_schema", "strict"], "no strict")
+    schema = _validation_422(["body", "response_format", "json_schema"], "no schemas")
+    json_object = _validation_422(["body", "response_format", "type"], "only text")
+    good = openai_reply('{"outcome": "fixed", "score": 3}')
+    recorder = Recorder([strict, schema, json_object, good])
+    notes: list[str] = []
+    llm = _local(recorder, notes)
+    result = await llm.complete(request(response_schema=Verdict))
+    assert result.parsed == Verdict(outcome="fixed", score=3)
+    formats = [recorder.body(i).get("response_format") for i in range(4)]
+    assert [f and (f["type"], f.get("json_schema", {}).get("strict")) for f in formats] == [
+        ("json_schema", True),
+        ("json_schema", False),
+        ("json_object", None),
+        None,
+    ]
+    last = recorder.body()["messages"]
+    assert last[0]["role"] == "system"
+    assert "It must match this JSON schema" in last[0]["content"]
+    assert last[1] == {"role": "user", "content": "Summarize turn 3"}
+    assert llm.structured_output == "text"
+    assert len(notes) == 3
+
+
+async def test_a_configured_rung_is_never_left(policy: RetryPolicy) -> None:
+    recorder = Recorder([JSON_SCHEMA_REFUSED])
+    llm = _local(recorder, [], structured_output="json_schema")
+    assert llm.structured_output == "json_schema"
+    with pytest.raises(ProviderError, match="HTTP 500"):
+        await call_with_retry(llm, request(response_schema=Verdict), policy)
+    # A refusal is no server hiccup: sending it again would be refused word for word.
+    assert len(recorder.requests) == 1
+    assert recorder.body()["response_format"]["json_schema"]["strict"] is False
+
+
+async def test_a_configured_lower_rung_is_asked_for_at_once() -> None:
+    recorder = Recorder([openai_reply('{"outcome": "x", "score": 1}')])
+    await provider(recorder, structured_output="text").complete(request(response_schema=Verdict))
+    body = recorder.body()
+    assert "response_format" not in body
+    assert body["messages"][0]["role"] == "system"
+
+
+async def test_workers_refused_at_once_step_down_once() -> None:
+    arrived: list[httpx2.Request] = []
+    both = anyio.Event()
+    good = openai_reply('{"outcome": "fixed", "score": 3}')
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        arrived.append(request)
+        if len(arrived) <= 2:
+            if len(arrived) == 2:
+                both.set()
+            await both.wait()
+            return JSON_SCHEMA_REFUSED
+        return good
+
+    notes: list[str] = []
+    llm = OpenAIProvider(
+        "smollm2",
+        ProviderSettings(base_url=LOCAL),
+        "sk-test",
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
+        notify=notes.append,
+    )
+    results: list[Any] = []
+
+    async def one() -> None:
+        results.append(await llm.complete(request(response_schema=Verdict)))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(one)
+        group.start_soon(one)
+    assert [r.parsed for r in results] == [Verdict(outcome="fixed", score=3)] * 2
+    assert len(arrived) == 4
+    assert len(notes) == 1
+
+
+async def test_a_500_naming_no_parameter_is_still_retried(policy: RetryPolicy) -> None:
+    recorder = Recorder([openai_error(500, "The server had an error"), openai_reply("ok")])
+    result = await call_with_retry(_local(recorder, []), request(), policy)
+    assert (result.text, result.attempts) == ("ok", 2)
+
+
+SEARCH = ToolSpec("SEARCH_LOG", "Search", {"type": "object"})
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        _validation_422(["body", "tools", "0", "function"], "Field required"),
+        httpx2.Response(500, json={"error": {"message": "tools param requires --jinja flag"}}),
+    ],
+)
+async def test_tools_refused_with_any_status_go_to_the_text_protocol(
+    refusal: httpx2.Response,
+) -> None:
+    recorder = Recorder([refusal])
+    notes: list[str] = []
+    llm = _local(recorder, notes)
+    with pytest.raises(ToolsUnsupportedError):
+        await llm.complete(request(tools=[SEARCH]))
+    assert llm.supports_native_tools is False
+    assert len(notes) == 1
+    assert "refused tools" in notes[0]
+    assert _local(recorder, []).supports_native_tools is False  # remembered
+
+
+async def test_a_server_ignoring_tools_is_found_out_and_remembered() -> None:
+    # llama-cpp-python drops tools unless tool_choice names one: the model answers in prose.
+    recorder = Recorder([openai_reply("I would search the log for errors.")])
+    notes: list[str] = []
+    llm = _local(recorder, notes)
+    with pytest.raises(ToolsUnsupportedError, match="ignored the tools"):
+        await llm.complete(request(tools=[SEARCH]))
+    assert llm.supports_native_tools is False
+    assert llm.tools_given_up.startswith("ignored the tools")
+    assert len(notes) == 1
+    assert _local(recorder, []).supports_native_tools is False
+
+
+async def test_a_reply_without_a_tool_call_is_fine_once_tools_were_seen_working() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "SEARCH_LOG", "arguments": "{}"}}
+    recorder = Recorder(
+        [openai_reply(None, tool_calls=[call]), openai_reply("Nothing more to search.")]
+    )
+    llm = _local(recorder, [])
+    assert (await llm.complete(request(tools=[SEARCH]))).tool_calls
+    assert (await llm.complete(request(tools=[SEARCH]))).text == "Nothing more to search."
+    assert llm.supports_native_tools is True
+    again = _local(Recorder([openai_reply("No search needed.")]), [])
+    assert again.native_tools_seen is True  # remembered: no reply of the next run is doubted
+    assert (await again.complete(request(tools=[SEARCH]))).text == "No search needed."
+
+
+async def test_a_structured_answer_to_a_request_with_tools_is_no_sign_of_ignored_tools() -> None:
+    recorder = Recorder([openai_reply('{"outcome": "fixed", "score": 3}')])
+    llm = _local(recorder, [])
+    result = await llm.complete(request(tools=[SEARCH], response_schema=Verdict))
+    assert result.parsed is not None
+    assert llm.supports_native_tools is True
+
+
+async def test_text_protocol_calls_in_a_native_reply_switch_modes() -> None:
+    recorder = Recorder([openai_reply('[SEARCH_LOG: "Traceback"]')])
+    notes: list[str] = []
+    llm = _local(recorder, notes)
+    result = await llm.complete(request(tools=[SEARCH]))
+    assert result.text == '[SEARCH_LOG: "Traceback"]'  # the caller parses its protocol
+    assert llm.supports_native_tools is False
+    assert "answered tools in text" in notes[0]
+
+
+async def test_tool_choice_names_the_tool_to_call() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "SEARCH_LOG", "arguments": "{}"}}
+    recorder = Recorder([openai_reply(None, tool_calls=[call])])
+    llm = _local(recorder, [])
+    await llm.complete(request(tools=[SEARCH], tool_choice="SEARCH_LOG"))
+    assert recorder.body()["tool_choice"] == {
+        "type": "function",
+        "function": {"name": "SEARCH_LOG"},
+    }
+    # A call the server was told to make says nothing of whether the model calls freely.
+    assert llm.native_tools_seen is False

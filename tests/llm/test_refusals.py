@@ -198,10 +198,14 @@ def test_an_unknown_field_is_a_refused_parameter() -> None:
     [
         # Ollama, for a model without tool support (ollama#14795).
         "registry.ollama.ai/library/smollm2:360m does not support tools",
+        # llama.cpp's llama-server started without --jinja, with a 500.
+        "tools param requires --jinja flag",
     ],
 )
-def test_a_server_without_tools_refuses_tools(message: str) -> None:
-    refusal = parse_refusal(_error({"error": {"message": message, "type": "api_error"}}))
+@pytest.mark.parametrize("status", [400, 500])
+def test_a_server_without_tools_refuses_tools(message: str, status: int) -> None:
+    body = {"error": {"message": message, "type": "api_error"}}
+    refusal = parse_refusal(_error(body, status))
     assert refusal is not None
     assert refusal.param == "tools"
 

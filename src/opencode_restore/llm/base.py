@@ -74,6 +74,8 @@ class LLMRequest:
     ignore it, the offline provider builds its answer from it. `template` and
     `stage` are recorded with the usage of the call. `output_boost` counts the earlier
     replies to this request that were cut off at the output limit: each doubles it.
+    `tool_choice` names a tool the reply must call (`check`'s probe of a server that
+    calls tools only when told which); None lets the model choose.
     """
 
     messages: list[ChatMessage]
@@ -87,6 +89,7 @@ class LLMRequest:
     facts: dict[str, Any] = field(default_factory=dict)
     cache_key: str | None = None
     output_boost: int = 0
+    tool_choice: str | None = None
 
 
 @dataclass(slots=True)
@@ -136,6 +139,8 @@ class Provider(Protocol):
 class ToolsUnsupportedError(ProviderError):
     """The server rejected native tools; rebuild the request with the text protocol.
 
-    Raised only in `tool_mode = "auto"`; the provider has already switched its
-    `supports_native_tools` to False, so the next request can be built correctly.
+    Raised only in `tool_mode = "auto"`, when the server refused `tools` or answered a
+    request that offered them without calling any (it ignored them); the provider has
+    already switched its `supports_native_tools` to False, so the next request can be
+    built correctly.
     """

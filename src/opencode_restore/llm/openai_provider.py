@@ -1,13 +1,24 @@
 """`openai:MODEL`: Chat Completions through the official SDK.
 
 With `base_url` set this talks to any OpenAI-compatible server (Ollama, vLLM,
-llama.cpp, LM Studio). Structured output asks for a strict `json_schema`
-response format and still parses leniently, because some servers ignore it.
+llama.cpp, LM Studio). Structured output asks for a strict `json_schema` response
+format, or as far down the ladder as the server made the provider step
+(`sdk_provider`): below `json_schema` the schema goes into the system prompt. Replies
+are parsed leniently at every rung, because some servers ignore the format.
+
+Tools are sent natively until the server refuses them (any status whose body names
+`tools`, or says it does not support them) or ignores them: at a compatible server
+whose native tool calls were never seen, a reply to a request that offers tools and
+wants no structured answer (every round of the evidence search must call a tool) that
+calls none, natively or in a protocol, means the tools were dropped (llama-cpp-python
+drops them unless `tool_choice` names one). Either way the request fails with
+`ToolsUnsupportedError` and the caller asks again in the text protocol.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import openai
@@ -17,6 +28,7 @@ from openai.types.chat import (
     ChatCompletionMessageToolCallUnion,
 )
 from openai.types.completion_usage import CompletionUsage
+from pydantic import BaseModel
 
 from opencode_restore.llm.base import (
     ChatMessage,
@@ -25,6 +37,7 @@ from opencode_restore.llm.base import (
     ToolCallRequest,
     ToolsUnsupportedError,
 )
+from opencode_restore.llm.refusals import parse_refusal
 from opencode_restore.llm.retry import error_message
 from opencode_restore.llm.sdk_provider import SDKProvider
 from opencode_restore.llm.strict_schema import strict_json_schema
@@ -46,11 +59,12 @@ class OpenAIProvider(SDKProvider):
         try:
             # The raw response too: a 2xx whose body is no JSON object is reported with it.
             raw = await self._client.chat.completions.with_raw_response.create(**params)
-        except openai.BadRequestError as exc:
+        except openai.APIStatusError as exc:
             if "tools" in params and self._tools_rejected(exc):
-                self.supports_native_tools = False
+                message = error_message(exc)
+                self.give_up_native_tools(f"refused tools ({message.strip()[:200]})")
                 raise ToolsUnsupportedError(
-                    self.name, self.model, error_message(exc), exc.status_code
+                    self.name, self.model, message, exc.status_code
                 ) from exc
             raise
         completion: object = raw.parse()
@@ -62,12 +76,17 @@ class OpenAIProvider(SDKProvider):
                 completion,
                 message=f"the server's reply is not a JSON object: {response.text[:200]!r}",
             )
-        return self._result(request, completion)
+        return self._result(request, completion, native_tools="tools" in params)
 
     def _build(self, request: LLMRequest) -> dict[str, Any]:
         messages: list[dict[str, Any]] = []
-        if request.system:
-            system = "\n\n".join(block.text for block in request.system)
+        system = "\n\n".join(block.text for block in request.system)
+        schema = request.response_schema
+        rung = self.structured_output
+        if schema is not None and rung in ("json_object", "text"):
+            # Nothing else tells the model the shape; json_object mode also wants the word.
+            system = "\n\n".join(part for part in (system, _schema_instruction(schema)) if part)
+        if system:
             messages.append({"role": "system", "content": system})
         messages.extend(_message(message) for message in request.messages)
         params: dict[str, Any] = {"model": self.model, "messages": messages}
@@ -87,15 +106,17 @@ class OpenAIProvider(SDKProvider):
             params["reasoning_effort"] = rules.reasoning_effort
         if request.cache_key:
             params["prompt_cache_key"] = request.cache_key
-        if request.response_schema is not None:
+        if schema is not None and rung in ("json_schema_strict", "json_schema"):
             params["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {
-                    "name": request.response_schema.__name__,
-                    "schema": strict_json_schema(request.response_schema),
-                    "strict": True,
+                    "name": schema.__name__,
+                    "schema": strict_json_schema(schema),
+                    "strict": rung == "json_schema_strict",
                 },
             }
+        elif schema is not None and rung == "json_object":
+            params["response_format"] = {"type": "json_object"}
         if request.tools and self.supports_native_tools:
             params["tools"] = [
                 {
@@ -109,13 +130,35 @@ class OpenAIProvider(SDKProvider):
                 }
                 for tool in request.tools
             ]
+            if request.tool_choice:
+                params["tool_choice"] = {
+                    "type": "function",
+                    "function": {"name": request.tool_choice},
+                }
         return params
 
-    def _tools_rejected(self, exc: openai.BadRequestError) -> bool:
-        # Ollama: 400 "registry.ollama.ai/library/x does not support tools".
-        return self.settings.tool_mode == "auto" and "tool" in error_message(exc).lower()
+    def _tools_rejected(self, exc: openai.APIStatusError) -> bool:
+        """The server refused the tools themselves (auto mode only: else the error stands)."""
+        if self.settings.tool_mode != "auto":
+            return False
+        refusal = parse_refusal(exc)
+        if refusal is not None:
+            return refusal.param in ("tools", "tool_choice")
+        # vLLM: 400 '"auto" tool choice requires --enable-auto-tool-choice and ...'.
+        return exc.status_code == 400 and "tool" in error_message(exc).lower()
 
-    def _result(self, request: LLMRequest, completion: ChatCompletion) -> LLMResult:
+    def _ignored_tools(self, request: LLMRequest) -> bool:
+        """A reply that called no tool means the tools were dropped: at a compatible server
+        not yet seen calling tools, for a request that wants no structured answer."""
+        return (
+            self.settings.base_url is not None
+            and request.response_schema is None
+            and not self.native_tools_seen
+        )
+
+    def _result(
+        self, request: LLMRequest, completion: ChatCompletion, *, native_tools: bool
+    ) -> LLMResult:
         # The SDK builds its models without validating them (a compatible server's reply
         # may lack fields the types call required): a missing field reads as None.
         text = ""
@@ -128,11 +171,20 @@ class OpenAIProvider(SDKProvider):
             if message is not None:
                 text = message.content or message.refusal or ""
                 tool_calls = _tool_calls(message.tool_calls or [])
+        if native_tools and tool_calls and request.tool_choice is None:
+            self.confirm_native_tools()  # (a forced call says nothing of the model's own)
         if request.tools and not tool_calls and self.settings.tool_mode == "auto":
             tool_calls = parse_text_tool_calls(text)
-            if tool_calls:
-                # The model answers in the text protocol: build later requests for it.
-                self.supports_native_tools = False
+            if native_tools and (tool_calls or _names_a_tool(text, request)):
+                # The model answers in a text protocol: build later requests for it.
+                self.give_up_native_tools("answered tools in text")
+            elif native_tools and self._ignored_tools(request):
+                self.give_up_native_tools(
+                    "ignored the tools (a reply that had to call one did not)"
+                )
+                raise ToolsUnsupportedError(
+                    self.name, self.model, "the server ignored the tools: the reply called none"
+                )
         parsed = None
         if request.response_schema is not None and text:
             parsed, _ = parse_structured(text, request.response_schema)
@@ -144,6 +196,21 @@ class OpenAIProvider(SDKProvider):
             model=completion.model or self.model,
             finish_reason=finish_reason,
         )
+
+
+def _schema_instruction(schema: type[BaseModel]) -> str:
+    """The system prompt's addition below `json_schema`: the schema, in compact JSON."""
+    body = json.dumps(strict_json_schema(schema), separators=(",", ":"), ensure_ascii=False)
+    return (
+        "Reply with one JSON object and nothing else (no prose, no code fences). "
+        f"It must match this JSON schema:\n{body}"
+    )
+
+
+def _names_a_tool(text: str, request: LLMRequest) -> bool:
+    """The reply calls an offered tool the text protocol's way (``[SEARCH_LOG: ...]``)."""
+    names = "|".join(re.escape(tool.name) for tool in request.tools)
+    return bool(names) and re.search(rf"\[\s*(?:{names})\s*[:\]]", text, re.IGNORECASE) is not None
 
 
 def _tool_calls(calls: list[ChatCompletionMessageToolCallUnion]) -> list[ToolCallRequest]:

@@ -42,6 +42,10 @@ _PATTERNS: tuple[tuple[re.Pattern[str], RefusalKind], ...] = (
     (re.compile(r"'([\w.]+)' is not supported with this model"), "parameter"),
     # Ollama, for a model without tools: "registry.ollama.ai/library/x does not support tools".
     (re.compile(r"does not support (tools)\b"), "parameter"),
+    # llama.cpp's llama-server without --jinja (a 500): "tools param requires --jinja flag",
+    # "Unsupported param: tool_choice".
+    (re.compile(r"^(tools) param requires"), "parameter"),
+    (re.compile(r"Unsupported param: (\w+)"), "parameter"),
 )
 # Anthropic: "max_tokens: 128001 > 64000, which is the maximum ..."; OpenAI: "max_tokens is
 # too large: 32000. This model supports at most 16384 completion tokens, ...".
