@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx2
 import pytest
 from pydantic import BaseModel
 
@@ -11,6 +12,7 @@ from opencode_restore.llm.openai_provider import OpenAIProvider
 from opencode_restore.llm.scripted import ScriptedProvider, ScriptedReply
 from opencode_restore.llm.settings import ProviderSettings
 from opencode_restore.llm.structured import (
+    REPLY_QUOTE_LIMIT,
     StructuredOutputError,
     balanced_objects,
     complete_structured,
@@ -20,7 +22,7 @@ from opencode_restore.llm.structured import (
 )
 from opencode_restore.llm.usage import UsageLedger
 from opencode_restore.model import Usage
-from tests.llm.conftest import Recorder, openai_reply
+from tests.llm.conftest import Recorder, openai_error, openai_reply
 
 pytestmark = pytest.mark.anyio
 
@@ -228,3 +230,54 @@ async def test_output_boost_doubles_the_limit_the_provider_sends() -> None:
         LLMRequest(messages=[ChatMessage("user", "x")], max_tokens=1000, output_boost=1)
     )
     assert [recorder.body(i)["max_completion_tokens"] for i in (0, 1)] == [9192, 18384]
+
+
+def _cut_reply(text: str = '{"request": "fix", "outc') -> httpx2.Response:
+    return openai_reply(text, finish_reason="length")
+
+
+GOOD = '{"request": "fix", "outcomes": []}'
+
+
+async def test_a_limit_already_at_the_ceiling_is_not_asked_again_the_same_way() -> None:
+    recorder = Recorder([_cut_reply(), openai_reply(GOOD)])
+    settings = ProviderSettings(max_tokens=1000, max_tokens_ceiling=1000)
+    llm = OpenAIProvider("gpt-test", settings, "sk", recorder.client())
+    result = await complete_structured(llm, request())
+    assert result.parsed == Summary(request="fix", outcomes=[])
+    first, second = recorder.body(0), recorder.body(1)
+    assert first["max_completion_tokens"] == second["max_completion_tokens"] == 1000
+    # Not the same request again: a repair that asks for a shorter answer.
+    assert len(second["messages"]) == len(first["messages"]) + 2
+    assert "cut off at the output limit" in second["messages"][-1]["content"]
+
+
+async def test_a_limit_the_server_capped_is_not_doubled_past_the_cap() -> None:
+    too_large = openai_error(
+        400,
+        "max_tokens is too large: 4096. This model supports at most 2048 completion tokens, "
+        "whereas you provided 4096.",
+    )
+    recorder = Recorder([too_large, _cut_reply(), openai_reply(GOOD)])
+    llm = OpenAIProvider(
+        "gpt-test",
+        ProviderSettings(base_url="http://127.0.0.1:8000/v1"),
+        "sk",
+        recorder.client(),
+        notify=lambda _line: None,
+    )
+    result = await complete_structured(llm, request())
+    assert result.parsed is not None
+    assert [recorder.body(i)["max_tokens"] for i in range(3)] == [4096, 2048, 2048]
+    assert recorder.body(2)["messages"][-1]["content"].startswith("Your previous reply")
+
+
+async def test_a_huge_bad_reply_is_quoted_by_its_ends() -> None:
+    rambling = "start " + "blah " * 20_000 + " end"
+    provider = ScriptedProvider([rambling, GOOD])
+    await complete_structured(provider, request())
+    quoted = provider.requests[1].messages[1].content
+    assert len(quoted) < REPLY_QUOTE_LIMIT + 100
+    assert quoted.startswith("start blah")
+    assert quoted.endswith("blah  end")
+    assert f"[… {len(rambling) - REPLY_QUOTE_LIMIT} characters of the reply omitted …]" in quoted

@@ -18,6 +18,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from opencode_restore.errors import OutputValidationError
+from opencode_restore.facts.turn import cap_middle
 from opencode_restore.llm.base import ChatMessage, LLMRequest, LLMResult, Provider, ToolCallRequest
 from opencode_restore.llm.retry import RetryPolicy, call_with_retry
 from opencode_restore.llm.usage import UsageLedger
@@ -27,6 +28,9 @@ M = TypeVar("M", bound=BaseModel)
 _FENCE = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)```", re.DOTALL)
 _TOOL_TAG = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 _ERROR_QUOTE_LIMIT = 2000
+# A repair request quotes the bad reply's start and end, this many characters in all: a
+# model that ran on for its whole output limit would otherwise be sent it all again.
+REPLY_QUOTE_LIMIT = 2000
 # A reply stopped by the output limit, not by the model.
 TRUNCATED = frozenset({"length", "max_tokens"})
 # Doublings of the output limit after cut-off replies (x4 at most, within the ceiling).
@@ -175,10 +179,13 @@ async def complete_structured(
 ) -> LLMResult:
     """Call with `request.response_schema`; on an invalid reply ask again quoting the error.
 
-    Each repair round appends the bad reply and a message quoting the pydantic error.
-    A reply cut off at the output limit (`finish_reason` "length", Anthropic's
-    "max_tokens") is no validation failure: the same request goes again with a doubled
-    limit (`output_boost`), at most `MAX_OUTPUT_BOOSTS` times. The returned usage and
+    Each repair round appends the bad reply (its start and end, at most
+    `REPLY_QUOTE_LIMIT` characters) and a message quoting the pydantic error. A reply
+    cut off at the output limit (`finish_reason` "length", Anthropic's "max_tokens") is
+    no validation failure: the same request goes again with a doubled limit
+    (`output_boost`), at most `MAX_OUTPUT_BOOSTS` times and only while the limit the
+    provider sends grows (not at the ceiling, nor at a maximum the server named):
+    an identical request would be cut off the same way. The returned usage and
     attempts sum over all rounds. Raises `StructuredOutputError` (with the last result)
     when no round validates.
     """
@@ -194,20 +201,18 @@ async def complete_structured(
         if parsed is not None:
             result.parsed = parsed
             break
-        if result.finish_reason in TRUNCATED and current.output_boost < MAX_OUTPUT_BOOSTS:
-            current = replace(
-                current,
-                output_boost=current.output_boost + 1,
-                template=f"{request.template}:longer",
-            )
+        cut = result.finish_reason in TRUNCATED
+        longer = _longer(provider, current, request.template) if cut else None
+        if longer is not None:
+            current = longer
         elif repairs >= retries:
             raise StructuredOutputError(_combined(rounds), error or "")
         else:
             repairs += 1
             messages = [
                 *current.messages,
-                ChatMessage("assistant", result.text or "(empty reply)"),
-                ChatMessage("user", _repair_prompt(error or "")),
+                ChatMessage("assistant", _quoted_reply(result.text)),
+                ChatMessage("user", _repair_prompt(error or "", cut=cut)),
             ]
             current = replace(current, messages=messages, template=f"{request.template}:repair")
         result = await call_with_retry(provider, current, policy, ledger)
@@ -215,11 +220,32 @@ async def complete_structured(
     return _combined(rounds)
 
 
-def _repair_prompt(error: str) -> str:
+def _longer(provider: Provider, request: LLMRequest, template: str) -> LLMRequest | None:
+    """`request` with a doubled output limit, or None when it may not or would not grow."""
+    if request.output_boost >= MAX_OUTPUT_BOOSTS:
+        return None
+    longer = replace(request, output_boost=request.output_boost + 1, template=f"{template}:longer")
+    # SDK providers say what they would send; for others (test doubles) assume it grows.
+    limit = getattr(provider, "output_limit", None)
+    if callable(limit) and limit(longer) <= limit(request):
+        return None
+    return longer
+
+
+def _quoted_reply(text: str) -> str:
+    """The bad reply as the repair round shows it: whole when short, else its ends."""
+    if not text:
+        return "(empty reply)"
+    return cap_middle(text, REPLY_QUOTE_LIMIT, "the reply")
+
+
+def _repair_prompt(error: str, *, cut: bool = False) -> str:
     quoted = error if len(error) <= _ERROR_QUOTE_LIMIT else error[:_ERROR_QUOTE_LIMIT] + " ..."
+    # The output limit cannot grow: only a shorter answer can fit.
+    shorter = "It was cut off at the output limit: keep every field short. " if cut else ""
     return (
         "Your previous reply did not match the required JSON schema. The validator said:\n\n"
-        f"{quoted}\n\n"
+        f"{quoted}\n\n{shorter}"
         "Reply again with only the corrected JSON object, no prose and no code fences."
     )
 
