@@ -111,11 +111,16 @@ def test_a_fallen_back_synthesis_alone_exits_1(
 def test_a_model_that_answers_exits_0_with_its_requests_and_tokens(
     fixtures: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The scripted provider fills every string with "x": answered, stating nothing.
     provider = ScriptedProvider(model="smollm2", auto=True)
     result = _eval(fixtures, monkeypatch, provider)
     assert result.exit_code == 0, result.stderr
     (rec,) = json.loads(result.stdout)["recordings"]
     assert rec["model"]["contributed_nothing"] == []
+    assert rec["model"]["stood_in"][0] == (
+        "turn 1 (user_request_summary, agent_response_summary, key_outcomes)"
+    )
+    assert rec["model"]["stood_in"][-1] == "synthesis (goal, current_work, next_step)"
     assert rec["model"]["requests"] == len(provider.requests)
     assert rec["model"]["input_tokens"] > 0
     assert " × " not in result.stderr
@@ -190,3 +195,16 @@ def test_the_offline_rules_contribute_no_model_and_fail_nothing() -> None:
     use = ModelUse(provider="offline:rules", turns=2, failed_turns=[1, 2], fallbacks=["synthesis"])
     assert use.offline
     assert use.nothing == []
+
+
+def test_the_table_names_the_fields_the_rules_stand_in_for(
+    fixtures: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    provider = ScriptedProvider(model="smollm2", auto=True)
+    monkeypatch.setattr("opencode_restore.cli.eval_cmd.get_provider", lambda *a, **k: provider)
+    result = CliRunner().invoke(cli, ["eval", str(fixtures / "devset/facts.json"), "-r", "pi"])
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[2].split()[-1] == "0/10"
+    [said] = [line for line in lines if "stated nothing" in line]
+    assert said.startswith("pi: the rules stand in where the model's text stated nothing: turn 1")

@@ -152,6 +152,11 @@ def _model_lines(s: RecordingScore) -> list[str]:
         out.append(f"{s.recording}: failed turns (the rules' turn lines stand in): {turns}")
     if use.fallbacks:
         out.append(f"{s.recording}: offline fallback: {', '.join(use.fallbacks)}")
+    if use.stood_in:
+        said = ", ".join(use.stood_in)
+        out.append(
+            f"{s.recording}: the rules stand in where the model's text stated nothing: {said}"
+        )
     if use.nothing:
         out.append(f"{s.recording}: the model contributed nothing: {'; '.join(use.nothing)}")
     return out
@@ -359,8 +364,10 @@ def eval_command(
     files that have them). Also contradictions, the summary's size in tokens without the
     references appendix, and the share of citations that resolve.
 
-    With a model, each recording also shows its failed turns and where the offline rules
-    stood in (the synthesis, a branch summary); stderr says why calls failed (one line per
+    With a model, each recording also shows its failed turns, where the offline rules
+    stood in for a failed call (the synthesis, a branch summary), and the fields the model
+    answered with text that states nothing ("M19", "N/A", blank), where the rules' value
+    stands in (answered, so no failure); stderr says why calls failed (one line per
     distinct reason, with its count), how many HTTP requests were sent (retries included)
     and the tokens the server spent. Exit 1 when the model contributed nothing to a
     recording (every one of its turns failed, or its synthesis fell back to the offline

@@ -25,14 +25,18 @@ REASON_CHARS = 160
 class ModelUse:
     """One restoration's model calls: where they failed and what they cost.
 
-    ``fallbacks`` names each stage the offline value stood in for (``synthesis``, a branch
-    by id); ``reasons`` counts the failures by stage and reason, one line each.
+    ``fallbacks`` names each stage the offline value stood in for because a call failed
+    (``synthesis``, a branch by id); ``reasons`` counts the failures by stage and reason,
+    one line each. ``stood_in`` names the fields the model answered with text that states
+    nothing, where the rules' value stands in (``turn 3 (agent_response_summary)``,
+    ``synthesis (goal)``): answered, so not failures.
     """
 
     provider: str
     turns: int
     failed_turns: list[int] = field(default_factory=list)
     fallbacks: list[str] = field(default_factory=list)
+    stood_in: list[str] = field(default_factory=list)
     reasons: dict[str, int] = field(default_factory=dict)
     requests: int = 0
     input_tokens: int = 0
@@ -98,4 +102,9 @@ def model_use(r: Restoration, ledger: UsageLedger | None = None) -> ModelUse:
             if c.stage == "branch_summary" and c.error
         )
     use.reasons = dict(reasons)
+    use.stood_in = [
+        f"turn {t.turn_number} ({', '.join(t.stood_in)})" for t in r.turns if t.stood_in
+    ]
+    if r.summary.stood_in:
+        use.stood_in.append(f"synthesis ({', '.join(r.summary.stood_in)})")
     return use

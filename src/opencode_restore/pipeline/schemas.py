@@ -54,6 +54,9 @@ class TurnSummary(_Out):
     #: Labels the model cited outside this turn, removed (``synthesizer.keep_citations``).
     #: Written by the turn stage, never by a model; left out of the JSON when empty.
     outside_citations: SkipJsonSchema[list[str]] = Field(default_factory=list, exclude_if=_empty)
+    #: The fields whose text stated nothing, so the rules' stands in (``hold_to_turn``).
+    #: Written by the turn stage, never by a model; left out of the JSON when empty.
+    stood_in: SkipJsonSchema[list[str]] = Field(default_factory=list, exclude_if=_empty)
 
 
 class RejectedCandidate(_Out):
@@ -108,6 +111,9 @@ class SessionSummary(SummaryFields):
     ignored_rejections: SkipJsonSchema[list[RejectedCandidate]] = Field(
         default_factory=list, exclude_if=_empty
     )
+    #: The model's fields that stated nothing, so the rules' value stands in (goal,
+    #: current work, next step). Written by the synthesizer, never by a model.
+    stood_in: SkipJsonSchema[list[str]] = Field(default_factory=list, exclude_if=_empty)
 
 
 class BranchSummary(_Out):

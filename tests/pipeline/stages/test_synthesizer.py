@@ -122,6 +122,7 @@ def test_a_minimal_answer_loses_nothing() -> None:
     for item in texts(f):
         assert item in got
     assert out.goal == "Add a flag [M1]"  # the model's own
+    assert out.stood_in == ["current_work", "next_step"]
 
 
 def test_a_rejected_candidate_is_left_out_and_its_reason_recorded() -> None:
@@ -260,6 +261,7 @@ def test_texts_that_state_nothing_give_way_to_the_rules() -> None:
         }
     )
     out = merge_deterministic(garbage, f, offered)
+    assert out.stood_in == ["goal", "current_work", "next_step"]
     assert out.goal == f.goal
     assert out.current_work == f.current_work
     assert out.next_step == f.next_step

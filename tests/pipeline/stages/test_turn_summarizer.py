@@ -43,6 +43,7 @@ def test_labels_and_blanks_give_way_to_the_rules_turn_line() -> None:
     assert out.open_questions == ["Should the README change? [M8]"]
     assert out.decisions == []
     assert out.outside_citations == []
+    assert out.stood_in == ["user_request_summary", "agent_response_summary", "key_outcomes"]
 
 
 def test_citations_outside_the_turn_are_cut_and_listed() -> None:
@@ -86,8 +87,10 @@ def test_through_a_restore_the_rules_stand_in_and_the_cut_is_counted() -> None:
     first, second = r.turns
     assert first.user_request_summary == offline.turns[0].user_request_summary
     assert first.agent_response_summary == offline.turns[0].agent_response_summary
+    assert first.stood_in[:2] == ["user_request_summary", "agent_response_summary"]
+    assert "stood_in" not in offline.model_dump_json()
     assert second.user_request_summary == "Run the tests"
     assert second.outside_citations == ["M1"]
     assert (r.citations.removed_outside_turn, r.citations.outside_turn_labels) == (1, ["M1"])
-    # The offline rules never cite outside a turn.
+    # The offline provider's turn summaries are the rules' own: not held.
     assert offline.citations.removed_outside_turn == 0

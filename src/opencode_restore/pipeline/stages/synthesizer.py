@@ -394,7 +394,7 @@ def merge_deterministic(
     is ignored and listed in ``ignored_rejections``, as is one that gives no reason. A
     model that rejects nothing loses nothing. Texts of the model that state nothing are
     left out first (``statements_only``): the rules' goal, current work and next step stand
-    in for blank ones.
+    in for blank ones, listed in ``stood_in``.
     """
     model = statements_only(model)
     out = model.model_copy(deep=True)
@@ -444,6 +444,11 @@ def merge_deterministic(
         ]
         for step in kept_in("next_step"):
             out.next_step = _merge_step(model.next_step, step)
+    out.stood_in = [
+        name
+        for name in ("goal", "current_work", "next_step")
+        if getattr(out, name) and not getattr(model, name)
+    ]
     return out
 
 

@@ -25,6 +25,7 @@ from ...errors import ProviderError, RestoreError
 from ...facts.statement import is_statement
 from ...facts.turn import cap_middle, turn_facts
 from ...facts.turn_summary import turn_summary
+from ...llm.offline import OfflineProvider
 from ...llm.structured import complete_structured
 from ...model import Turn
 from ...redact import redact_value
@@ -116,7 +117,8 @@ def hold_to_turn(
     left as written, since it quotes earlier questions with their citations. A text
     that then states nothing (``facts.statement``: a label, number, placeholder or blank)
     is no summary: the request and response lines and the outcomes give way to the
-    rules' (``rules``, the turn's ``turn_summary``), any other item is left out.
+    rules' (``rules``, the turn's ``turn_summary``; listed in ``stood_in``), any other
+    item is left out.
     """
     dropped: list[str] = []
 
@@ -126,17 +128,24 @@ def hold_to_turn(
     def items(values: list[str]) -> list[str]:
         return [t for v in values if is_statement(t := scoped(v))]
 
-    def line(text: str, name: str) -> str:
-        kept = scoped(text)
-        return kept if is_statement(kept) else str(rules[name])
+    stood_in: list[str] = []
 
+    def line(name: str) -> str:
+        kept = scoped(getattr(summary, name))
+        if is_statement(kept):
+            return kept
+        stood_in.append(name)
+        return str(rules[name])
+
+    request, response = line("user_request_summary"), line("agent_response_summary")
+    outcomes = items(summary.key_outcomes)
+    if not outcomes and rules["key_outcomes"]:
+        stood_in.append("key_outcomes")
     return summary.model_copy(
         update={
-            "user_request_summary": line(summary.user_request_summary, "user_request_summary"),
-            "agent_response_summary": line(
-                summary.agent_response_summary, "agent_response_summary"
-            ),
-            "key_outcomes": items(summary.key_outcomes) or list(rules["key_outcomes"]),
+            "user_request_summary": request,
+            "agent_response_summary": response,
+            "key_outcomes": outcomes or list(rules["key_outcomes"]),
             "state_changes": items(summary.state_changes),
             "artifacts_modified": [
                 ArtifactNote(path=a.path, note=note)
@@ -153,6 +162,7 @@ def hold_to_turn(
             "errors_and_fixes": items(summary.errors_and_fixes),
             "open_questions": items(summary.open_questions),
             "outside_citations": dropped,
+            "stood_in": stood_in,
         }
     )
 
@@ -213,8 +223,10 @@ async def summarize_turn(
         assert isinstance(result.parsed, TurnSummary)
         summary = result.parsed
     assert summary is not None
-    within = {*label_of.values(), *(f"M{n}" for n in range(first, last + 1))}
-    summary = hold_to_turn(summary, redact_value(turn_summary(facts), ctx.redact), within)
+    # The offline provider's answer is the rules' own turn summary: nothing to hold.
+    if not isinstance(ctx.provider, OfflineProvider):
+        within = {*label_of.values(), *(f"M{n}" for n in range(first, last + 1))}
+        summary = hold_to_turn(summary, redact_value(turn_summary(facts), ctx.redact), within)
     summary.turn_number = turn.number
     state.add_summary(summary)
     return TurnOutcome(turn, summary, None, labels, last, facts)
