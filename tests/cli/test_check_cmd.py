@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from opencode_restore.cli import cli
+from opencode_restore.llm.server_profile import PROFILE_NAME
 from tests.fakes.fake_llm_server import FakeLLMServer
 
 
@@ -27,6 +31,7 @@ def _check(*args: str) -> tuple[int, dict[str, str]]:
 
 
 def test_reasoning_model_is_sent_what_it_accepts(server: FakeLLMServer) -> None:
+    server.script = [{}, {"tool": "LIST_ARTIFACTS", "args": {}}]
     code, lines = _check("-m", "openai:o4-mini", "--base-url", server.openai_base_url)
     assert code == 0
     assert "OpenAI o-series" in lines["model"]
@@ -36,11 +41,17 @@ def test_reasoning_model_is_sent_what_it_accepts(server: FakeLLMServer) -> None:
     assert "temperature" not in lines
     assert "ok" in lines["reply"]
     assert "parsed TurnSummary" in lines["reply"]
+    assert lines["structured"].split()[2:] == ["json_schema", "(strict)"]
+    assert lines["tool"].endswith("native (the model called LIST_ARTIFACTS)")
     body = server.requests[0]["body"]
     # The request a restore would send: schema and tools in one.
     assert body["tools"]
     assert body["response_format"]
-    assert len(server.requests) == 1
+    # Then the tools probe: a tool call asked for, the model free to choose.
+    probe = server.requests[1]["body"]
+    assert "response_format" not in probe
+    assert "tool_choice" not in probe
+    assert len(server.requests) == 2
 
 
 def test_unknown_model_reports_each_refusal_and_the_correction(server: FakeLLMServer) -> None:
@@ -50,7 +61,11 @@ def test_unknown_model_reports_each_refusal_and_the_correction(server: FakeLLMSe
     assert "Only the default (1) value is supported. -> leaving it out" in lines["temperature"]
     assert "refused  2048: Unsupported parameter: 'max_tokens'" in lines["max_tokens"]
     assert "accepted 2048 (corrected)" in lines["max_completion_tokens"]
-    assert [r.get("status") for r in server.requests] == [400, 400, None]
+    # The fake's model answers the tools probe in prose, told which tool or not.
+    assert lines["tool"].endswith(
+        "text protocol (server ignored tools, even when tool_choice named one)"
+    )
+    assert [r.get("status") for r in server.requests] == [400, 400, None, None, None]
 
 
 def test_claude_output_limit_above_the_model_maximum(server: FakeLLMServer, tmp_path: Path) -> None:
@@ -77,9 +92,81 @@ def test_unreachable_server_fails_with_exit_1(
     assert code == 1
     assert "FAILED" in lines["reply"]
     assert "unknown" in lines["temperature"]
+    assert lines["structured"].endswith("unknown (the call failed)")
+    assert lines["tool"].endswith("unknown (the call failed)")
 
 
 def test_offline_has_nothing_to_check() -> None:
     code, lines = _check("-m", "offline")
     assert code == 0
     assert "no server to check" in lines["offline:"]
+
+
+def _profiles() -> dict[str, Any]:
+    path = Path(os.environ["OPENCODE_RESTORE_DATA_DIR"]) / PROFILE_NAME
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def test_llama_cpp_python_works_with_json_object_and_the_text_protocol(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeLLMServer(profile="llama_cpp_python") as fake:
+        code, lines = _check("-m", "openai:smollm2", "--base-url", fake.openai_base_url)
+        chat = [r for r in fake.requests if r["path"].endswith("/chat/completions")]
+    assert code == 0, lines
+    # The 500 naming response_format.type is read as a refusal, not retried as a crash.
+    assert lines["response_format"].split()[1] == "refused"
+    assert "Input should be 'text' or 'json_object'" in lines["response_format"]
+    assert lines["response_format"].endswith(
+        "-> asking for json_object with the schema in the prompt"
+    )
+    assert lines["structured"].split()[2] == "json_object"
+    assert "json_schema (strict) refused: response_format.type" in lines["structured"]
+    assert "parsed TurnSummary" in lines["reply"]
+    # It drops tools unless tool_choice names one: found out, and said so.
+    assert lines["tool"].endswith(
+        "text protocol (server ignored tools unless tool_choice names one)"
+    )
+    assert [r.get("status") for r in chat] == [500, None, None, None]
+    assert chat[3]["body"]["tool_choice"] == {
+        "type": "function",
+        "function": {"name": "LIST_ARTIFACTS"},
+    }
+    # The next run starts where check ended.
+    learned = _profiles()["servers"][fake.openai_base_url]["smollm2"]
+    assert learned == {"structured_output": "json_object", "tools": "text"}
+
+
+def test_ollama_without_tools_refuses_them_and_check_still_passes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with FakeLLMServer(profile="ollama") as fake:
+        code, lines = _check("-m", "openai:smollm2", "--base-url", fake.openai_base_url)
+        chat = [r for r in fake.requests if r["path"].endswith("/chat/completions")]
+    assert code == 0, lines
+    assert lines["tools"].endswith(
+        "refused  5 tools: registry.ollama.ai/library/smollm2:latest does not support tools "
+        "-> the text tool protocol instead"
+    )
+    assert lines["tool"].endswith(
+        "text protocol (tools refused: registry.ollama.ai/library/smollm2:latest does not "
+        "support tools)"
+    )
+    assert lines["structured"].split()[2:] == ["json_schema", "(strict)"]
+    assert [r.get("status") for r in chat] == [400, None]  # no tools probe: refused already
+    assert "tools" not in chat[1]["body"]
+
+
+def test_a_read_timeout_is_one_attempt_and_exit_1(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("[llm]\ntimeout = 0.5\nmax_attempts = 4\n", encoding="utf-8")
+    with FakeLLMServer([{"delay": 2}]) as fake:
+        code, lines = _check(
+            "-m", "openai:smollm2", "--base-url", fake.openai_base_url, "--config", str(config)
+        )
+        attempts = len(fake.requests)
+    assert code == 1
+    assert "FAILED" in lines["reply"]
+    assert attempts == 1

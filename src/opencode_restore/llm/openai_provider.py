@@ -62,6 +62,7 @@ class OpenAIProvider(SDKProvider):
         except openai.APIStatusError as exc:
             if "tools" in params and self._tools_rejected(exc):
                 message = error_message(exc)
+                self.refused.setdefault("tools", message)
                 self.give_up_native_tools(f"refused tools ({message.strip()[:200]})")
                 raise ToolsUnsupportedError(
                     self.name, self.model, message, exc.status_code

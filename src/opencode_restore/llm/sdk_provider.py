@@ -127,7 +127,8 @@ class SDKProvider:
         self.supports_native_tools = self.settings.tool_mode != "text"
         self.native_tools_seen = False
 
-    def _remember(self, learned: ServerProfile) -> None:
+    def remember(self, learned: ServerProfile) -> None:
+        """Keep what was learned about a compatible server for the next run."""
         if self._profiles is not None and self.settings.base_url is not None:
             self._profiles.remember(self.settings.base_url, self.model, learned)
 
@@ -141,13 +142,13 @@ class SDKProvider:
             f"note: {self.name}:{self.model} {reason}; "
             "using the text tool protocol for the rest of this run"
         )
-        self._remember(ServerProfile(tools="text"))
+        self.remember(ServerProfile(tools="text"))
 
     def confirm_native_tools(self) -> None:
         """The server answered with a native tool call: remember that it does tools."""
         if not self.native_tools_seen:
             self.native_tools_seen = True
-            self._remember(ServerProfile(tools="native"))
+            self.remember(ServerProfile(tools="native"))
 
     def params(self, request: LLMRequest) -> dict[str, Any]:
         """The request body for `request`, corrections learned this run applied."""
@@ -209,7 +210,7 @@ class SDKProvider:
         *type* (llama-cpp-python knows only "text" and "json_object") skips the other
         json_schema rung, which would be refused the same way.
         """
-        refused = _rung_sent(sent)
+        refused = rung_sent(sent)
         if refused is None:
             return False
         if RUNGS.index(self.structured_output) > RUNGS.index(refused):
@@ -223,13 +224,13 @@ class SDKProvider:
             return False
         self.structured_output = lower[0]
         self.structured_refusals[refused] = refusal.message
-        self.refused["response_format"] = refusal.message
+        self.refused.setdefault("response_format", refusal.message)  # the first, as sent
         self.corrections["response_format"] = STEP_DOWN[lower[0]]
         self.notify(
-            f"note: {self.name}:{self.model} refused response_format {_shown_rung(refused)} "
+            f"note: {self.name}:{self.model} refused response_format {shown_rung(refused)} "
             f"({refusal.message.strip()}); {STEP_DOWN[lower[0]]} for the rest of this run"
         )
-        self._remember(ServerProfile(structured_output=lower[0]))
+        self.remember(ServerProfile(structured_output=lower[0]))
         return True
 
     def _learn(self, refusal: Refusal, sent: dict[str, Any]) -> str | None:
@@ -282,7 +283,7 @@ def _first_rung(settings: ProviderSettings) -> StructuredRung:
     return "json_schema_strict" if mode == "auto" else mode
 
 
-def _rung_sent(response_format: object) -> StructuredRung | None:
+def rung_sent(response_format: object) -> StructuredRung | None:
     """The rung a request body's `response_format` asked at (None: it asked for none)."""
     if not isinstance(response_format, dict):
         return None
@@ -294,6 +295,6 @@ def _rung_sent(response_format: object) -> StructuredRung | None:
     return "json_schema_strict" if spec.get("strict") else "json_schema"
 
 
-def _shown_rung(rung: StructuredRung) -> str:
+def shown_rung(rung: StructuredRung) -> str:
     """A rung as `check` and the notes say it: "json_schema (strict)"."""
     return "json_schema (strict)" if rung == "json_schema_strict" else rung
