@@ -73,11 +73,21 @@ async def test_llama_cpp_without_props_falls_back_to_the_trained_window() -> Non
     assert "POST /api/show" not in seen
 
 
+#: ollama's OpenAI-compatible listing (no window in it).
+OLLAMA_MODELS = {
+    "object": "list",
+    "data": [{"id": "smollm2:135m", "object": "model", "created": 1, "owned_by": "library"}],
+}
+
+
 async def test_ollama_loaded_model_says_its_context_length() -> None:
     running = {
         "models": [{"name": "smollm2:135m", "model": "smollm2:135m", "context_length": 6144}]
     }
-    routes = {("GET", "/api/ps"): httpx2.Response(200, json=running)}
+    routes = {
+        ("GET", "/v1/models"): httpx2.Response(200, json=OLLAMA_MODELS),
+        ("GET", "/api/ps"): httpx2.Response(200, json=running),
+    }
     assert await discover(routes, model="smollm2:135m") == 6144
 
 
@@ -100,7 +110,10 @@ async def test_ollama_show_num_ctx_else_its_default_window(
     shown: dict[str, object], expected: int | None
 ) -> None:
     seen: list[str] = []
-    routes = {("POST", "/api/show"): httpx2.Response(200, json=shown)}
+    routes = {
+        ("GET", "/v1/models"): httpx2.Response(200, json=OLLAMA_MODELS),
+        ("POST", "/api/show"): httpx2.Response(200, json=shown),
+    }
     assert await discover(routes, model="smollm2:135m", seen=seen) == expected
     assert seen[-1] == "POST /api/show"
 
@@ -112,6 +125,8 @@ async def test_ollama_show_is_asked_for_the_model() -> None:
         if request.url.path == "/api/show":
             bodies.append(json.loads(request.content))
             return httpx2.Response(200, json={"parameters": "num_ctx 3000"})
+        if request.url.path == "/v1/models":
+            return httpx2.Response(200, json=OLLAMA_MODELS)
         return httpx2.Response(404)
 
     async with httpx2.AsyncClient(transport=httpx2.MockTransport(handle)) as client:
@@ -129,6 +144,13 @@ async def test_llama_cpp_python_says_nothing_and_failures_are_ignored() -> None:
         ("POST", "/api/show"): httpx2.Response(405),
     }
     assert await discover(routes) is None
+
+
+async def test_a_server_without_a_model_listing_is_asked_nothing_more() -> None:
+    seen: list[str] = []
+    routes = {("POST", "/api/show"): httpx2.Response(200, json={"parameters": "num_ctx 3000"})}
+    assert await discover(routes, seen=seen) is None
+    assert seen == ["GET /v1/models"]
 
 
 async def test_a_server_that_does_not_answer_is_no_window() -> None:

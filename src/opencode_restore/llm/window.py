@@ -54,6 +54,7 @@ _OVERFLOW_WORDS = re.compile(
 #: completion too, so its "N in the messages" comes first).
 _REQUESTED = (
     re.compile(r"(\d+) in the messages", re.IGNORECASE),
+    re.compile(r"prompt contains at least (\d+) input tokens", re.IGNORECASE),
     re.compile(r"Requested tokens \((\d+)\)", re.IGNORECASE),
     re.compile(r"resulted in (\d+) tokens", re.IGNORECASE),
 )
@@ -149,7 +150,7 @@ def _entry(listing: Any, model: str) -> dict[str, Any] | None:
         return None
     entries = [e for e in data if isinstance(e, dict)]
     for entry in entries:
-        if entry.get("id") == model:
+        if entry.get("id") in (model, _tagged(model)):
             return entry
     return entries[0] if len(entries) == 1 else None
 
@@ -181,10 +182,19 @@ def _ollama_loaded(running: Any, model: str) -> int | None:
     models = running.get("models") if isinstance(running, dict) else None
     if not isinstance(models, list):
         return None
+    wanted = _tagged(model)
     for entry in models:
-        if isinstance(entry, dict) and model in (entry.get("name"), entry.get("model")):
+        if not isinstance(entry, dict):
+            continue
+        names = {_tagged(str(entry.get(key))) for key in ("name", "model") if entry.get(key)}
+        if wanted in names:
             return _int(entry.get("context_length"))
     return None
+
+
+def _tagged(model: str) -> str:
+    """An ollama model name with its tag: ``smollm2`` is ``smollm2:latest``."""
+    return model if ":" in model else f"{model}:latest"
 
 
 def _usable(window: int | None) -> int | None:
@@ -202,13 +212,18 @@ async def discover_window(
 
     Asks, in order and until one says it: ``/v1/models`` (vLLM's ``max_model_len``),
     llama.cpp's ``/props``, ollama's ``/api/ps`` and ``/api/show``; each is one request
-    bounded by ``DISCOVERY_TIMEOUT``, and any failure only means "not this server". A
-    llama.cpp model's trained window (``meta.n_ctx_train``) is the answer of last resort.
+    bounded by ``DISCOVERY_TIMEOUT``, and any failure only means "not this server" (a
+    server without ``/v1/models`` is asked nothing else). A llama.cpp model's trained
+    window (``meta.n_ctx_train``) is the answer of last resort.
     """
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     root = server_root(base_url)
     trained: int | None = None
     listing = await _json(client, "GET", f"{base_url.rstrip('/')}/models", headers=headers)
+    if listing is None:
+        # vLLM, llama.cpp, ollama, llama-cpp-python and LM Studio all list their models:
+        # a server that does not is none of them, and is asked nothing more.
+        return None
     entry = _entry(listing, model)
     if entry is not None:
         if (found := _usable(_int(entry.get("max_model_len")))) is not None:
@@ -230,3 +245,10 @@ async def discover_window(
         return found
     shown = await _json(client, "POST", f"{root}/api/show", headers=headers, json={"model": model})
     return _usable(_ollama_window(shown))
+
+
+#: Where a window came from, as the error that names it says.
+SOURCE_CONFIG = "set in llm.context_window"
+SOURCE_SERVER = "as the server reports it"
+SOURCE_ERROR = "as the server's overflow error said"
+SOURCE_GUESS = "guessed after an overflow error that did not say it"
