@@ -6,13 +6,22 @@ from the usage the provider reports. When a rendered request would exceed
 (an LLM call, stage ``range_summary``, with a deterministic fallback), leaving the request
 at most ``LOW_WATER`` of the budget so compactions are rare and each one invalidates the
 prompt cache only once. If the current turn alone is still too big, its transcript is cut.
+
+When the model's context window is known (``StageContext.context_window``: the config,
+the server, or an overflow error) the budget is also bounded by it: the window less the
+output a request reserves and a margin for the estimate's error. A turn's transcript is
+then sent in segments that fit (``restore.max_turn_chars`` shrinks with the window), an
+overflow the server still reports shrinks the window to what it said and the request is
+fitted again once, and a turn request that cannot fit even with its transcript at the
+floor stops the run with one `ContextWindowError` naming the window. A window at least
+the budget plus that reserve and margin changes nothing (the prompt cache works as before).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import BaseModel
@@ -20,12 +29,14 @@ from pydantic import BaseModel
 from ..errors import ProviderError, RestoreError
 from ..llm.base import LLMRequest, LLMResult
 from ..llm.retry import call_with_retry
-from .context import StageContext
+from ..llm.window import SOURCE_ERROR, SOURCE_GUESS, Overflow
+from .context import MIN_OUTPUT_TOKENS, StageContext
 from .journal import policy
 from .journal.data import Block, Journal
 from .prompting.prompts import RenderedPrompt, quote_log
 from .prompting.prompts import render as render_prompt
 from .prompting.render import (
+    CHARS_PER_TOKEN,
     debug_view,
     raw_tokens,
     redact_request,
@@ -38,8 +49,29 @@ RANGE_SHARE = 0.1
 RANGE_MAX_TOKENS = 4000
 RANGE_LINE_CHARS = 240
 MIN_FACTOR, MAX_FACTOR = 0.25, 4.0
+#: Share of a known window kept free for the token estimate's error (another tokenizer).
+WINDOW_MARGIN = 0.1
+#: Share of the budget a turn's transcript segment may take: the instructions, schema,
+#: state, facts and earlier summaries share the rest.
+SEGMENT_SHARE = 0.4
+#: The shortest transcript segment (the turn stage cuts no transcript below this either).
+MIN_SEGMENT_CHARS = 2000
+#: How much smaller a window is taken to be after an overflow error that did not say it.
+UNSAID_SHRINK = 0.75
 
 Refit = Callable[[int], RenderedPrompt]
+
+
+class ContextWindowError(RestoreError):
+    """The model's context window cannot hold the smallest request of a turn."""
+
+    exit_code = 2
+
+
+class WindowTooSmall(Exception):
+    """Raised inside the stages, which record a failed turn for any `RestoreError` and go
+    on: this one must stop the run at once. `run.restore_session` raises it again as a
+    `ContextWindowError`."""
 
 
 class TokenEstimator:
@@ -116,9 +148,46 @@ class Window:
     debug: Callable[[str], None] | None = None
     _last_chars: int = 0
 
+    _rendered: tuple[LLMRequest, Callable[[], Awaitable[LLMRequest]]] | None = None
+
+    def __post_init__(self) -> None:
+        self._turn_chars = self.ctx.config.restore.max_turn_chars
+        # Every stage's call_with_retry gets the one chance to fit an overflowed request.
+        self.ctx.policy = replace(self.ctx.policy, refit=self.refit_overflow)
+        self.fit_turn_chars()
+
     @property
     def budget(self) -> int:
-        return self.ctx.config.llm.context_budget_tokens
+        """Tokens a request may take: ``llm.context_budget_tokens``, within the model's
+        window less the output reserve and the margin when the window is known."""
+        configured = self.ctx.config.llm.context_budget_tokens
+        window = self.ctx.context_window
+        if window is None:
+            return configured
+        room = window - self.ctx.output_tokens - self.margin
+        return max(1, min(configured, room))
+
+    @property
+    def margin(self) -> int:
+        """Tokens of a known window kept free for the estimate's error."""
+        window = self.ctx.context_window
+        return math.ceil(window * WINDOW_MARGIN) if window is not None else 0
+
+    def fit_turn_chars(self) -> None:
+        """Make ``restore.max_turn_chars`` (the turn stage's segment size) fit the budget.
+
+        The stage reads it from ``ctx.config``, which gets a copy with the smaller value
+        (the caller's config is shared, and the journal's fingerprint keeps the configured
+        value: a saved turn stays valid whatever window later runs find).
+        """
+        target = self._turn_chars
+        if self.ctx.context_window is not None:
+            room = self.budget * SEGMENT_SHARE * CHARS_PER_TOKEN / self.estimator.factor
+            target = min(target, max(MIN_SEGMENT_CHARS, int(room)))
+        config = self.ctx.config
+        if config.restore.max_turn_chars != target:
+            restore = config.restore.model_copy(update={"max_turn_chars": target})
+            self.ctx.config = config.model_copy(update={"restore": restore})
 
     @property
     def ttl(self) -> int:
@@ -156,7 +225,7 @@ class Window:
         return LLMRequest(
             messages=[],
             response_schema=schema,
-            max_tokens=llm.max_tokens,
+            max_tokens=self.ctx.output_tokens,
             temperature=llm.temperature,
             template=prompt.template,
             stage=stage,
@@ -183,8 +252,13 @@ class Window:
         schema: type[BaseModel] | None = None,
         refit: Refit | None = None,
     ) -> LLMRequest:
-        """The stage's request over the journal, compacting or cutting to fit the budget."""
+        """The stage's request over the journal, compacting or cutting to fit the budget.
+
+        Raises `WindowTooSmall` when a request with a transcript to cut (``refit``) still
+        leaves no room for an answer in the model's known window.
+        """
         facts = facts or {}
+        first = prompt
         notes = self._notices()
         request = await self._render(prompt, self._base(prompt, stage, facts, schema), notes)
         chars = request_chars(request)
@@ -199,21 +273,97 @@ class Window:
         over = self.estimator.tokens(chars) - self.budget
         if over > 0 and refit is not None:
             # The current turn alone is too big: cut its transcript (marked in the middle).
-            excess = math.ceil(over * 3.5 / self.estimator.factor) + 200
+            excess = math.ceil(over * CHARS_PER_TOKEN / self.estimator.factor) + 200
             prompt = refit(excess)
             request = await self._render(prompt, self._base(prompt, stage, facts, schema), notes)
             chars = request_chars(request)
+        self._fit_output(request, self.estimator.tokens(chars), refit is not None)
         self.journal.notices.clear()
         self._last_chars = chars
         if self.debug is not None:
             self.debug(debug_view(request, self.estimator.tokens(chars), self.budget))
+
+        async def again() -> LLMRequest:
+            return await self.request(first, stage, facts=facts, schema=schema, refit=refit)
+
+        self._rendered = (request, again)
         return request
+
+    def _fit_output(self, request: LLMRequest, tokens: int, at_floor: bool) -> None:
+        """Within a known window, leave the prompt's ``tokens`` and an answer room: the
+        output limit shrinks to what is left (not under `MIN_OUTPUT_TOKENS`). A turn's
+        request (``at_floor``: its transcript was cut as far as it goes) that leaves less
+        raises `WindowTooSmall`; any other is sent, and its stage falls back if refused."""
+        window = self.ctx.context_window
+        if window is None:
+            return
+        left = window - tokens - self.margin
+        if at_floor and window - tokens < MIN_OUTPUT_TOKENS:
+            source = f", {self.ctx.window_source}" if self.ctx.window_source else ""
+            raise WindowTooSmall(
+                f"the model's context window ({window:,} tokens{source}) cannot hold a "
+                f"{request.stage} request: about {tokens:,} tokens of prompt with its turn's "
+                f"transcript cut to the least, and {MIN_OUTPUT_TOKENS} for the answer; serve "
+                "the model with a larger window (llama.cpp -c, llama-cpp-python --n_ctx, "
+                "ollama num_ctx, vLLM --max-model-len) or set llm.context_window if the "
+                "server's is larger"
+            )
+        request.max_tokens = min(request.max_tokens, max(MIN_OUTPUT_TOKENS, left))
+
+    def learn(self, overflow: Overflow, chars: int) -> None:
+        """Take in an overflow the server reported for a request of ``chars`` characters.
+
+        The window shrinks to what the error says (or, when it says nothing, to a quarter
+        less than what was sent); the prompt tokens it counted recalibrate the estimate.
+        """
+        if overflow.requested is not None and chars > 0:
+            factor = overflow.requested / raw_tokens(chars)
+            self.estimator.factor = min(MAX_FACTOR, max(self.estimator.factor, factor))
+        window = overflow.window
+        source = SOURCE_ERROR
+        if window is None:
+            sent = self.estimator.tokens(chars) + self.ctx.output_tokens
+            window = int(min(self.ctx.context_window or sent, sent) * UNSAID_SHRINK)
+            source = SOURCE_GUESS
+        current = self.ctx.context_window
+        if current is None or window < current:
+            self.ctx.context_window = window
+            self.ctx.window_source = source
+        elif overflow.requested is None:
+            # The window is as known, so the estimate was short: count more per character.
+            self.estimator.factor = min(MAX_FACTOR, self.estimator.factor / UNSAID_SHRINK)
+        self.journal.token_factor = self.estimator.factor
+        self.fit_turn_chars()
+
+    async def refit_overflow(self, request: LLMRequest, overflow: Overflow) -> LLMRequest | None:
+        """The request to send instead of ``request``, which the server found too long for
+        the window; None when it is not one this window rendered (its stage falls back).
+
+        The window is learned from the error and the request rendered again within it;
+        what the caller added after the rendered messages (a repair round) is kept.
+        """
+        self.learn(overflow, request_chars(request))
+        rendered = self._rendered
+        if rendered is None:
+            return None
+        sent, again = rendered
+        count = len(sent.messages)
+        if request.system != sent.system or request.messages[:count] != sent.messages:
+            return None
+        fresh = await again()
+        return replace(
+            request,
+            messages=[*fresh.messages, *request.messages[count:]],
+            system=fresh.system,
+            max_tokens=min(request.max_tokens, fresh.max_tokens),
+        )
 
     def observe(self, request: LLMRequest, result: LLMResult) -> None:
         """Learn from the reported usage; a network provider's cache was touched."""
         u = result.usage
         self.estimator.observe(request_chars(request), u.input + u.cache_read + u.cache_write)
         self.journal.token_factor = self.estimator.factor
+        self.fit_turn_chars()
         if self.ttl:
             policy.touch(self.journal, self.ttl)
 

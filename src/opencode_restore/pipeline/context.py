@@ -17,6 +17,10 @@ from ..timeline.preprocess import MessagesPreprocessor
 from .prompting.prompts import RenderedPrompt, quote_messages
 from .prompting.render import RedactCache, redact_request
 
+#: The smallest output limit a request keeps when a small window is shared with the
+#: prompt: a turn summary's JSON rarely needs more, and less cuts it off.
+MIN_OUTPUT_TOKENS = 512
+
 
 @dataclass
 class StageContext:
@@ -29,6 +33,11 @@ class StageContext:
     policy: RetryPolicy
     numbering: Numbering = field(init=False)
     redactor: Redactor = field(default_factory=Redactor)
+    #: The model's context window in tokens, when known (``llm.context_window``, the
+    #: server, or an overflow error: `budget.Window` keeps it up to date); None: unknown.
+    context_window: int | None = None
+    #: Where `context_window` came from, for the error that names it.
+    window_source: str = ""
     _redacted: RedactCache = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -60,6 +69,15 @@ class StageContext:
         }
 
     @property
+    def output_tokens(self) -> int:
+        """The output limit a request reserves: ``llm.max_tokens``, within a quarter of a
+        known window (never under `MIN_OUTPUT_TOKENS`), so the prompt keeps the rest."""
+        limit = self.config.llm.max_tokens
+        if self.context_window is None:
+            return limit
+        return min(limit, max(MIN_OUTPUT_TOKENS, self.context_window // 4))
+
+    @property
     def reads_facts(self) -> bool:
         """Whether the provider answers from ``LLMRequest.facts`` (the offline one does)."""
         return bool(getattr(self.provider, "reads_facts", False))
@@ -84,7 +102,7 @@ class StageContext:
         request = LLMRequest(
             messages=messages,
             system=[SystemBlock(prompt.system, cache_breakpoint=True)],
-            max_tokens=self.config.llm.max_tokens,
+            max_tokens=self.output_tokens,
             temperature=self.config.llm.temperature,
             template=prompt.template,
             stage=stage,

@@ -12,16 +12,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+import httpx2
+
 from ..config import Config
 from ..facts.turn import MAX_REQUEST_CHARS, cap_middle, compaction_text, turn_facts
 from ..heap import give_back
 from ..llm.base import Provider
+from ..llm.registry import api_key
 from ..llm.retry import RetryPolicy
+from ..llm.settings import ProviderSettings, is_local_url
+from ..llm.speed import SpeedLog
 from ..llm.usage import PriceTable, UsageLedger
+from ..llm.window import SOURCE_CONFIG, SOURCE_SERVER, discover_window
 from ..model import Message, Session, Turn
 from ..redact import redact_session
 from .bodies import Bodies, drop_bodies
-from .budget import TokenEstimator, Window
+from .budget import ContextWindowError, TokenEstimator, Window, WindowTooSmall
 from .context import StageContext
 from .evidence.log_search import line_addressed
 from .journal.data import Clock, StageRecord, TurnRecord
@@ -56,8 +62,9 @@ from .state import RestoreState
 #: Characters of dropped message bodies after which freed memory is given back.
 GIVE_BACK_CHARS = 4_000_000
 
-#: Called after each turn with (turns done, turns total, the ledger so far).
-ProgressFn = Callable[[int, int, UsageLedger], None]
+#: Called after each turn with (turns done, turns total, the ledger so far, the speed of
+#: the answers so far).
+ProgressFn = Callable[[int, int, UsageLedger, SpeedLog], None]
 
 
 @dataclass
@@ -203,9 +210,39 @@ def make_context(
     """The shared machinery for restoring ``session`` with ``provider``."""
     prices = PriceTable({k: v.model_dump() for k, v in config.prices.items()})
     policy = RetryPolicy(
-        max_attempts=config.llm.max_attempts, retry_after_cap=config.llm.retry_max_wait
+        max_attempts=config.llm.max_attempts,
+        retry_after_cap=config.llm.retry_max_wait,
+        local=is_local_url(_base_url(provider) or config.llm.base_url),
+        speed=SpeedLog(),
     )
     return StageContext(session, config, provider, ledger or UsageLedger(prices), policy)
+
+
+def _base_url(provider: Provider) -> str | None:
+    """The server a provider built from settings talks to (None: its vendor's API)."""
+    settings = getattr(provider, "settings", None)
+    return settings.base_url if isinstance(settings, ProviderSettings) else None
+
+
+async def model_window(
+    config: Config, provider: Provider, client: httpx2.AsyncClient | None = None
+) -> tuple[int | None, str]:
+    """The model's context window and where it came from: ``llm.context_window``, else
+    what an OpenAI-compatible server at a ``base_url`` says (`llm.window.discover_window`,
+    a few short requests), else (None, "")."""
+    if config.llm.context_window is not None:
+        return config.llm.context_window, SOURCE_CONFIG
+    settings = getattr(provider, "settings", None)
+    base_url = _base_url(provider)
+    if provider.name != "openai" or not base_url or not isinstance(settings, ProviderSettings):
+        return None, ""
+    key = api_key("openai", settings)
+    if client is not None:
+        found = await discover_window(base_url, provider.model, client, api_key=key)
+    else:
+        async with httpx2.AsyncClient() as own:
+            found = await discover_window(base_url, provider.model, own, api_key=key)
+    return found, SOURCE_SERVER if found is not None else ""
 
 
 def _usage_dict(prior: dict[str, Any], ledger: UsageLedger) -> dict[str, Any]:
@@ -389,9 +426,13 @@ async def restore_session(
     saved one is continued: finished turns and stages are not asked again.
     """
     ctx = make_context(session, config, provider)
-    restoration = await _run_stages(
-        session, ctx, options or RestoreOptions(), progress=progress, store=store, clock=clock
-    )
+    ctx.context_window, ctx.window_source = await model_window(config, provider)
+    try:
+        restoration = await _run_stages(
+            session, ctx, options or RestoreOptions(), progress=progress, store=store, clock=clock
+        )
+    except WindowTooSmall as exc:
+        raise ContextWindowError(str(exc)) from None
     # The journal, the state and the turns are let go by now: the references (tens of
     # thousands of rows on a long log) are built without them beside (bench/scale.py).
     restoration.references = _references(_cited_text(restoration), ctx, session)
@@ -475,14 +516,15 @@ async def _run_stages(
         if fill is not None:
             fill(turn)
         run.done(turn, turn_facts(turn, _label_of(turn, ctx)))
+    speed = ctx.policy.speed or SpeedLog()
     if progress is not None:
-        progress(resume.kept, len(turns), ctx.ledger)
+        progress(resume.kept, len(turns), ctx.ledger, speed)
     await summarize_turns(
         turns[resume.kept :],
         state,
         ctx,
         window,
-        progress=(lambda i, n: progress(resume.kept + i, len(turns), ctx.ledger))
+        progress=(lambda i, n: progress(resume.kept + i, len(turns), ctx.ledger, speed))
         if progress
         else None,
         on_turn=run.on_turn,
