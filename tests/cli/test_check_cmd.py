@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from opencode_restore.cli import cli
-from opencode_restore.llm.server_profile import PROFILE_NAME
+from opencode_restore.llm.server_profile import PROFILE_NAME, ServerProfile, ServerProfiles
 from tests.fakes.fake_llm_server import FakeLLMServer
 
 
@@ -170,3 +170,18 @@ def test_a_read_timeout_is_one_attempt_and_exit_1(tmp_path: Path) -> None:
     assert code == 1
     assert "FAILED" in lines["reply"]
     assert attempts == 1
+
+
+def test_check_learns_afresh_and_replaces_what_earlier_runs_learned(
+    server: FakeLLMServer,
+) -> None:
+    url = server.openai_base_url
+    ServerProfiles.default().remember(url, "gpt-4o", ServerProfile("text", "text"))
+    server.script = [{}, {"tool": "LIST_ARTIFACTS", "args": {}}]
+    code, lines = _check("-m", "openai:gpt-4o", "--base-url", url)
+    assert code == 0
+    assert lines["structured"].split()[2:] == ["json_schema", "(strict)"]
+    assert lines["tool"].endswith("native (the model called LIST_ARTIFACTS)")
+    assert server.requests[0]["body"]["response_format"]["type"] == "json_schema"
+    learned = _profiles()["servers"][url]["gpt-4o"]
+    assert learned == {"structured_output": "json_schema_strict", "tools": "native"}

@@ -634,6 +634,13 @@ async def test_a_reply_without_a_tool_call_is_fine_once_tools_were_seen_working(
     assert (await again.complete(request(tools=[SEARCH]))).text == "No search needed."
 
 
+async def test_a_cut_off_reply_is_no_sign_of_ignored_tools() -> None:
+    recorder = Recorder([openai_reply("Let me think about which", finish_reason="length")])
+    llm = _local(recorder, [])
+    assert (await llm.complete(request(tools=[SEARCH]))).finish_reason == "length"
+    assert llm.supports_native_tools is True
+
+
 async def test_a_structured_answer_to_a_request_with_tools_is_no_sign_of_ignored_tools() -> None:
     recorder = Recorder([openai_reply('{"outcome": "fixed", "score": 3}')])
     llm = _local(recorder, [])

@@ -148,13 +148,15 @@ class OpenAIProvider(SDKProvider):
         # vLLM: 400 '"auto" tool choice requires --enable-auto-tool-choice and ...'.
         return exc.status_code == 400 and "tool" in error_message(exc).lower()
 
-    def _ignored_tools(self, request: LLMRequest) -> bool:
+    def _ignored_tools(self, request: LLMRequest, finish_reason: str | None) -> bool:
         """A reply that called no tool means the tools were dropped: at a compatible server
-        not yet seen calling tools, for a request that wants no structured answer."""
+        not yet seen calling tools, for a request that wants no structured answer, unless
+        the reply was cut off (the call may have been on its way)."""
         return (
             self.settings.base_url is not None
             and request.response_schema is None
             and not self.native_tools_seen
+            and finish_reason != "length"
         )
 
     def _result(
@@ -179,7 +181,7 @@ class OpenAIProvider(SDKProvider):
             if native_tools and (tool_calls or _names_a_tool(text, request)):
                 # The model answers in a text protocol: build later requests for it.
                 self.give_up_native_tools("answered tools in text")
-            elif native_tools and self._ignored_tools(request):
+            elif native_tools and self._ignored_tools(request, finish_reason):
                 self.give_up_native_tools(
                     "ignored the tools (a reply that had to call one did not)"
                 )
