@@ -185,3 +185,13 @@ def test_check_learns_afresh_and_replaces_what_earlier_runs_learned(
     assert server.requests[0]["body"]["response_format"]["type"] == "json_schema"
     learned = _profiles()["servers"][url]["gpt-4o"]
     assert learned == {"structured_output": "json_schema_strict", "tools": "native"}
+
+
+def test_tools_ignored_and_a_failed_forced_probe_still_pass() -> None:
+    script: list[dict[str, Any]] = [{}, {"text": "I would list the files."}, {"status": 503}]
+    with FakeLLMServer(script) as fake:
+        code, lines = _check("-m", "openai:smollm2", "--base-url", fake.openai_base_url)
+        statuses = [r.get("status") for r in fake.requests]
+    assert code == 0
+    assert lines["tool"].endswith("text protocol (server ignored tools)")
+    assert statuses == [None, None, 503]  # one attempt per probe, the 503 too

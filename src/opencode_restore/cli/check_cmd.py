@@ -33,7 +33,7 @@ from ..errors import ProviderError
 from ..llm.base import ChatMessage, LLMRequest, LLMResult, SystemBlock, ToolsUnsupportedError
 from ..llm.registry import close_provider, get_provider
 from ..llm.retry import RetryPolicy, call_with_retry
-from ..llm.sdk_provider import SDKProvider, rung_sent, shown_rung
+from ..llm.sdk_provider import SDKProvider, shown_rung
 from ..llm.server_profile import ServerProfile
 from ..llm.settings import ProviderSettings
 from ..pipeline.evidence.tools import TOOL_SPECS
@@ -190,15 +190,14 @@ async def _tools_line(
         return f"{label} native (accepted; the model called no tool)", True
     if result is not None:  # the model wrote its call in a text protocol
         return f"{label} text protocol (the model {provider.tools_given_up})", True
+    # The server answered, only without a call: it works, with the text protocol.
     forced = await _forced_probe(provider, replace(probe, tool_choice=PROBE_TOOL), policy)
-    return f"{label} text protocol (server ignored tools{forced})", forced is not None
+    return f"{label} text protocol (server ignored tools{forced})", True
 
 
-async def _forced_probe(
-    provider: SDKProvider, probe: LLMRequest, policy: RetryPolicy
-) -> str | None:
-    """Whether a server that ignored the tools calls one it is told to: the reason's tail,
-    or None when the forced probe failed too. Tools stay in the text protocol: the
+async def _forced_probe(provider: SDKProvider, probe: LLMRequest, policy: RetryPolicy) -> str:
+    """Whether a server that ignored the tools calls one it is told to: the reason's tail
+    (empty when that probe failed). Tools stay in the text protocol either way: the
     evidence search lets the model choose."""
     provider.supports_native_tools = True
     try:
@@ -206,7 +205,7 @@ async def _forced_probe(
     except ToolsUnsupportedError:
         return ", even when tool_choice named one"
     except ProviderError:
-        return None
+        return ""
     finally:
         provider.supports_native_tools = False
     if result.tool_calls:
@@ -237,9 +236,7 @@ async def run_check_async(
             f"{'reply':<22} ok       finish_reason={result.finish_reason}, {parsed}, "
             f"{result.usage.input + result.usage.cache_read} in / {result.usage.output} out tokens"
         )
-        if provider.settings.structured_output == "auto" and rung_sent(
-            final.get("response_format")
-        ):
+        if provider.settings.structured_output == "auto" and "response_format" in first:
             # What check found to work replaces what earlier runs learned.
             provider.remember(ServerProfile(structured_output=provider.structured_output))
     if "response_format" in first or provider.structured_output == "text":

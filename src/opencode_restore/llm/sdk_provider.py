@@ -37,7 +37,7 @@ from opencode_restore.llm.server_profile import RUNGS, ServerProfile, ServerProf
 from opencode_restore.llm.settings import ProviderSettings
 
 #: What a request at each lower rung asks for, said when the provider steps down to it.
-STEP_DOWN: dict[StructuredRung, str] = {
+_STEP_DOWN: dict[StructuredRung, str] = {
     "json_schema": "asking for a non-strict json_schema",
     "json_object": "asking for json_object with the schema in the prompt",
     "text": "asking for plain text with the schema in the prompt",
@@ -210,7 +210,7 @@ class SDKProvider:
         *type* (llama-cpp-python knows only "text" and "json_object") skips the other
         json_schema rung, which would be refused the same way.
         """
-        refused = rung_sent(sent)
+        refused = _rung_sent(sent)
         if refused is None:
             return False
         if RUNGS.index(self.structured_output) > RUNGS.index(refused):
@@ -225,10 +225,10 @@ class SDKProvider:
         self.structured_output = lower[0]
         self.structured_refusals[refused] = refusal.message
         self.refused.setdefault("response_format", refusal.message)  # the first, as sent
-        self.corrections["response_format"] = STEP_DOWN[lower[0]]
+        self.corrections["response_format"] = _STEP_DOWN[lower[0]]
         self.notify(
             f"note: {self.name}:{self.model} refused response_format {shown_rung(refused)} "
-            f"({refusal.message.strip()}); {STEP_DOWN[lower[0]]} for the rest of this run"
+            f"({refusal.message.strip()}); {_STEP_DOWN[lower[0]]} for the rest of this run"
         )
         self.remember(ServerProfile(structured_output=lower[0]))
         return True
@@ -283,7 +283,7 @@ def _first_rung(settings: ProviderSettings) -> StructuredRung:
     return "json_schema_strict" if mode == "auto" else mode
 
 
-def rung_sent(response_format: object) -> StructuredRung | None:
+def _rung_sent(response_format: object) -> StructuredRung | None:
     """The rung a request body's `response_format` asked at (None: it asked for none)."""
     if not isinstance(response_format, dict):
         return None
