@@ -15,7 +15,7 @@ from ..config import Config, load_config
 from ..diagnostics import WarningSink
 from ..errors import UsageError
 from ..evaluate.facts_file import Fact, FactsFile, load_facts
-from ..evaluate.model_use import model_use
+from ..evaluate.model_use import model_use, spans
 from ..evaluate.probes import ProbeResult, run_probes
 from ..evaluate.score import RecordingScore, Scoring, score_restoration
 from ..llm.base import Provider
@@ -148,7 +148,7 @@ def _model_lines(s: RecordingScore) -> list[str]:
         return []
     out = []
     if use.failed_turns:
-        turns = ", ".join(str(t) for t in use.failed_turns)
+        turns = spans(use.failed_turns)
         out.append(f"{s.recording}: failed turns (the rules' turn lines stand in): {turns}")
     if use.fallbacks:
         out.append(f"{s.recording}: offline fallback: {', '.join(use.fallbacks)}")

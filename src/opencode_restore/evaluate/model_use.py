@@ -28,7 +28,7 @@ class ModelUse:
     ``fallbacks`` names each stage the offline value stood in for because a call failed
     (``synthesis``, a branch by id); ``reasons`` counts the failures by stage and reason,
     one line each. ``stood_in`` names the fields the model answered with text that states
-    nothing, where the rules' value stands in (``turn 3 (agent_response_summary)``,
+    nothing, where the rules' value stands in (``turns 1-3 (agent_response_summary)``,
     ``synthesis (goal)``): answered, so not failures.
     """
 
@@ -62,6 +62,17 @@ class ModelUse:
         if "synthesis" in self.fallbacks:
             why.append("the synthesis fell back to the offline summary")
         return why
+
+
+def spans(numbers: list[int]) -> str:
+    """Ascending numbers as runs: ``[1, 2, 3, 5]`` is ``1-3, 5``."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
 
 
 def reason(stage: str, error: str) -> str:
@@ -102,8 +113,13 @@ def model_use(r: Restoration, ledger: UsageLedger | None = None) -> ModelUse:
             if c.stage == "branch_summary" and c.error
         )
     use.reasons = dict(reasons)
+    by_fields: dict[tuple[str, ...], list[int]] = {}
+    for t in r.turns:
+        if t.stood_in:
+            by_fields.setdefault(tuple(t.stood_in), []).append(t.turn_number)
     use.stood_in = [
-        f"turn {t.turn_number} ({', '.join(t.stood_in)})" for t in r.turns if t.stood_in
+        f"{'turn' if len(turns) == 1 else 'turns'} {spans(turns)} ({', '.join(fields)})"
+        for fields, turns in by_fields.items()
     ]
     if r.summary.stood_in:
         use.stood_in.append(f"synthesis ({', '.join(r.summary.stood_in)})")
