@@ -49,7 +49,10 @@ class ModelRule(_Section):
 class LLMConfig(_Section):
     model: str = "offline"
     base_url: str | None = None
-    timeout: float = 120.0
+    #: Seconds one call may take to answer (the read timeout). A small model on a CPU can
+    #: write under a token a second: raise it for a local server, where a read timeout
+    #: is not retried (the server is still computing; see `llm.retry`).
+    timeout: float = Field(default=120.0, gt=0)
     max_attempts: int = 4
     retry_max_wait: float = 60.0
     max_tokens: int = 2048
