@@ -61,6 +61,12 @@ def steps() -> list[dict[str, Any]]:
     ]
 
 
+def model_calls(server: FakeLLMServer) -> list[dict[str, Any]]:
+    """The model calls the server logged (an OpenAI client first asks /v1/models for the
+    window)."""
+    return [q for q in server.requests if q["path"].endswith(("/chat/completions", "/messages"))]
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     (tmp_path / "greet.py").write_text('"""Tiny greeting CLI."""\nimport argparse\n')
@@ -70,7 +76,7 @@ def workspace(tmp_path: Path) -> Path:
 def test_openai_native_tool_calls(fixtures: Path, workspace: Path) -> None:
     with FakeLLMServer(steps()) as server:
         r = restore("openai", server, fixtures, workspace)
-    bodies = [q["body"] for q in server.requests]
+    bodies = [q["body"] for q in model_calls(server)]
     evidence = bodies[TURNS : TURNS + 3]
     names = [t["function"]["name"] for t in evidence[0]["tools"]]
     assert names == [
@@ -88,10 +94,9 @@ def test_openai_native_tool_calls(fixtures: Path, workspace: Path) -> None:
         "Ran 2 tests"
     )
     answers = [m for m in replay if m["role"] == "tool"]
-    assert [a["tool_call_id"] for a in answers] == [
-        f"call_fake_{TURNS + 1}",
-        f"call_fake_{TURNS + 2}",
-    ]
+    # The fake names a call by the number of the request it answers.
+    numbers = [q["n"] for q in model_calls(server)][TURNS : TURNS + 2]
+    assert [a["tool_call_id"] for a in answers] == [f"call_fake_{n}" for n in numbers]
     assert "Ran 2 tests" in answers[0]["content"]
     assert "2 | import argparse" in answers[1]["content"]
     assert [e.tool for e in r.evidence] == ["SEARCH_LOG", "READ_FILE", "COMPLETE_EVIDENCE_SEARCH"]
@@ -102,7 +107,7 @@ def test_openai_native_tool_calls(fixtures: Path, workspace: Path) -> None:
 def test_anthropic_native_tool_use(fixtures: Path, workspace: Path) -> None:
     with FakeLLMServer(steps()) as server:
         r = restore("anthropic", server, fixtures, workspace)
-    bodies = [q["body"] for q in server.requests]
+    bodies = [q["body"] for q in model_calls(server)]
     evidence = bodies[TURNS : TURNS + 3]
     assert [t["name"] for t in evidence[0]["tools"]][:3] == [
         "SEARCH_LOG",

@@ -81,9 +81,11 @@ def test_the_model_rejects_a_candidate_over_http(kind: str, listed: list[dict[st
         r = restore_over_http(kind, server)
     assert not server.invalid
     # Nothing refused (a refusal is logged with its status): the schema is strict-valid.
-    assert len(server.requests) == 3
-    assert not any("status" in q for q in server.requests)
-    body = server.requests[-1]["body"]
+    # The model calls only (an OpenAI client first asks /v1/models for the window).
+    calls = [q for q in server.requests if q["path"].endswith(("/chat/completions", "/messages"))]
+    assert len(calls) == 3
+    assert not any("status" in q for q in calls)
+    body = calls[-1]["body"]
     task = _task_text(kind, body)
     assert HEAD in task
     assert f'{{"id":"{decision["id"]}","section":"key_decisions"' in task
