@@ -181,3 +181,40 @@ def test_a_local_server_is_not_asked_twice_about_a_read_timeout() -> None:
     local = get_provider("openai:smollm2", ProviderSettings(base_url="http://127.0.0.1:8000/v1"))
     assert make_context(session_of(1), windowed(None), local).policy.local
     assert not make_context(session_of(1), windowed(None), OfflineProvider()).policy.local
+
+
+def many_files_turn(files: int = 150) -> Session:
+    """One turn editing ``files`` files: its facts JSON alone outgrows a small window."""
+    messages = [Message("u1", "user", "text", "rename the module everywhere", entry_index=1)]
+    for i in range(files):
+        messages += [
+            Message(
+                f"a{i}",
+                "assistant",
+                "tool_use",
+                "",
+                tool_name="Edit",
+                tool_call_id=f"c{i}",
+                tool_input={"file_path": f"/w/src/package_{i}/module_{i}.py"},
+                entry_index=10 + 2 * i,
+            ),
+            Message(
+                f"r{i}", "tool", "tool_result", "ok", tool_call_id=f"c{i}", entry_index=11 + 2 * i
+            ),
+        ]
+    messages.append(Message("t1", "assistant", "text", "renamed", entry_index=9999))
+    return make_session(messages, id="sess/1", cwd="/w", title="many files", files=["l.jsonl"])
+
+
+def test_state_and_facts_too_big_for_the_window_are_cut_not_failed(tmp_path: Path) -> None:
+    provider = Counting()
+    r = restore(many_files_turn(), provider, tmp_path, windowed(4096))
+    assert not r.failed_turns
+    turns = [q for q in provider.requests if q.stage == "turn_summary"]
+    for turn in turns:  # every segment carries the whole turn's facts: each is cut
+        assert "characters of the facts JSON omitted" in turn.messages[-1].content
+        assert raw_tokens(request_chars(turn)) + turn.max_tokens <= 4096
+    # Without a window nothing is cut.
+    whole = Counting()
+    restore(many_files_turn(), whole, None, windowed(None))
+    assert "JSON omitted" not in whole.requests[0].messages[-1].content

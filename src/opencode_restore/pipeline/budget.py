@@ -10,10 +10,11 @@ prompt cache only once. If the current turn alone is still too big, its transcri
 When the model's context window is known (``StageContext.context_window``: the config,
 the server, or an overflow error) the budget is also bounded by it: the window less the
 output a request reserves and a margin for the estimate's error. A turn's transcript is
-then sent in segments that fit (``restore.max_turn_chars`` shrinks with the window), an
-overflow the server still reports shrinks the window to what it said and the request is
-fitted again once, and a turn request that cannot fit even with its transcript at the
-floor stops the run with one `ContextWindowError` naming the window. A window at least
+then sent in segments that fit (``restore.max_turn_chars`` shrinks with the window; a
+request still too big has its state and facts JSON cut too, `capped_json`), an overflow
+the server still reports shrinks the window to what it said and the request is fitted
+again once, and a turn request that cannot fit even cut to its floor stops the run with
+one `ContextWindowError` naming the window. A window at least
 the budget plus that reserve and margin changes nothing (the prompt cache works as before).
 """
 
@@ -33,7 +34,7 @@ from ..llm.window import SOURCE_ERROR, SOURCE_GUESS, Overflow
 from .context import MIN_OUTPUT_TOKENS, StageContext
 from .journal import policy
 from .journal.data import Block, Journal
-from .prompting.prompts import RenderedPrompt, quote_log
+from .prompting.prompts import RenderedPrompt, capped_json, quote_log
 from .prompting.prompts import render as render_prompt
 from .prompting.render import (
     CHARS_PER_TOKEN,
@@ -56,6 +57,10 @@ WINDOW_MARGIN = 0.1
 SEGMENT_SHARE = 0.4
 #: The shortest transcript segment (the turn stage cuts no transcript below this either).
 MIN_SEGMENT_CHARS = 2000
+#: Share of the budget each JSON value of a turn request (state, facts, running summary)
+#: may take when the request does not fit the model's window otherwise, and its floor.
+JSON_SHARE = 0.15
+MIN_JSON_CHARS = 600
 #: How much smaller a window is taken to be after an overflow error that did not say it.
 UNSAID_SHRINK = 0.75
 
@@ -277,6 +282,16 @@ class Window:
             prompt = refit(excess)
             request = await self._render(prompt, self._base(prompt, stage, facts, schema), notes)
             chars = request_chars(request)
+            if self.estimator.tokens(chars) > self.budget and self.ctx.context_window:
+                # Still too big for the model's window with the transcript at its floor:
+                # the state and the facts of a long session or a huge turn are cut too.
+                cap = int(self.budget * JSON_SHARE * CHARS_PER_TOKEN / self.estimator.factor)
+                with capped_json(max(MIN_JSON_CHARS, cap)):
+                    prompt = refit(excess)
+                request = await self._render(
+                    prompt, self._base(prompt, stage, facts, schema), notes
+                )
+                chars = request_chars(request)
         self._fit_output(request, self.estimator.tokens(chars), refit is not None)
         self.journal.notices.clear()
         self._last_chars = chars
@@ -303,7 +318,8 @@ class Window:
             raise WindowTooSmall(
                 f"the model's context window ({window:,} tokens{source}) cannot hold a "
                 f"{request.stage} request: about {tokens:,} tokens of prompt with its turn's "
-                f"transcript cut to the least, and {MIN_OUTPUT_TOKENS} for the answer; serve "
+                f"transcript, state and facts cut to the least, and {MIN_OUTPUT_TOKENS} for "
+                "the answer; serve "
                 "the model with a larger window (llama.cpp -c, llama-cpp-python --n_ctx, "
                 "ollama num_ctx, vLLM --max-model-len) or set llm.context_window if the "
                 "server's is larger"

@@ -3,6 +3,10 @@
 Each template has three blocks, from most to least stable: ``system`` (instructions),
 ``context`` (session header and earlier history) and ``task`` (the current call). Keeping
 that order lets the provider's prompt cache reuse the stable prefix.
+
+Within a small context window (`capped_json`) every ``*_json`` value a template is given
+(the accumulated state, a turn's facts, the running summary, the evidence) is cut in its
+middle to a cap, marked; otherwise they are rendered whole.
 """
 
 from __future__ import annotations
@@ -10,6 +14,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -18,6 +25,7 @@ from typing import Any
 import jinja2
 
 from ...errors import ConfigError
+from ...facts.turn import cap_middle
 from ...fields import one_line
 from ...model import Message
 from ...resources import data_path
@@ -34,6 +42,32 @@ _HEADER_LINE = re.compile(
 )
 #: Put in front of a quoted line that looks like a header, so it no longer starts like one.
 QUOTED_MARK = "(quoted) "
+#: The most characters of each ``*_json`` template value; None: no cap (`capped_json`).
+_JSON_CAP: ContextVar[int | None] = ContextVar("json_cap", default=None)
+
+
+@contextmanager
+def capped_json(limit: int) -> Iterator[None]:
+    """Render every ``*_json`` value within ``limit`` characters while inside: a prompt
+    too big for a small context window even with its transcript cut keeps the start and
+    end of each (a JSON text cut in its middle, the cut marked)."""
+    token = _JSON_CAP.set(limit)
+    try:
+        yield
+    finally:
+        _JSON_CAP.reset(token)
+
+
+def _capped(variables: dict[str, Any]) -> dict[str, Any]:
+    limit = _JSON_CAP.get()
+    if limit is None:
+        return variables
+    return {
+        name: cap_middle(value, limit, f"the {name.removesuffix('_json')} JSON")
+        if name.endswith("_json") and isinstance(value, str)
+        else value
+        for name, value in variables.items()
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +170,7 @@ def render(stage: str, override_dir: str | None = None, **variables: Any) -> Ren
     """Render ``prompts/<stage>.j2`` into its system, context and task parts."""
     env = _environment(override_dir)
     name = f"{stage}.j2"
+    variables = _capped(variables)
     try:
         template = env.get_template(name)
         parts = {}
