@@ -14,6 +14,7 @@ from opencode_restore.errors import ProviderError
 from opencode_restore.llm.base import ChatMessage, LLMRequest
 from opencode_restore.llm.openai_provider import OpenAIProvider
 from opencode_restore.llm.retry import (
+    LOCAL_TIMEOUT_HINT,
     RetryPolicy,
     call_with_retry,
     error_message,
@@ -188,9 +189,10 @@ def openai_over(*steps: httpx2.Response | Exception) -> tuple[OpenAIProvider, Re
 async def test_a_local_server_read_timeout_is_not_asked_again(sleeps: SleepLog) -> None:
     provider, recorder = openai_over(httpx2.ReadTimeout("timed out"), openai_reply("late"))
     policy = RetryPolicy(max_attempts=4, sleep=sleeps, local=True)
-    with pytest.raises(ProviderError, match="timed out"):
+    with pytest.raises(ProviderError, match="timed out") as info:
         await call_with_retry(provider, REQUEST, policy)
     assert len(recorder.requests) == 1
+    assert str(info.value).endswith(f" {LOCAL_TIMEOUT_HINT}")
 
 
 async def test_a_remote_read_timeout_and_a_local_refused_connection_are_retried(

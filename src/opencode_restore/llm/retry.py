@@ -38,6 +38,11 @@ from opencode_restore.llm.usage import UsageLedger
 from opencode_restore.llm.window import Overflow, parse_overflow
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
+#: Said after a local server's read timeout, which is not retried.
+LOCAL_TIMEOUT_HINT = (
+    "(the local server did not answer within llm.timeout and was not asked again: it may "
+    "still be computing; a slow model needs a longer llm.timeout)"
+)
 
 #: Given the request the server found too long and what it said, the request to send
 #: instead, or None when it cannot be made shorter.
@@ -246,7 +251,10 @@ async def _call(
     except Exception as exc:
         if not (isinstance(exc, _call_failures()) or provider.should_retry(exc)):
             raise
-        error = ProviderError(provider.name, provider.model, error_message(exc), error_status(exc))
+        message = error_message(exc)
+        if policy.local and is_read_timeout(exc):
+            message += f" {LOCAL_TIMEOUT_HINT}"
+        error = ProviderError(provider.name, provider.model, message, error_status(exc))
         _record(ledger, provider, request, None, attempts, str(error))
         raise error from exc
     if policy.speed is not None:
