@@ -4,6 +4,7 @@ for any turn request is one error for the run, and a big window changes nothing.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,15 +14,16 @@ import pytest
 
 from opencode_restore.config import Config
 from opencode_restore.errors import ProviderError
-from opencode_restore.llm.base import LLMRequest, LLMResult
+from opencode_restore.llm.base import ChatMessage, LLMRequest, LLMResult
 from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.llm.registry import get_provider
 from opencode_restore.llm.settings import ProviderSettings
-from opencode_restore.llm.window import SOURCE_CONFIG, SOURCE_ERROR, SOURCE_SERVER
+from opencode_restore.llm.window import SOURCE_CONFIG, SOURCE_ERROR, SOURCE_SERVER, Overflow
 from opencode_restore.model import Message, Session
 from opencode_restore.pipeline.budget import ContextWindowError, TokenEstimator, Window
 from opencode_restore.pipeline.context import MIN_OUTPUT_TOKENS
 from opencode_restore.pipeline.journal.data import Journal
+from opencode_restore.pipeline.prompting.prompts import RenderedPrompt
 from opencode_restore.pipeline.prompting.render import raw_tokens, request_chars
 from opencode_restore.pipeline.run import make_context, model_window
 
@@ -218,3 +220,27 @@ def test_state_and_facts_too_big_for_the_window_are_cut_not_failed(tmp_path: Pat
     whole = Counting()
     restore(many_files_turn(), whole, None, windowed(None))
     assert "JSON omitted" not in whole.requests[0].messages[-1].content
+
+
+def test_a_refit_keeps_the_repair_round_and_asks_for_what_fits() -> None:
+    window = window_of(windowed(None))
+    prompt = RenderedPrompt("turn_summary.j2", "rules " * 300, "header", "task " * 1000)
+
+    async def go() -> tuple[LLMRequest | None, LLMRequest | None]:
+        sent = await window.request(prompt, "turn_summary")
+        repair = [ChatMessage("assistant", "not json"), ChatMessage("user", "again")]
+        boosted = replace(sent, messages=[*sent.messages, *repair], output_boost=1)
+        overflow = Overflow("exceed context window of 4096", 4096, 2600)
+        fitted = await window.refit_overflow(boosted, overflow)
+        other = LLMRequest(messages=[ChatMessage("user", "range")], stage="range_summary")
+        return fitted, await window.refit_overflow(other, overflow)
+
+    fitted, other = anyio.run(go)
+    assert fitted is not None
+    assert (window.ctx.context_window, window.ctx.window_source) == (4096, SOURCE_ERROR)
+    assert [m.content for m in fitted.messages[-2:]] == ["not json", "again"]
+    assert fitted.output_boost == 0
+    assert fitted.max_tokens == 1024  # a quarter of the learned window
+    assert other is None  # not a request this window rendered: its stage falls back
+    # 2600 prompt tokens for these characters: the estimate counts more per character now.
+    assert window.estimator.factor > 1

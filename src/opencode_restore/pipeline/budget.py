@@ -356,7 +356,8 @@ class Window:
         the window; None when it is not one this window rendered (its stage falls back).
 
         The window is learned from the error and the request rendered again within it;
-        what the caller added after the rendered messages (a repair round) is kept.
+        what the caller added after the rendered messages (a repair round) is kept, and
+        the output limit is the one that fits (no doubling).
         """
         self.learn(overflow, request_chars(request))
         rendered = self._rendered
@@ -367,11 +368,14 @@ class Window:
         if request.system != sent.system or request.messages[:count] != sent.messages:
             return None
         fresh = await again()
+        # A doubled output limit (a reply cut off before) is what overflowed a server
+        # that counts the completion in (vLLM): the refitted request asks for what fits.
         return replace(
             request,
             messages=[*fresh.messages, *request.messages[count:]],
             system=fresh.system,
             max_tokens=min(request.max_tokens, fresh.max_tokens),
+            output_boost=0,
         )
 
     def observe(self, request: LLMRequest, result: LLMResult) -> None:
