@@ -152,8 +152,10 @@ class Window:
     estimator: TokenEstimator = field(default_factory=TokenEstimator)
     debug: Callable[[str], None] | None = None
     _last_chars: int = 0
-
-    _rendered: tuple[LLMRequest, Callable[[], Awaitable[LLMRequest]]] | None = None
+    #: The last request rendered and how to render it again (`refit_overflow`).
+    _rendered: tuple[LLMRequest, Callable[[], Awaitable[LLMRequest]]] | None = field(
+        default=None, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         self._turn_chars = self.ctx.config.restore.max_turn_chars
