@@ -60,10 +60,12 @@ from opencode_restore.llm.schema_instance import minimal_instance
 
 if TYPE_CHECKING or __package__:
     from .local_servers import PROFILES, LocalServer, auto_json, make_profile, tool_parameters
+    from .sse import completion_events, wants_usage
     from .strict_api import anthropic_error, anthropic_refusal, openai_error, openai_refusal
     from .wire_types import request_problems
 else:  # run as a script, or imported with tests/fakes on sys.path (bench/, batch helpers)
     from local_servers import PROFILES, LocalServer, auto_json, make_profile, tool_parameters
+    from sse import completion_events, wants_usage
     from strict_api import anthropic_error, anthropic_refusal, openai_error, openai_refusal
     from wire_types import request_problems
 
@@ -205,9 +207,9 @@ class FakeLLMServer:
             reply = 200, {}, self._anthropic(number, body, step)
         elif self.profile is not None:
             # The model sees the request without what the server ignores.
-            reply = 200, {}, self._openai(number, self.profile.seen(body), step)
+            reply = _streamed(body, self._openai(number, self.profile.seen(body), step))
         else:
-            reply = 200, {}, self._openai(number, body, step)
+            reply = _streamed(body, self._openai(number, body, step))
         wait = received + float(step.get("delay", 0)) + self.latency - time.monotonic()
         if wait > 0:
             time.sleep(wait)
@@ -216,14 +218,16 @@ class FakeLLMServer:
         return reply
 
     def route(self, method: str, path: str, body: Any) -> tuple[int, dict[str, str], Any]:
-        """A request to an endpoint other than the chat ones: the profile's answer, logged."""
+        """A request to an endpoint other than the chat ones: the profile's answer, logged
+        (without a profile: a 404, not logged, so a client's probe of `/v1/models` does not
+        count among the calls a test reads)."""
+        if self.profile is None:
+            return 404, {}, {"error": {"message": f"no route {path}"}}
         with self._lock:
             self._counter += 1
             entry = {"n": self._counter, "method": method, "path": path, "headers": {}}
             entry["body"] = body if isinstance(body, dict) else {}
             self.requests.append(entry)
-        if self.profile is None:
-            return 404, {}, {"error": {"message": f"no route {path}"}}
         reply = self.profile.route(method, path, body)
         entry["status"] = reply[0]
         return reply
@@ -474,6 +478,14 @@ def _handler_for(server: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
     return Handler
+
+
+def _streamed(body: Any, completion: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
+    """The 200 answer to a Chat Completions request: whole, or as events when it streams."""
+    if isinstance(body, dict) and body.get("stream") is True:
+        events = completion_events(completion, include_usage=wants_usage(body))
+        return 200, {"content-type": "text/event-stream"}, events.decode()
+    return 200, {}, completion
 
 
 @contextmanager

@@ -1,12 +1,16 @@
 """Request bodies checked against the official SDKs' own parameter types.
 
 `request_problems` validates a Chat Completions body against
-`openai.types.chat.completion_create_params.CompletionCreateParamsNonStreaming` and a
+`openai.types.chat.completion_create_params.CompletionCreateParamsNonStreaming` (or
+`...Streaming` when it asks for a stream) and a
 Messages body against `anthropic.types.MessageCreateParams`, through pydantic. The
 TypedDicts alone would let unknown keys pass (pydantic ignores extras of a TypedDict)
 and check `Iterable` fields lazily, so their core schemas are tightened first: every
 TypedDict forbids extra keys and every iterable is validated as a list. Anthropic
 requests also may not carry more than 4 `cache_control` blocks (the API answers 400).
+The one key allowed beyond the types is the `schema` of a `json_object` response format,
+which OpenAI-compatible servers (llama.cpp, llama-cpp-python, Anyscale's JSON mode) take
+as a grammar; the provider sends it only below `json_schema`, to such servers.
 """
 
 from __future__ import annotations
@@ -16,7 +20,10 @@ from functools import cache
 from typing import Any
 
 from anthropic.types import MessageCreateParams
-from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
+from openai.types.chat.completion_create_params import (
+    CompletionCreateParamsNonStreaming,
+    CompletionCreateParamsStreaming,
+)
 from pydantic import TypeAdapter
 from pydantic_core import SchemaValidator, ValidationError
 
@@ -38,13 +45,16 @@ def _tighten(node: Any) -> None:
         _tighten(value)
 
 
+_PARAMS: dict[str, Any] = {
+    "openai": CompletionCreateParamsNonStreaming,
+    "openai-stream": CompletionCreateParamsStreaming,
+    "anthropic": MessageCreateParams,
+}
+
+
 @cache
 def _validator(kind: str) -> SchemaValidator:
-    adapter: TypeAdapter[Any] = (
-        TypeAdapter(CompletionCreateParamsNonStreaming)
-        if kind == "openai"
-        else TypeAdapter(MessageCreateParams)
-    )
+    adapter: TypeAdapter[Any] = TypeAdapter(_PARAMS[kind])
     schema = copy.deepcopy(adapter.core_schema)
     _tighten(schema)
     return SchemaValidator(schema)
@@ -64,9 +74,16 @@ def cache_control_blocks(body: dict[str, Any]) -> int:
 def request_problems(path: str, body: Any) -> list[str]:
     """What is wrong with a request body for `path` (empty when the SDK types accept it)."""
     kind = "openai" if path.endswith("/chat/completions") else "anthropic"
+    checked = body
+    if kind == "openai" and isinstance(body, dict):
+        checked = dict(body)
+        response_format = checked.get("response_format")
+        if isinstance(response_format, dict) and response_format.get("type") == "json_object":
+            checked["response_format"] = {k: v for k, v in response_format.items() if k != "schema"}
     problems: list[str] = []
     try:
-        _validator(kind).validate_python(body)
+        stream = kind == "openai" and isinstance(body, dict) and body.get("stream") is True
+        _validator("openai-stream" if stream else kind).validate_python(checked)
     except ValidationError as exc:
         problems += [
             f"{'.'.join(str(p) for p in error['loc'])}: {error['msg']}" for error in exc.errors()

@@ -16,6 +16,7 @@ import httpx2
 import pytest
 
 from opencode_restore.llm.retry import RetryPolicy
+from tests.fakes.sse import completion_events, wants_usage
 from tests.fakes.wire_types import request_problems
 
 Handler = Callable[[httpx2.Request], httpx2.Response]
@@ -41,6 +42,18 @@ def _fake_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
 
 
+def streamed_if_asked(request: httpx2.Request, response: httpx2.Response) -> httpx2.Response:
+    """`response` as a local server streams it when `request` asks for a stream (the
+    provider streams from local servers), else unchanged."""
+    if not request.url.path.endswith("/chat/completions") or response.status_code != 200:
+        return response
+    body = json.loads(request.content)
+    if body.get("stream") is not True:
+        return response
+    events = completion_events(response.json(), include_usage=wants_usage(body))
+    return httpx2.Response(200, content=events, headers={"content-type": "text/event-stream"})
+
+
 @dataclass
 class Recorder:
     """A MockTransport handler replaying `responses` and keeping every request."""
@@ -59,7 +72,7 @@ class Recorder:
         step = self.responses.pop(0)
         if isinstance(step, Exception):
             raise step
-        return step
+        return streamed_if_asked(request, step)
 
     def body(self, index: int = -1) -> dict[str, Any]:
         result: dict[str, Any] = json.loads(self.requests[index].content)

@@ -22,8 +22,10 @@ from opencode_restore.llm.base import (
 from opencode_restore.llm.openai_provider import OpenAIProvider
 from opencode_restore.llm.retry import RetryPolicy, call_with_retry
 from opencode_restore.llm.settings import ProviderSettings
+from opencode_restore.llm.strict_schema import MAX_STRING_CHARS
 from opencode_restore.llm.usage import UsageLedger
-from tests.llm.conftest import Recorder, SleepLog, openai_error, openai_reply
+from tests.fakes.sse import completion_events
+from tests.llm.conftest import Recorder, SleepLog, openai_error, openai_reply, streamed_if_asked
 
 pytestmark = pytest.mark.anyio
 
@@ -31,6 +33,19 @@ pytestmark = pytest.mark.anyio
 class Verdict(BaseModel):
     outcome: str
     score: int
+
+
+# What json_object carries for llama.cpp's grammar: the strict schema, strings bounded.
+VERDICT_GRAMMAR = {
+    "additionalProperties": False,
+    "properties": {
+        "outcome": {"maxLength": MAX_STRING_CHARS, "title": "Outcome", "type": "string"},
+        "score": {"title": "Score", "type": "integer"},
+    },
+    "required": ["outcome", "score"],
+    "title": "Verdict",
+    "type": "object",
+}
 
 
 def provider(recorder: Recorder, **settings: Any) -> OpenAIProvider:
@@ -466,12 +481,12 @@ async def test_a_refused_response_format_type_steps_down_to_json_object_once() -
     refused, retried = recorder.body(0), recorder.body(1)
     assert refused["response_format"]["type"] == "json_schema"
     # The type itself is unknown: the non-strict json_schema would be refused the same way.
-    assert retried["response_format"] == {"type": "json_object"}
+    assert retried["response_format"] == {"type": "json_object", "schema": VERDICT_GRAMMAR}
     system = retried["messages"][0]["content"]
     assert system.startswith("You summarize.\n\nReply with one JSON object")
     assert '"required":["outcome","score"]' in system
     await llm.complete(req)
-    assert recorder.body(2)["response_format"] == {"type": "json_object"}
+    assert recorder.body(2)["response_format"] == {"type": "json_object", "schema": VERDICT_GRAMMAR}
     assert llm.structured_output == "json_object"
     assert list(llm.structured_refusals) == ["json_schema_strict"]
     assert len(notes) == 1
@@ -488,7 +503,7 @@ async def test_the_next_run_starts_at_the_learned_rung() -> None:
     again = _local(recorder, notes)  # a new run: a new provider object
     assert again.structured_output == "json_object"
     await again.complete(request(response_schema=Verdict))
-    assert recorder.body()["response_format"] == {"type": "json_object"}
+    assert recorder.body()["response_format"] == {"type": "json_object", "schema": VERDICT_GRAMMAR}
     assert len(recorder.requests) == 3
     assert notes == []
     # Another model of the same server learned nothing yet; nor did api.openai.com.
@@ -554,7 +569,7 @@ async def test_workers_refused_at_once_step_down_once() -> None:
                 both.set()
             await both.wait()
             return JSON_SCHEMA_REFUSED
-        return good
+        return streamed_if_asked(request, good)
 
     notes: list[str] = []
     llm = OpenAIProvider(
@@ -670,3 +685,48 @@ async def test_tool_choice_names_the_tool_to_call() -> None:
     }
     # A call the server was told to make says nothing of whether the model calls freely.
     assert llm.native_tools_seen is False
+
+
+async def test_a_local_server_is_streamed_and_the_pieces_make_one_reply() -> None:
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "search_log", "arguments": '{"pattern": "IntegrityError"}'},
+    }
+    recorder = Recorder([openai_reply("Turn 3 fixed the parser.", tool_calls=[call])])
+    llm = provider(recorder, base_url=LOCAL)
+    result = await llm.complete(request(tools=[ToolSpec("search_log", "Search the log.")]))
+    body = recorder.body()
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert result.text == "Turn 3 fixed the parser."
+    assert result.tool_calls == [
+        ToolCallRequest("call_1", "search_log", {"pattern": "IntegrityError"})
+    ]
+    assert result.finish_reason == "stop"
+    assert (result.usage.input, result.usage.output) == (100, 20)
+
+
+async def test_a_stream_without_usage_counts_its_pieces_and_no_prompt() -> None:
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        # llama-cpp-python ignores stream_options: no usage chunk comes.
+        events = completion_events(openai_reply("a" * 30).json(), include_usage=False)
+        return httpx2.Response(200, content=events, headers={"content-type": "text/event-stream"})
+
+    llm = OpenAIProvider(
+        "smollm2",
+        ProviderSettings(base_url=LOCAL),
+        "sk-test",
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
+    )
+    result = await llm.complete(request())
+    assert result.text == "a" * 30
+    # Seven characters a piece (tests.fakes.sse): five content pieces.
+    assert (result.usage.input, result.usage.output) == (0, 5)
+
+
+async def test_a_remote_server_is_not_streamed() -> None:
+    recorder = Recorder([openai_reply()])
+    await provider(recorder, base_url="https://gateway.test/v1").complete(request())
+    assert "stream" not in recorder.body()
+    assert "stream_options" not in recorder.body()

@@ -40,7 +40,7 @@ from opencode_restore.llm.base import (
 from opencode_restore.llm.refusals import parse_refusal
 from opencode_restore.llm.retry import error_message
 from opencode_restore.llm.sdk_provider import SDKProvider
-from opencode_restore.llm.strict_schema import strict_json_schema
+from opencode_restore.llm.strict_schema import bounded_json_schema, strict_json_schema
 from opencode_restore.llm.structured import json_candidates, parse_structured, parse_text_tool_calls
 from opencode_restore.model import Usage
 
@@ -56,17 +56,13 @@ class OpenAIProvider(SDKProvider):
     _client: openai.AsyncOpenAI
 
     async def _send(self, request: LLMRequest, params: dict[str, Any]) -> LLMResult:
+        if params.get("stream"):
+            return await self._stream(request, params)
         try:
             # The raw response too: a 2xx whose body is no JSON object is reported with it.
             raw = await self._client.chat.completions.with_raw_response.create(**params)
         except openai.APIStatusError as exc:
-            if "tools" in params and self._tools_rejected(exc):
-                message = error_message(exc)
-                self.refused.setdefault("tools", message)
-                self.give_up_native_tools(f"refused tools ({message.strip()[:200]})")
-                raise ToolsUnsupportedError(
-                    self.name, self.model, message, exc.status_code
-                ) from exc
+            self._raise_if_tools_refused(exc, params)
             raise
         completion: object = raw.parse()
         if not isinstance(completion, ChatCompletion):
@@ -78,6 +74,65 @@ class OpenAIProvider(SDKProvider):
                 message=f"the server's reply is not a JSON object: {response.text[:200]!r}",
             )
         return self._result(request, completion, native_tools="tools" in params)
+
+    async def _stream(self, request: LLMRequest, params: dict[str, Any]) -> LLMResult:
+        """The reply of a local server, streamed (see `_build`), gathered into one result."""
+        try:
+            stream = await self._client.chat.completions.create(**params)
+        except openai.APIStatusError as exc:
+            self._raise_if_tools_refused(exc, params)
+            raise
+        text: list[str] = []
+        calls: dict[int, list[str]] = {}  # index -> [id, name, arguments]
+        finish_reason: str | None = None
+        usage: CompletionUsage | None = None
+        model = ""
+        pieces = 0
+        # Leaving the block (a finished reply, a timeout, a cancelled run) closes the
+        # connection, which is what tells the server to stop generating.
+        async with stream:
+            async for chunk in stream:
+                model = chunk.model or model
+                usage = chunk.usage or usage
+                for choice in chunk.choices or []:
+                    finish_reason = choice.finish_reason or finish_reason
+                    delta = choice.delta
+                    if delta is None:
+                        continue
+                    if delta.content or delta.tool_calls:
+                        pieces += 1
+                    text.append(delta.content or delta.refusal or "")
+                    for call in delta.tool_calls or []:
+                        slot = calls.setdefault(call.index, ["", "", ""])
+                        slot[0] = call.id or slot[0]
+                        if call.function is not None:
+                            slot[1] += call.function.name or ""
+                            slot[2] += call.function.arguments or ""
+        tool_calls = [
+            ToolCallRequest(call_id, name, _arguments(arguments))
+            for call_id, name, arguments in (calls[index] for index in sorted(calls))
+            if name
+        ]
+        # A server that reports no usage in a stream (llama-cpp-python) writes about one
+        # token per piece; its prompt tokens stay unknown (0) rather than guessed.
+        counted = _usage(usage) if usage is not None else Usage(output=pieces)
+        return self._reply(
+            request,
+            "".join(text),
+            finish_reason,
+            tool_calls,
+            counted,
+            model,
+            native_tools="tools" in params,
+        )
+
+    def _raise_if_tools_refused(self, exc: openai.APIStatusError, params: dict[str, Any]) -> None:
+        """`ToolsUnsupportedError` when `exc` refuses the tools the request offered."""
+        if "tools" in params and self._tools_rejected(exc):
+            message = error_message(exc)
+            self.refused.setdefault("tools", message)
+            self.give_up_native_tools(f"refused tools ({message.strip()[:200]})")
+            raise ToolsUnsupportedError(self.name, self.model, message, exc.status_code) from exc
 
     def _build(self, request: LLMRequest) -> dict[str, Any]:
         messages: list[dict[str, Any]] = []
@@ -107,6 +162,12 @@ class OpenAIProvider(SDKProvider):
             params["reasoning_effort"] = rules.reasoning_effort
         if request.cache_key:
             params["prompt_cache_key"] = request.cache_key
+        if self.settings.local:
+            # A model on a CPU writes a few tokens a second: streamed, the read timeout
+            # bounds the wait for each piece rather than the whole answer, and a call given
+            # up closes the stream, which stops the server's work on it.
+            params["stream"] = True
+            params["stream_options"] = {"include_usage": True}
         if schema is not None and rung in ("json_schema_strict", "json_schema"):
             params["response_format"] = {
                 "type": "json_schema",
@@ -117,7 +178,12 @@ class OpenAIProvider(SDKProvider):
                 },
             }
         elif schema is not None and rung == "json_object":
-            params["response_format"] = {"type": "json_object"}
+            # llama.cpp and llama-cpp-python make a grammar of a "schema" here (as Anyscale's
+            # JSON mode defined it); vLLM and Ollama ignore the key.
+            params["response_format"] = {
+                "type": "json_object",
+                "schema": bounded_json_schema(schema),
+            }
         if request.tools and self.supports_native_tools:
             params["tools"] = [
                 {
@@ -174,6 +240,28 @@ class OpenAIProvider(SDKProvider):
             if message is not None:
                 text = message.content or message.refusal or ""
                 tool_calls = _tool_calls(message.tool_calls or [])
+        return self._reply(
+            request,
+            text,
+            finish_reason,
+            tool_calls,
+            _usage(completion.usage),
+            completion.model or self.model,
+            native_tools=native_tools,
+        )
+
+    def _reply(
+        self,
+        request: LLMRequest,
+        text: str,
+        finish_reason: str | None,
+        tool_calls: list[ToolCallRequest],
+        usage: Usage,
+        model: str,
+        *,
+        native_tools: bool,
+    ) -> LLMResult:
+        """The result of a reply (whole or streamed): tool-mode learning and parsing."""
         if native_tools and tool_calls and request.tool_choice is None:
             self.confirm_native_tools()  # (a forced call says nothing of the model's own)
         if request.tools and not tool_calls and self.settings.tool_mode == "auto":
@@ -195,8 +283,8 @@ class OpenAIProvider(SDKProvider):
             text=text,
             parsed=parsed,
             tool_calls=tool_calls,
-            usage=_usage(completion.usage),
-            model=completion.model or self.model,
+            usage=usage,
+            model=model or self.model,
             finish_reason=finish_reason,
         )
 
