@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from pydantic import BaseModel, Field
 
-from opencode_restore.llm.strict_schema import strict_json_schema, strict_schema_errors
+from opencode_restore.llm.strict_schema import (
+    MAX_ITEMS,
+    MAX_STRING_CHARS,
+    bounded_json_schema,
+    strict_json_schema,
+    strict_schema_errors,
+)
 from opencode_restore.pipeline.evidence.tools import TOOL_SPECS
 from opencode_restore.pipeline.schemas import OUTPUT_SCHEMAS
 
@@ -115,3 +121,19 @@ def test_checker_refuses_unknown_keywords_ref_siblings_and_non_object_roots() ->
     assert any("('properties', 'a'), 'minLength' is not permitted" in e for e in errors)
     assert any("$ref cannot have keywords ['description']" in e for e in errors)
     assert strict_schema_errors({"type": "array"}, "function 'f'")
+
+
+def test_the_grammar_schema_bounds_every_free_string_and_list() -> None:
+    class Note(BaseModel):
+        kind: Literal["fix", "note"]
+        text: str
+        tags: list[str] = []
+
+    bounded = bounded_json_schema(Note)
+    properties = bounded["properties"]
+    assert properties["text"]["maxLength"] == MAX_STRING_CHARS
+    assert properties["tags"]["maxItems"] == MAX_ITEMS
+    assert properties["tags"]["items"]["maxLength"] == MAX_STRING_CHARS
+    assert "maxLength" not in properties["kind"]  # an enum is bounded already
+    # Only bounds are added: the strict schema is otherwise the same.
+    assert {**bounded, "properties": {}} == {**strict_json_schema(Note), "properties": {}}

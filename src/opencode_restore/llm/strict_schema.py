@@ -58,6 +58,37 @@ def strict_json_schema(model: type[BaseModel]) -> dict[str, Any]:
     return schema
 
 
+# Bounds of `bounded_json_schema`: far above what a turn's summary needs.
+MAX_STRING_CHARS = 600
+MAX_ITEMS = 12
+
+
+@lru_cache(maxsize=64)
+def bounded_json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The strict schema with every free string and list bounded, for servers that turn
+    a schema into a grammar (llama.cpp's `{"type": "json_object", "schema": ...}`).
+
+    A grammar makes even a tiny model write valid JSON, but not end it: unbounded, it
+    can fill its whole output limit with one string. Bounded, every reply the grammar
+    allows validates, and a too-long value is cut where the grammar stops it.
+    """
+    schema: dict[str, Any] = _bounded(strict_json_schema(model))
+    return schema
+
+
+def _bounded(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_bounded(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _bounded(value) for key, value in node.items()}
+    if out.get("type") == "string" and "enum" not in out and "const" not in out:
+        out.setdefault("maxLength", MAX_STRING_CHARS)
+    elif out.get("type") == "array":
+        out.setdefault("maxItems", MAX_ITEMS)
+    return out
+
+
 def _strict(node: Any) -> Any:
     if isinstance(node, list):
         return [_strict(item) for item in node]
