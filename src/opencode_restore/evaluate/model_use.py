@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 
 from ..facts.wording import short
 from ..llm.usage import UsageLedger, is_offline
-from ..pipeline.restoration import EVIDENCE_STOPPED_WARNING, FALLBACK_WARNING, Restoration
+from ..pipeline.restoration import (
+    EVIDENCE_STOPPED_WARNING,
+    FALLBACK_WARNING,
+    WHOLE_SUMMARY,
+    Restoration,
+)
 
 #: One reason on one line: a server's traceback or a validation error's details are not.
 REASON_CHARS = 160
@@ -36,6 +41,8 @@ class ModelUse:
     turns: int
     failed_turns: list[int] = field(default_factory=list)
     fallbacks: list[str] = field(default_factory=list)
+    #: Turns whose model replies never fit the structure: the rules' summary stood in whole.
+    replaced_turns: list[int] = field(default_factory=list)
     stood_in: list[str] = field(default_factory=list)
     reasons: dict[str, int] = field(default_factory=dict)
     requests: int = 0
@@ -59,6 +66,8 @@ class ModelUse:
         why = []
         if self.turns and len(self.failed_turns) == self.turns:
             why.append("every turn failed")
+        elif self.turns and len(self.failed_turns) + len(self.replaced_turns) == self.turns:
+            why.append("no turn's summary is the model's (failed, or never in shape)")
         if "synthesis" in self.fallbacks:
             why.append("the synthesis fell back to the offline summary")
         return why
@@ -113,6 +122,7 @@ def model_use(r: Restoration, ledger: UsageLedger | None = None) -> ModelUse:
             if c.stage == "branch_summary" and c.error
         )
     use.reasons = dict(reasons)
+    use.replaced_turns = [t.turn_number for t in r.turns if WHOLE_SUMMARY in t.stood_in]
     by_fields: dict[tuple[str, ...], list[int]] = {}
     for t in r.turns:
         if t.stood_in:

@@ -122,6 +122,14 @@ class FailedTurnRow(BaseModel):
 FALLBACK_WARNING = "synthesis fell back to the offline summary"
 #: How a restoration's warnings say a model failure ended the evidence search.
 EVIDENCE_STOPPED_WARNING = "evidence search stopped early"
+#: A turn's ``stood_in`` when its model replies never fit the structure: the rules' summary
+#: stands in whole.
+WHOLE_SUMMARY = "summary"
+#: How a restoration's warnings name those turns.
+REPLACED_WARNING = (
+    "the model's replies never fit the turn summary's structure; "
+    "the rules' summary stands in for turn"
+)
 #: How a restoration's warnings say the session ended in the middle of its last turn.
 INTERRUPTED_WARNING = "the session ended in the middle of turn"
 

@@ -37,6 +37,8 @@ from .journal.store import JournalStore, journal_dir, turn_hash
 from .restoration import (
     FALLBACK_WARNING,
     INTERRUPTED_WARNING,
+    REPLACED_WARNING,
+    WHOLE_SUMMARY,
     BranchSummaryRow,
     CommandRow,
     CompactionPoint,
@@ -51,7 +53,7 @@ from .restoration import (
     UsageReport,
 )
 from .resume import Resume, open_journal, prepare, stage_keys
-from .schemas import SessionSummary
+from .schemas import SessionSummary, TurnSummary
 from .stages.branch_summarizer import summarize_branches
 from .stages.evidence_gatherer import EvidenceOptions, gather_evidence
 from .stages.synthesizer import clean_outputs, synthesize
@@ -117,6 +119,14 @@ def _compactions(turns: list[Turn], ctx: StageContext) -> list[CompactionPoint]:
                     )
                 )
     return out
+
+
+def _replaced(summaries: list[TurnSummary]) -> list[str]:
+    """The warning naming the turns whose summary is wholly the rules' (the model's replies
+    never fit the structure)."""
+    numbers = [str(s.turn_number) for s in summaries if WHOLE_SUMMARY in s.stood_in]
+    plural = "s" if len(numbers) > 1 else ""
+    return [f"{REPLACED_WARNING}{plural} {', '.join(numbers)}"] if numbers else []
 
 
 def _interrupted(turns: list[Turn]) -> list[str]:
@@ -576,6 +586,7 @@ async def _run_stages(
         warnings=[str(w) for w in session.warnings]
         + evidence_warnings
         + ([f"{FALLBACK_WARNING}: {fallback}"] if fallback else [])
+        + _replaced(turn_summaries)
         + _interrupted(turns),
     )
     restoration.branch_summaries = await _branches(run, session)

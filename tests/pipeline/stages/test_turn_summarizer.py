@@ -9,9 +9,10 @@ from typing import Any
 import anyio
 
 from opencode_restore.config import load_config
+from opencode_restore.evaluate.model_use import model_use
 from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.llm.scripted import ScriptedProvider
-from opencode_restore.pipeline.restoration import Restoration
+from opencode_restore.pipeline.restoration import REPLACED_WARNING, WHOLE_SUMMARY, Restoration
 from opencode_restore.pipeline.run import RestoreOptions, restore_session
 from opencode_restore.pipeline.schemas import TurnSummary
 from opencode_restore.pipeline.stages.turn_summarizer import hold_to_turn
@@ -94,3 +95,29 @@ def test_through_a_restore_the_rules_stand_in_and_the_cut_is_counted() -> None:
     assert (r.citations.removed_outside_turn, r.citations.outside_turn_labels) == (1, ["M1"])
     # The offline provider's turn summaries are the rules' own: not held.
     assert offline.citations.removed_outside_turn == 0
+
+
+def test_a_turn_whose_replies_never_fit_gets_the_rules_summary_whole() -> None:
+    offline = _restore(OfflineProvider())
+    # Turn 1: a reply and its repair that are no JSON at all (a tiny model's chatter).
+    r = _restore(
+        ScriptedProvider(["I think the user wants tests.", "Sure! Here it is."], auto=True)
+    )
+    assert r.failed_turns == []
+    first, second = r.turns
+    assert first.stood_in == [WHOLE_SUMMARY]
+    assert first.user_request_summary == offline.turns[0].user_request_summary
+    assert first.key_outcomes == offline.turns[0].key_outcomes
+    assert WHOLE_SUMMARY not in second.stood_in
+    assert f"{REPLACED_WARNING} 1" in r.warnings
+    use = model_use(r)
+    assert use.replaced_turns == [1]
+    assert use.nothing == []  # turn 2 is the model's
+
+
+def test_when_no_turn_is_the_models_eval_says_it_contributed_nothing() -> None:
+    r = _restore(ScriptedProvider(["chatter"] * 4, auto=True))
+    assert r.failed_turns == []
+    assert [t.stood_in for t in r.turns] == [[WHOLE_SUMMARY]] * 2
+    assert f"{REPLACED_WARNING}s 1, 2" in r.warnings
+    assert model_use(r).nothing == ["no turn's summary is the model's (failed, or never in shape)"]

@@ -26,12 +26,13 @@ from ...facts.statement import is_statement
 from ...facts.turn import cap_middle, turn_facts
 from ...facts.turn_summary import turn_summary
 from ...llm.offline import OfflineProvider
-from ...llm.structured import complete_structured
+from ...llm.structured import StructuredOutputError, complete_structured
 from ...model import Turn
 from ...redact import redact_value
 from ..budget import Window
 from ..context import StageContext
 from ..prompting.prompts import RenderedPrompt, quote_log, render
+from ..restoration import WHOLE_SUMMARY
 from ..schemas import ArtifactNote, Decision, TurnSummary
 from ..state import RestoreState
 from .synthesizer import keep_citations
@@ -216,6 +217,12 @@ async def summarize_turn(
             result = await complete_structured(
                 ctx.provider, request, policy=ctx.policy, ledger=ctx.ledger
             )
+        except StructuredOutputError:
+            # A model too weak for the structure (a tiny local one) answered, but never in
+            # shape: the turn is not lost, the rules' summary of it stands in, said so.
+            rules = redact_value(turn_summary(facts), ctx.redact)
+            summary = TurnSummary.model_validate({**rules, "stood_in": [WHOLE_SUMMARY]})
+            break
         except (ProviderError, RestoreError) as exc:
             state.fail_turn(turn.number, str(exc))
             return TurnOutcome(turn, None, str(exc), labels, last, facts)
@@ -224,7 +231,7 @@ async def summarize_turn(
         summary = result.parsed
     assert summary is not None
     # The offline provider's answer is the rules' own turn summary: nothing to hold.
-    if not isinstance(ctx.provider, OfflineProvider):
+    if not isinstance(ctx.provider, OfflineProvider) and WHOLE_SUMMARY not in summary.stood_in:
         within = {*label_of.values(), *(f"M{n}" for n in range(first, last + 1))}
         summary = hold_to_turn(summary, redact_value(turn_summary(facts), ctx.redact), within)
     summary.turn_number = turn.number
