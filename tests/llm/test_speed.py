@@ -32,3 +32,25 @@ def test_a_slow_model_is_told_to_raise_the_timeout() -> None:
     )
     assert slow_answer_note(Speed(470, 10.0), 2048, 120) is None
     assert slow_answer_note(Speed(0, 0.0), 2048, 120) is None
+
+
+def test_a_streamed_answer_tells_the_wait_from_the_writing() -> None:
+    call = Speed(214, 63.7, wait=56.2)
+    assert call.describe() == "214 tokens in 63.7 s (56.2 s before the first, then 29 tok/s)"
+    log = SpeedLog()
+    log.observe(214, 63.7, wait=56.2)
+    mark = log.total
+    log.observe(100, 12.0, wait=8.0)
+    assert log.total - mark == Speed(100, 12.0, wait=8.0)
+    assert log.first == call
+
+
+def test_a_streamed_answer_is_warned_of_by_its_wait_alone() -> None:
+    # Writing 2,048 tokens at 29 tok/s takes 70 s, but a stream is only cut while silent.
+    assert slow_answer_note(Speed(214, 63.7, wait=56.2), 2048, 120) is None
+    note = slow_answer_note(Speed(214, 90.0, wait=82.5), 2048, 120)
+    assert note == (
+        "the first answer waited 82 s for its first token (the model reading the prompt), "
+        "more than half of llm.timeout (120 s): a longer prompt may time out; "
+        "raise llm.timeout if calls time out"
+    )

@@ -107,6 +107,8 @@ class LLMResult:
     model: str = ""
     finish_reason: str | None = None
     attempts: int = 1
+    #: Seconds before the first piece of a streamed answer (the prompt being read).
+    wait_seconds: float | None = None
 
 
 @lru_cache(maxsize=64)

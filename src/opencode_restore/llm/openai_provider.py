@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Any
 
 import openai
@@ -88,6 +89,8 @@ class OpenAIProvider(SDKProvider):
         usage: CompletionUsage | None = None
         model = ""
         pieces = 0
+        started = time.monotonic()
+        wait: float | None = None
         # Leaving the block (a finished reply, a timeout, a cancelled run) closes the
         # connection, which is what tells the server to stop generating.
         async with stream:
@@ -101,6 +104,8 @@ class OpenAIProvider(SDKProvider):
                         continue
                     if delta.content or delta.tool_calls:
                         pieces += 1
+                        if wait is None:
+                            wait = time.monotonic() - started
                     text.append(delta.content or delta.refusal or "")
                     for call in delta.tool_calls or []:
                         slot = calls.setdefault(call.index, ["", "", ""])
@@ -116,7 +121,7 @@ class OpenAIProvider(SDKProvider):
         # A server that reports no usage in a stream (llama-cpp-python) writes about one
         # token per piece; its prompt tokens stay unknown (0) rather than guessed.
         counted = _usage(usage) if usage is not None else Usage(output=pieces)
-        return self._reply(
+        result = self._reply(
             request,
             "".join(text),
             finish_reason,
@@ -125,6 +130,8 @@ class OpenAIProvider(SDKProvider):
             model,
             native_tools="tools" in params,
         )
+        result.wait_seconds = wait
+        return result
 
     def _raise_if_tools_refused(self, exc: openai.APIStatusError, params: dict[str, Any]) -> None:
         """`ToolsUnsupportedError` when `exc` refuses the tools the request offered."""

@@ -258,7 +258,7 @@ async def _call(
         _record(ledger, provider, request, None, attempts, str(error))
         raise error from exc
     if policy.speed is not None:
-        policy.speed.observe(result.usage.output, policy.clock() - started)
+        policy.speed.observe(result.usage.output, policy.clock() - started, result.wait_seconds)
     result.attempts = attempts
     _record(ledger, provider, request, result, attempts, None)
     return result
