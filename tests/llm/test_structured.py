@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import httpx2
 import pytest
 from pydantic import BaseModel
@@ -270,6 +272,17 @@ async def test_a_limit_the_server_capped_is_not_doubled_past_the_cap() -> None:
     assert result.parsed is not None
     assert [recorder.body(i)["max_tokens"] for i in range(3)] == [4096, 2048, 2048]
     assert recorder.body(2)["messages"][-1]["content"].startswith("Your previous reply")
+
+
+async def test_a_limit_is_not_doubled_past_the_room_the_window_leaves() -> None:
+    recorder = Recorder([_cut_reply(), _cut_reply(), openai_reply(GOOD)])
+    llm = OpenAIProvider("gpt-test", ProviderSettings(max_tokens=1000), "sk", recorder.client())
+    result = await complete_structured(llm, replace(request(), max_tokens=1000, window_room=1500))
+    assert result.parsed is not None
+    limits = [recorder.body(i)["max_completion_tokens"] for i in range(3)]
+    # Doubled once to what the window leaves, then no more: a repair instead.
+    assert limits == [1000, 1500, 1500]
+    assert "cut off at the output limit" in recorder.body(2)["messages"][-1]["content"]
 
 
 async def test_a_huge_bad_reply_is_quoted_by_its_ends() -> None:

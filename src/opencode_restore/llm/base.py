@@ -73,7 +73,8 @@ class LLMRequest:
     `facts` carries structured data the pipeline already knows; network providers
     ignore it, the offline provider builds its answer from it. `template` and
     `stage` are recorded with the usage of the call. `output_boost` counts the earlier
-    replies to this request that were cut off at the output limit: each doubles it.
+    replies to this request that were cut off at the output limit: each doubles it,
+    within `window_room`.
     `tool_choice` names a tool the reply must call (`check`'s probe of a server that
     calls tools only when told which); None lets the model choose.
     """
@@ -89,6 +90,9 @@ class LLMRequest:
     facts: dict[str, Any] = field(default_factory=dict)
     cache_key: str | None = None
     output_boost: int = 0
+    #: The most output the model's context window leaves beside this prompt (None: no
+    #: window known): a doubled limit never goes past it.
+    window_room: int | None = None
     tool_choice: str | None = None
 
 

@@ -162,11 +162,15 @@ class SDKProvider:
 
     def output_limit(self, request: LLMRequest) -> int:
         """The output-token limit of `request`: the answer's limit (capped by settings),
-        room for reasoning, doubled per `request.output_boost`, within the ceiling and
-        the maximum the server named this run."""
+        room for reasoning, doubled per `request.output_boost`, within the ceiling, the
+        room the context window leaves (`request.window_room`) and the maximum the server
+        named this run."""
         answer = min(request.max_tokens, self.settings.max_tokens)
-        ceiling = max(self.settings.max_tokens_ceiling, answer)
-        limit = output_limit(answer, self.rules, request.output_boost, ceiling)
+        ceiling = self.settings.max_tokens_ceiling
+        if request.window_room is not None:
+            # Prompt and answer share the window: a limit past it only buys an overflow.
+            ceiling = min(ceiling, request.window_room)
+        limit = output_limit(answer, self.rules, request.output_boost, max(ceiling, answer))
         return limit if self._limit_cap is None else min(limit, self._limit_cap)
 
     async def complete(self, request: LLMRequest) -> LLMResult:

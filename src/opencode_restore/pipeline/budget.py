@@ -326,7 +326,8 @@ class Window:
                 "ollama num_ctx, vLLM --max-model-len) or set llm.context_window if the "
                 "server's is larger"
             )
-        request.max_tokens = min(request.max_tokens, max(MIN_OUTPUT_TOKENS, left))
+        request.window_room = max(MIN_OUTPUT_TOKENS, left)
+        request.max_tokens = min(request.max_tokens, request.window_room)
 
     def learn(self, overflow: Overflow, chars: int) -> None:
         """Take in an overflow the server reported for a request of ``chars`` characters.
