@@ -102,6 +102,9 @@ def test_a_long_turn_goes_in_segments_that_fit_the_window(tmp_path: Path) -> Non
     assert not r.failed_turns
     for q in provider.requests:
         assert raw_tokens(request_chars(q)) + q.max_tokens <= 8192
+        # A doubled limit may not pass it either.
+        assert q.window_room is not None
+        assert raw_tokens(request_chars(q)) + q.window_room <= 8192
     assert all("characters of this turn omitted" not in q.messages[-1].content for q in turn_calls)
 
 
