@@ -180,6 +180,24 @@ def dev_zero(root: Path, scale: float = 1.0) -> list[str]:
     return ["messages", "/dev/zero", "--agent", "claude-code"]
 
 
+def terminal_cursor_bomb(root: Path, scale: float = 1.0) -> list[str]:
+    """A 2.4 KB full-screen capture addressing row and column 30,000 (393 s of CPU before)."""
+    path = root / "cursor.typescript"
+    frame = b"\x1b[2J\x1b[30000;30000Hx\x1b[?2026l"
+    body = b"\x1b[?1049h\xe2\x96\xa3  hi\n" + frame * 80
+    path.write_bytes(body[:2400])
+    return ["messages", str(path), "--agent", "terminal"]
+
+
+def terminal_script_geometry(root: Path, scale: float = 1.0) -> list[str]:
+    """A 1.8 KB ``script`` capture whose header announces 20,000 x 20,000 (112 s before)."""
+    path = root / "geometry.typescript"
+    header = b'Script started on 2025-01-01 [COMMAND="opencode" COLUMNS="20000" LINES="20000"]\n'
+    body = header + b"\x1b[?1049h\xe2\x96\xa3  hi\n" + b"\x1b[2Jx\x1b[?2026l" * 120
+    path.write_bytes(body[:1800])
+    return ["messages", str(path), "--agent", "terminal"]
+
+
 CASES: dict[str, Callable[[Path, float], list[str]]] = {
     "inspect-deep-100k": inspect_deep,
     "eval-zip-bomb": eval_zip_bomb,
@@ -190,6 +208,8 @@ CASES: dict[str, Callable[[Path, float], list[str]]] = {
     "claude-deep-json": claude_deep_json,
     "million-bad-lines": bad_lines,
     "dev-zero": dev_zero,
+    "terminal-cursor-30000": terminal_cursor_bomb,
+    "terminal-script-20000": terminal_script_geometry,
 }
 #: Scale that grows each sized case to the size issue 14 reported.
 FULL_SCALE = {

@@ -76,6 +76,8 @@ EXPECTED = {
     "huge-user-message": "",
     "million-bad-lines": "more warnings not shown",
     "dev-zero": "not a regular file",
+    "terminal-cursor-30000": "",
+    "terminal-script-20000": "",
 }
 
 

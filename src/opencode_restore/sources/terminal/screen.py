@@ -43,6 +43,17 @@ _MIN_MATCH = 3
 #: Bytes fed between scrollback checks of an inline stream (line-number precision).
 _INLINE_STEP = 4096
 _CURSOR_UP = re.compile(rb"\x1b\[\d*A")
+#: Largest screen replayed: the size comes from the log (a ``script`` header, cursor
+#: moves), and a 2 KB capture announcing 30,000 x 30,000 cost minutes of CPU. Real
+#: terminals, even on a wide monitor with a small font, stay well inside.
+MAX_COLUMNS = 1000
+MAX_LINES = 500
+#: Frame work (cells rendered, rows compared) allowed per byte fed, beyond a first
+#: allowance: real frames cost far less, but a few bytes (erase, end of frame) can make a
+#: big screen render again, so frames that come faster than their bytes pay for them are
+#: merged into the next one (the rows' final text is the same).
+WORK_PER_BYTE = 256
+_FIRST_ALLOWANCE = 4_000_000
 
 
 def is_inline_redraw(head: bytes) -> bool:
@@ -59,7 +70,7 @@ def screen_size(head: bytes) -> tuple[int, int]:
     """``(columns, lines)`` from a ``script`` header, else from the cursor moves seen."""
     m = _SIZE_HEADER.search(head)
     if m is not None:
-        return int(m.group(1)), int(m.group(2))
+        return _capped(int(m.group(1)), int(m.group(2)))
     rows, cols = 24, 80
     for cup in _CUP.finditer(head):
         rows = max(rows, int(cup.group(1)))
@@ -71,7 +82,11 @@ def screen_size(head: bytes) -> tuple[int, int]:
         cols = max(cols, int(cha.group(1)) + 1)
     for cuu in _CUU.finditer(head):
         rows = max(rows, int(cuu.group(1)) + 1)
-    return cols, rows
+    return _capped(cols, rows)
+
+
+def _capped(cols: int, lines: int) -> tuple[int, int]:
+    return max(1, min(cols, MAX_COLUMNS)), max(1, min(lines, MAX_LINES))
 
 
 def viewport(rows: list[str], patterns: TerminalPatterns) -> list[str]:
@@ -186,12 +201,12 @@ class ScreenRows:
         return self.rows
 
     def _render(self, line: Any, columns: int) -> str:
-        """One row as ``pyte.Screen.display`` renders it: the stub after a wide
-        character is skipped."""
+        """One row as ``pyte.Screen.display`` renders it, less its trailing blanks: the
+        stub after a wide character is skipped."""
         wcwidth = self._wcwidth
         out: list[str] = []
         wide = False
-        for x in range(columns):
+        for x in range(_width(line, columns)):
             if wide:
                 wide = False
                 continue
@@ -199,6 +214,15 @@ class ScreenRows:
             wide = not data.isascii() and wcwidth(data[0]) == 2
             out.append(data)
         return "".join(out)
+
+
+def _width(line: Any, columns: int) -> int:
+    """The cells of a pyte row worth rendering: up to the last one ever written.
+
+    A row keeps only the cells written to it (the others are blank), so a row the cursor
+    merely crossed costs nothing, however wide the screen.
+    """
+    return min(columns, max(line) + 1) if line else 0
 
 
 def iter_screen_lines(fh: BinaryIO, patterns: TerminalPatterns) -> Iterator[tuple[int, str]]:
@@ -214,6 +238,7 @@ def iter_screen_lines(fh: BinaryIO, patterns: TerminalPatterns) -> Iterator[tupl
     newlines = 0
     since_frame = 0
     alt = False
+    allowance = _FIRST_ALLOWANCE
     chunk = head
     while chunk:
         pos = 0
@@ -224,12 +249,16 @@ def iter_screen_lines(fh: BinaryIO, patterns: TerminalPatterns) -> Iterator[tupl
             stream.feed(piece)
             newlines += piece.count(b"\n")
             since_frame += len(piece)
+            allowance += (end - pos) * WORK_PER_BYTE
             pos = end
             event = b"" if m is None else m.group()
-            if alt and (event in (_FRAME_END, _ALT_OFF) or since_frame >= FRAME_BYTES):
+            due = event in (_FRAME_END, _ALT_OFF) or since_frame >= FRAME_BYTES
+            # Leaving the alternate screen always takes its last frame.
+            if alt and due and (allowance > 0 or event == _ALT_OFF):
                 # A frame ends; leaving the alternate screen makes its last frame final
                 # (the main screen drawn afterwards, exit banners, is not the session).
                 since_frame = 0
+                allowance -= len(screen.dirty) * cols + len(stitcher.rows) * lines
                 yield from _frame(display(), stitcher, patterns, newlines + 1)
             if event:
                 stream.feed(event)
@@ -274,7 +303,8 @@ def iter_inline_lines(fh: BinaryIO) -> Iterator[tuple[int, str]]:
             top = screen.history.top
             while top:
                 row = top.popleft()
-                yield newlines + 1, "".join(row[x].data for x in range(cols)).rstrip()
+                width = _width(row, cols)
+                yield newlines + 1, "".join(row[x].data for x in range(width)).rstrip()
         chunk = fh.read(_CHUNK)
     for row in screen.display:
         yield newlines + 1, row.rstrip()
