@@ -4,8 +4,8 @@ A model chooses the paths and patterns these tools see, so both are treated as h
 
 * `Workspace.choose` never lets the log pick the root: an explicit ``--workspace`` wins,
   the recorded cwd is used only with ``--workspace auto`` or when the command runs in it
-  (or above it), and ``/``, system folders, home folders themselves and credential stores
-  are never roots.
+  (or above it), and ``/``, system folders, home folders themselves, their settings and
+  data folders (``~/.config``, ``~/.local/share``) and credential stores are never roots.
 * `Workspace.read_text` resolves a path (symlinks and ``..`` included) and refuses it
   unless it stays under the workspace root, then opens the resolved path again one
   component at a time from a descriptor of the root (``openat`` with ``O_NOFOLLOW``): a
@@ -13,7 +13,9 @@ A model chooses the paths and patterns these tools see, so both are treated as h
   of escaping. Only regular files under the size cap, with a single link (a hard link may
   be the other name of a file outside), are read; a FIFO is never opened for reading
   (``O_NONBLOCK``, type checked before the read). Files with a NUL byte in their first
-  8 KB count as binary and are refused. Every `OSError` becomes a refusal.
+  8 KB count as binary and are refused. Every `OSError` becomes a refusal. Credential
+  stores are refused by name anywhere on the real path and by what a file holds
+  (`credentials`), so nothing that reads workspace files through here returns one.
 * `Matcher` bounds a search: pattern length, repetition counts (compiling
   ``(?:x{60000}){60000}`` would exhaust memory), and one deadline for the whole search,
   enforced inside the `regex` engine by its ``timeout`` (catastrophic backtracking such as
@@ -32,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 import regex
+
+from .credentials import credential_signature, is_credential_path
 
 MAX_FILE_BYTES = 1_000_000
 BINARY_SNIFF_BYTES = 8192
@@ -58,24 +62,17 @@ SYSTEM_FOLDERS = frozenset(
     )
 )  # fmt: skip
 HOME_PARENTS = frozenset({Path("/home"), Path("/Users")})
-# Credential stores are never evidence, even inside a workspace (say, a session run in ~):
-# a path component with one of these names, or one of these parent/child pairs.
-SECRET_NAMES = frozenset(
-    {
-        ".ssh", ".gnupg", ".aws", ".azure", ".docker", ".kube", ".netrc", ".pgpass",
-        ".git-credentials", ".npmrc", ".pypirc", ".gem", ".vault-token", ".password-store",
-        ".terraformrc", ".histfile", ".zhistory", "Keychains", ".boto", ".s3cfg",
-    }
+# Folders of a home folder that hold applications' data: no root is in them.
+HOME_DATA_TREES = (
+    ".local/share", ".local/state", ".cache", "Library/Application Support",
+    "Library/Keychains", "AppData",
 )  # fmt: skip
-SECRET_PAIRS = frozenset(
-    {
-        (".config", "gh"), (".config", "gcloud"), (".config", "hub"), (".config", "op"),
-        (".config", "doctl"), (".config", "rclone"), (".config", "containers"),
-        (".config", "git"), (".cargo", "credentials"), (".cargo", "credentials.toml"),
-        (".terraform.d", "credentials.tfrc.json"), ("share", "keyrings"),
-    }
-)  # fmt: skip
-SECRET_SUFFIXES = ("_history", ".keychain", ".keychain-db")
+# Folders of a home folder that hold settings: never a root themselves (a project may sit
+# below one, as ``~/.config/nvim`` does), nor is any hidden folder directly in the home.
+HOME_SETTINGS_FOLDERS = (".local", ".local/lib", "Library", "Library/Preferences")
+# Environment variables naming such folders elsewhere (trees, then settings folders).
+DATA_TREE_VARS = ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
+SETTINGS_FOLDER_VARS = ("XDG_CONFIG_HOME",)
 _COUNT = regex.compile(r"(?<!\\)\{(\d*)(?:,(\d*))?\}")
 
 
@@ -91,20 +88,6 @@ def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def is_credential_path(parts: Iterable[str]) -> bool:
-    """True when a path (as its components) names or enters a credential store."""
-    previous = ""
-    for name in parts:
-        if (
-            name in SECRET_NAMES
-            or name.endswith(SECRET_SUFFIXES)
-            or (previous, name) in SECRET_PAIRS
-        ):
-            return True
-        previous = name
-    return False
-
-
 def _runs_in(session_cwd: str, here: str | None) -> bool:
     """True when ``session_cwd`` is ``here`` (default: this process's cwd) or below it."""
     try:
@@ -114,20 +97,54 @@ def _runs_in(session_cwd: str, here: str | None) -> bool:
         return False
 
 
+def _home() -> Path | None:
+    try:
+        return Path(os.path.realpath(Path.home()))
+    except (OSError, RuntimeError, KeyError):
+        return None
+
+
+def _env_folders(names: tuple[str, ...]) -> list[Path]:
+    found = []
+    for name in names:
+        value = os.environ.get(name)
+        if value and os.path.isabs(value):
+            found.append(Path(os.path.realpath(value)))
+    return found
+
+
+def _settings_or_data_folder(root: Path, home: Path | None) -> bool:
+    """True when ``root`` is an application's settings or data folder (see the constants)."""
+    trees = _env_folders(DATA_TREE_VARS)
+    folders = _env_folders(SETTINGS_FOLDER_VARS)
+    if home is not None:
+        if root.parent == home and root.name.startswith("."):
+            return True
+        trees += [home / p for p in HOME_DATA_TREES]
+        folders += [home / p for p in HOME_SETTINGS_FOLDERS]
+    return root.name == ".config" or root in folders or any(_inside(root, t) for t in trees)
+
+
 def root_refusal(root: Path) -> str | None:
-    """Why the real path ``root`` may not be a workspace root, or None when it may."""
+    """Why the real path ``root`` may not be a workspace root, or None when it may.
+
+    Besides system folders: a home folder, anything in a credential store, a settings
+    folder (every hidden folder directly in the home folder, any ``.config``) and
+    anything in a data folder (``~/.local/share``, ``~/.cache``, the XDG ones). A restore
+    run from the home folder (cron, systemd) would otherwise take a session's cwd of
+    ``~/.config`` as its root.
+    """
     if root == Path(root.anchor):
         return "the filesystem root"
     if root in SYSTEM_FOLDERS or any(_inside(root, p) for p in SYSTEM_TREES):
         return "a system folder"
-    try:
-        home = Path(os.path.realpath(Path.home()))
-    except (OSError, RuntimeError, KeyError):
-        home = None
+    home = _home()
     if root == home or root.parent in HOME_PARENTS:
         return "a home folder (it holds shell histories and credentials)"
     if is_credential_path(root.parts):
         return "a credential store"
+    if _settings_or_data_folder(root, home):
+        return "a settings or data folder of the home folder (it holds credentials)"
     return None
 
 
@@ -256,12 +273,15 @@ class Workspace:
 
     ``recorded_cwd`` is the session's working directory as logged: absolute paths under
     it are rebased onto ``root`` when the workspace stands in for it (``--workspace``).
+    ``refused`` is True when a root was found but refused (a home, settings or system
+    folder): the restore warns about it, where a missing workspace is no news.
     """
 
     root: Path | None
     why_none: str = ""
     recorded_cwd: str | None = None
     max_bytes: int = MAX_FILE_BYTES
+    refused: bool = False
 
     @classmethod
     def choose(
@@ -303,7 +323,8 @@ class Workspace:
         except OSError as exc:
             return cls(None, f"no workspace: {candidate} ({origin}): {exc.strerror}", session_cwd)
         if (why := root_refusal(root)) is not None:
-            return cls(None, f"no workspace: refusing {root} ({origin}) as a workspace root: {why}")
+            message = f"no workspace: refusing {root} ({origin}) as a workspace root: {why}"
+            return cls(None, message, session_cwd, refused=True)
         return cls(root, "", session_cwd)
 
     def resolve(self, path: str) -> Path:
@@ -322,11 +343,14 @@ class Workspace:
             real = Path(os.path.realpath(candidate))
         except (OSError, ValueError) as exc:
             raise Refused(f"not resolvable ({exc})") from None
+        lexical = Path(os.path.normpath(candidate))
         if not _inside(real, self.root):
-            lexical = Path(os.path.normpath(candidate))
             why = "a symlink that points" if _inside(lexical, self.root) else "a path"
             raise Refused(f"{why} outside the workspace ({self.root}); not read")
-        if is_credential_path(real.relative_to(self.root).parts):
+        # The whole path, not only the part below the root: a root of ``/backup/.config``
+        # must not make ``gh/hosts.yml`` look like any file. The path as named counts too
+        # (a link ``.ssh`` to a folder of keys).
+        if is_credential_path(real.parts) or is_credential_path(lexical.parts):
             raise Refused("a credentials file or directory; not read")
         return real
 
@@ -371,7 +395,10 @@ class Workspace:
             raise Refused(f"grew past the {self.max_bytes}-byte limit while reading")
         if b"\x00" in data[:BINARY_SNIFF_BYTES]:
             raise Refused("a binary file (NUL byte in the first 8 KB); not shown")
-        return real, data.decode("utf-8", errors="replace")
+        text = data.decode("utf-8", errors="replace")
+        if (kind := credential_signature(text)) is not None:
+            raise Refused(f"holds credentials ({kind}); not read")
+        return real, text
 
 
 class SearchTimeout(Exception):

@@ -125,6 +125,9 @@ async def gather_evidence(
     if options.max_searches < 1:
         return run
     workspace = Workspace.choose(ctx.session.cwd, options.workspace)
+    if workspace.refused:
+        # A refused root (a home or settings folder) is the user's to know: said once.
+        _warn(run, workspace.why_none)
     tools = EvidenceTools(ctx.session, turns, state, ctx.numbering, workspace, ctx.redact)
     loop = _Loop(ctx, tools, options, run, turns, state)
     try:
