@@ -9,7 +9,9 @@ which `remove_stale_temporaries` deletes once that process is gone.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -59,14 +61,51 @@ def backup_path(path: Path) -> Path:
     return candidate
 
 
-def write_output(path: Path, text: str | Iterable[str]) -> None:
+def output_refusal(path: Path, inputs: Iterable[str | os.PathLike[str]] = ()) -> str | None:
+    """Why ``path`` may not be a command's output file, or None when it may.
+
+    A FIFO is refused (opening it waits for a reader: ``-o`` onto one hung), as are
+    devices other than ``/dev/null`` and sockets, and any of ``inputs``, however named
+    (a symlink or hard link to the log would replace the log being restored).
+    """
+    try:
+        target = os.stat(path)
+    except OSError:
+        return None  # a new file (or one the write will report)
+    if stat.S_ISFIFO(target.st_mode):
+        return "is a FIFO (named pipe); writing would wait for a reader; give a file, or -"
+    if stat.S_ISSOCK(target.st_mode):
+        return "is a socket; give a file, or - for standard output"
+    if stat.S_ISCHR(target.st_mode) or stat.S_ISBLK(target.st_mode):
+        if _same_file(target, os.devnull):
+            return None
+        return "is a device; give a file, or - for standard output"
+    if any(_same_file(target, source) for source in inputs):
+        return "is one of the input files; writing would replace it; give another file"
+    return None
+
+
+def _same_file(st: os.stat_result, other: str | os.PathLike[str]) -> bool:
+    try:
+        there = os.stat(other)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == (there.st_dev, there.st_ino)
+
+
+def write_output(
+    path: Path, text: str | Iterable[str], inputs: Iterable[str | os.PathLike[str]] = ()
+) -> None:
     """Write a command's output file: atomically when it is (or will be) a regular file.
 
-    A full disk leaves the previous file, not a truncated one. A FIFO or device the user
-    named (``-o /dev/stdout``) cannot be renamed over, so it is written directly. The text
+    A full disk leaves the previous file, not a truncated one. ``/dev/null`` cannot be
+    renamed over, so it is written directly; a target `output_refusal` refuses (a FIFO,
+    another device, one of ``inputs``) raises `OSError` naming it. The text
     (or its pieces, in order) is encoded a megabyte at a time: a long session's JSON
     restoration (10 MB at bench/scale.py's 200 MB log) is not held a second time as bytes.
     """
+    if (why := output_refusal(path, inputs)) is not None:
+        raise OSError(errno.EINVAL, why, str(path))
     pieces = [text] if isinstance(text, str) else text
     if path.exists() and not path.is_file():
         with path.open("w", encoding="utf-8") as fh:

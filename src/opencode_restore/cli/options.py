@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from ..atomic import output_refusal
 from ..since import Since, SinceError, parse_since
 from ..sources import reader_names
 
@@ -42,10 +45,18 @@ def _check_output(ctx: click.Context, param: click.Parameter, value: Path | None
         return value
     if value.is_dir():
         raise click.BadParameter(f"{value} is a directory; give a file name")
+    if (why := output_refusal(value)) is not None:
+        raise click.BadParameter(f"{value} {why}")
     parent = value.parent
     if not parent.is_dir():
         raise click.BadParameter(f"{parent} does not exist; create it first")
     return value
+
+
+def refuse_input_as_output(output: Path | None, *inputs: str | os.PathLike[str]) -> None:
+    """Raise `OSError` (one line from ``friendly_errors``) when ``output`` is refused."""
+    if output is not None and (why := output_refusal(output, inputs)) is not None:
+        raise OSError(errno.EINVAL, why, str(output))
 
 
 def output_option(help_text: str = "Write here.", *, required: bool = False) -> Callable[[F], F]:

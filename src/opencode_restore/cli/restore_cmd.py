@@ -32,7 +32,7 @@ from ..report.usage_note import usage_note
 from ..sources import open_session
 from ..tree import select_branch
 from .exits import friendly_errors
-from .options import output_option, provider_options
+from .options import output_option, provider_options, refuse_input_as_output
 from .targets import input_options
 
 
@@ -127,6 +127,8 @@ def run_restore(
     lean = fmt != "html" and leaf is None and label is None
     hold_thresholds()
     session = select_branch(open_session(paths, sink, agent, session_id, hollow=lean), leaf, label)
+    # Before any model call: -o naming the log itself (or a link to it) would replace it.
+    refuse_input_as_output(output, *session.files)
     # Another branch is another restore: it must not overwrite the main line's journal.
     key = f"{session.id}@{label or leaf}" if leaf is not None or label is not None else None
     store = journal_store(config)
@@ -199,7 +201,7 @@ def run_restore(
     else:
         text = render_restoration(restoration, fmt, dump_turns, references)
     if output is not None:
-        write_output(output, text)
+        write_output(output, text, session.files)
     elif isinstance(text, str):
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     else:

@@ -13,7 +13,14 @@ from ..errors import UsageError
 from ..sources import get_reader, open_session, resolve
 from ..sources.base import TreeReader
 from .exits import friendly_errors
-from .options import agent_option, merge_option, output_option, paths_argument, session_option
+from .options import (
+    agent_option,
+    merge_option,
+    output_option,
+    paths_argument,
+    refuse_input_as_output,
+    session_option,
+)
 from .targets import input_options
 
 leaf_option = click.option(
@@ -37,6 +44,7 @@ def migrate(file: Path, output: Path | None, in_place: bool, force: bool, quiet:
     Writes FILE's migrated copy (default <stem>.v3.jsonl beside it); with --in-place,
     rewrites FILE after copying it to FILE.bak. A current file is left alone.
     """
+    refuse_input_as_output(output, file)
     pi = get_reader("pi")
     assert isinstance(pi, TreeReader)
     result = pi.migrate_file(file, output, in_place=in_place, force=force, sink=command_sink(quiet))
@@ -61,6 +69,7 @@ def export_branch(file: Path, leaf: str, output: Path, agent: str | None, force:
     """Write the path from the root to entry --leaf of FILE as a new session file."""
     from ..tree.export import export_branch as run
 
+    refuse_input_as_output(output, file)
     reader = resolve([file], agent)
     written = run(file, reader.name, leaf, output, force=force)
     click.echo(f"{output}: {written} entries on the path to {leaf}")
@@ -99,7 +108,7 @@ def report(
     if output is None:
         sys.stdout.write(page)
         return
-    write_output(output, page)
+    write_output(output, page, session.files)
     if not quiet:
         click.echo(
             f"{output}: {len(tree)} entries, {len(tree.branch_points())} branch points", err=True
