@@ -79,11 +79,17 @@ class Manifest:
         with self._lock:
             if self._fd is None:
                 self._fd = self._open()
-            # One write on an O_APPEND descriptor: lines of other writers never interleave.
-            written = os.write(self._fd, line)
-            if written != len(line):  # pragma: no cover - regular files write whole buffers
-                raise OSError(f"{self.path}: short write ({written} of {len(line)} bytes)")
-            os.fsync(self._fd)
+            try:
+                # One write on an O_APPEND descriptor: other writers' lines never interleave.
+                written = os.write(self._fd, line)
+                if written != len(line):  # pragma: no cover - regular files write whole
+                    raise OSError(f"{self.path}: short write ({written} of {len(line)} bytes)")
+                os.fsync(self._fd)
+            except OSError as exc:
+                if exc.filename is None and exc.errno is not None:
+                    # os.write names no file: say which one (a full disk).
+                    raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
+                raise
             self.latest[record["key"]] = record
 
     def _open(self) -> int:

@@ -183,6 +183,11 @@ class BatchJob:
                 with receive:
                     for _ in range(workers):
                         tg.start_soon(worker, receive.clone())
+        except BaseExceptionGroup as group:
+            # A full disk fails every worker's manifest write at once: the batch ends with
+            # the first one, which names its file (one line from the CLI), not the group's
+            # traceback. Any other failure stays a group, as it is a bug.
+            raise _only_os_error(group) from None
         finally:
             self.manifest.close()
             if self.mirror is not None:
@@ -293,3 +298,14 @@ class BatchJob:
         self.manifest.append(record)
         if self.mirror is not None:
             self.mirror.append(record)
+
+
+def _only_os_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first `OSError` of ``group`` when it holds nothing else, else ``group`` itself."""
+    matched, rest = group.split(OSError)
+    if matched is None or rest is not None:
+        return group
+    leaf: BaseException = matched
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = leaf.exceptions[0]
+    return leaf
