@@ -223,7 +223,9 @@ def test_cli_opencode_plugin_round_trip(tmp_path: Path, monkeypatch: pytest.Monk
     text = plugin.read_text()
     assert '"experimental.session.compacting"' in text
     assert "const COMMAND: string[] = [" in text
-    assert "opencode-restore" in text.split("const COMMAND", 1)[1].splitlines()[0]
+    # The installed script when it is on PATH, else this Python with -m (PATH decides).
+    command = text.split("const COMMAND", 1)[1].splitlines()[0]
+    assert "opencode-restore" in command or '"-m", "opencode_restore"' in command
     assert "unchanged" in runner.invoke(cli, ["install", "opencode", "--project"]).output
     dry = runner.invoke(cli, ["uninstall", "opencode", "--project", "--dry-run"])
     assert "+++ /dev/null" in dry.output
