@@ -22,12 +22,14 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import json
 import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from .model import Message, Session
+from ..model import Message, Session
+from .gitleaks import rule_set
 
 _KEY_CHAR = "[A-Za-z0-9_-]"
 _E = rf"(?!{_KEY_CHAR})"  # end of a token
@@ -399,6 +401,8 @@ class Redactor:
         # so its replacer is made when first needed (`redact()` makes a Redactor per text).
         self._value_replacers = {k: functools.partial(self._replace_value, k) for k in _CONTEXT}
         self._token_replacers: dict[str, Callable[[re.Match[str]], str]] = {}
+        # The secrets found while a decoded view is redacted (see `_redact_escaped`).
+        self._recording: list[tuple[str, str]] | None = None
 
     @property
     def count(self) -> int:
@@ -413,6 +417,13 @@ class Redactor:
         place swapped half its text for equal copies (53 MB churned on a 200 MB log).
         """
         original = text
+        text = self._redact_plain(text)
+        if "\\" in text:
+            text = self._redact_escaped(text)
+        return original if text == original else text
+
+    def _redact_plain(self, text: str) -> str:
+        """One pass of every rule over ``text`` as it is."""
         for needle, patterns in _TOKEN_GROUPS:
             if needle is not None and needle not in text:
                 continue
@@ -435,7 +446,60 @@ class Redactor:
                 text = _sub_at(regex, text, sorted({start for start, _ in words}), replace)
             elif hinted_by is not None and any(text.startswith(hinted_by, end) for _, end in words):
                 text = regex.sub(replace, text)
-        return original if text == original else text
+        return self._gitleaks(text)
+
+    def _redact_escaped(self, text: str) -> str:
+        """``text`` with the secrets it holds JSON-encoded (once or twice, as a tool input
+        holding a JSON document, or a raw log line quoting one) redacted: the rules run
+        on the decoded view, and what they find is replaced where it sits encoded.
+
+        The escapes (``\\"`` before a value, ``\\n`` after it) hide the delimiters
+        most gitleaks rules need around a secret, so a key found in plain text leaked
+        there. Only the gitleaks rules run on the view: ours were written to read
+        escaped text (a value ends at ``\\"`` or ``\\n``), and running them twice
+        tripled the time of a text full of escapes (a raw log line).
+        """
+        view = _unescape(_unescape(text))
+        if view == text:
+            return text
+        found: list[tuple[str, str]] = []
+        self._recording = found
+        try:
+            self._gitleaks(view)
+        finally:
+            self._recording = None
+        for kind, secret in sorted(set(found), key=lambda f: -len(f[1])):
+            if len(secret) < 4:
+                continue  # too short to replace by value: it could be any word
+            label = f"[REDACTED:{kind}]"
+            for form in _encoded_forms(secret):
+                if form in text:  # where it stands whole, not inside a longer word
+                    bounded = rf"(?<![\w+/=-]){re.escape(form)}(?![\w+/=-])"
+                    text = re.sub(bounded, label, text)  # (no backslash in a label)
+        return text
+
+    def _gitleaks(self, text: str) -> str:
+        """``text`` with what the gitleaks rules find replaced (after our own rules,
+        whose labels and context handling come first): overlapping finds are merged."""
+        parts: list[str] = []
+        done = 0
+        label = ""
+        for found in sorted(rule_set().findings(text), key=lambda f: (f.start, -f.end)):
+            if found.start < done:  # overlaps the previous find: widen it
+                done = max(done, found.end)
+                continue
+            secret = text[found.start : found.end]
+            if _FILLER.search(secret):
+                continue
+            if label:
+                parts.append(label)
+            parts.append(text[done : found.start])
+            self._found(found.rule, secret)
+            label, done = f"[REDACTED:{found.rule}]", found.end
+        if not label:
+            return text
+        parts += (label, text[done:])
+        return "".join(parts)
 
     def _token_replacer(self, kind: str) -> Callable[[re.Match[str]], str]:
         replace = self._token_replacers.get(kind)
@@ -444,6 +508,8 @@ class Redactor:
         return replace
 
     def _found(self, kind: str, secret: str) -> None:
+        if self._recording is not None:
+            self._recording.append((kind, secret))
         # The same secret quoted inside JSON has `\n` for its line breaks: one secret.
         key = (kind, _LAYOUT.sub("", secret))
         if key not in self._seen:
@@ -473,6 +539,31 @@ class Redactor:
         self._found(label, value)
         closing = match.groupdict().get("q") or ""
         return f"{match.group('keep')}[REDACTED:{label}]{closing}"
+
+
+# JSON string escapes and what they stand for; `\u` escapes are left as they are (a
+# secret is ASCII). An escaped backslash is set aside first so that `\\n` stays a
+# backslash and an `n`.
+_ESCAPES = (("\\\\", "\ue000"), ('\\"', '"'), ("\\n", "\n"), ("\\r", "\r"), ("\\t", "\t"),
+            ("\\/", "/"), ("\ue000", "\\"))  # fmt: skip
+
+
+def _unescape(text: str) -> str:
+    """``text`` with one level of JSON string escapes decoded (a view, not a parse:
+    a backslash that starts no escape is kept). ``str.replace`` in turn: a regex with a
+    function per escape cost more than the rules on a raw log line."""
+    if "\\" not in text or "\ue000" in text:
+        return text
+    for escaped, plain in _ESCAPES:
+        text = text.replace(escaped, plain)
+    return text
+
+
+def _encoded_forms(secret: str) -> tuple[str, ...]:
+    """``secret`` as it is written inside a JSON string, and inside one nested in another."""
+    once = json.dumps(secret, ensure_ascii=False)[1:-1]
+    twice = json.dumps(once, ensure_ascii=False)[1:-1]
+    return tuple(dict.fromkeys((secret, once, twice)))
 
 
 def _secret_words(text: str) -> list[tuple[int, int]] | None:
