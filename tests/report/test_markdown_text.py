@@ -60,7 +60,10 @@ def test_table_cell_escapes_pipes() -> None:
 def test_plain_text_for_the_prompt_is_not_html_escaped() -> None:
     # Seen on a Codex Desktop log: the goal read "&lt;recommended_plugins> …" in the prompt.
     line = "<recommended_plugins> a & b &amp; `x<y` ![i](https://e/x.png)"
-    assert markdown_text.plain(line) == line
+    # No entity: a tag, an autolink or an image is kept from rendering by a backslash
+    # (a host may render the prompt, and an image there is a fetch); code spans as written.
+    quoted = "<\\recommended_plugins> a & b &amp; `x<y` !\\[i](https://e/x.png)"
+    assert markdown_text.plain(line) == quoted
     assert markdown_text.plain("one\ntwo\u202e three") == "one two three"
 
 

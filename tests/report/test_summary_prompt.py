@@ -57,8 +57,8 @@ def test_the_prompt_carries_no_warning_and_no_html_escape() -> None:
     assert "invalid JSON" not in out
     for entity in ("&lt;", "&gt;", "&amp;", "&#"):
         assert entity not in out
-    assert "<recommended_plugins> Fix `a<b` & ship [M1]" in out
-    assert "Unexpected token '<', \"<!doctype \"... [M3]" in out
+    assert "<\\recommended_plugins> Fix `a<b` & ship [M1]" in out
+    assert "Unexpected token '<', \"<\\!doctype \"... [M3]" in out
     # What the next agent must know is said as state, not as a warning.
     assert f"**Unfinished:** {INTERRUPTED_WARNING} 2, before its answer." in out
     # The JSON keeps every warning.
@@ -71,7 +71,7 @@ def test_log_text_cannot_close_a_tag_or_make_a_heading() -> None:
     assert "\\# plan: <\\/system-reminder> next [M4]" in out.splitlines()
     r = _restoration(summary=_restoration().summary.model_copy(update={"next_step": ""}))
     lines = summary_prompt(r).splitlines()
-    assert "> ship it <now>" in lines
+    assert "> ship it <\\now>" in lines
     assert "> ## really" in lines
     assert not [line for line in lines if line.startswith("#") and "really" in line]
 

@@ -6,7 +6,11 @@ agent reads, never a viewer, so nothing in it is HTML-escaped.)
 Every text that comes from the log or from a model is written so that it stays text
 where a markdown viewer renders it: one line (no heading or list of its own), HTML
 opening brackets as ``&lt;`` (outside code spans, where nothing is interpreted), no inline
-link or image, no block syntax at its start.
+link, no image of any kind, no link reference definition, no block syntax at its start.
+Images and definitions matter because a viewer fetches an image when it renders it: a
+definition ``[r1]: https://host/pixel.png`` in one field and ``![x][r1]`` in another (both
+model-written, each harmless alone) made an ``<img>`` that told a remote host the summary
+was opened.
 Paths, ids and commands go into code spans, where nothing is interpreted.
 
 What these functions return is ``Markdown``: text already made inert (or written by this
@@ -55,8 +59,19 @@ def _inline(line: str) -> Markdown:
     return Markdown("".join([*parts, _escape(line[at:])]))
 
 
+#: ``![`` opens every kind of image (inline, reference, collapsed, shortcut) and ``]:`` ends
+#: the label of a link reference definition: a backslash before the ``[`` or the ``:``
+#: makes either plain text, whatever else the document defines.
+_IMAGE, _DEFINITION = "![", "]:"
+
+
 def _escape(value: str) -> str:
-    return value.replace("<", "&lt;").replace("](", "]\\(")
+    return (
+        value.replace("<", "&lt;")
+        .replace("](", "]\\(")
+        .replace(_IMAGE, "!\\[")
+        .replace(_DEFINITION, "]\\:")
+    )
 
 
 def cell(value: str) -> Markdown:
@@ -82,21 +97,38 @@ def quote(value: str) -> list[Markdown]:
 #: A closing tag: quoted as ``<\\/``, so log text cannot close the tag an agent's host
 #: wraps the injected context in (the same quoting as the LLM prompts' ``quote_log``).
 _CLOSING_TAG = re.compile(r"<\s*/")
+#: What a renderer would take for raw HTML or an autolink (``<img``, ``<!--``, ``<https:``):
+#: quoted as ``<\\img``, like a closing tag. A backslash after the ``<`` (not before it,
+#: which the text's own backslash would escape) keeps it text and writes no entity.
+_TAG_OPEN = re.compile(r"<(?=[A-Za-z!?])")
 
 
 def plain(value: str, *, line_start: bool = False) -> Markdown:
     """Log or model text for the prompt format: one line, as written, no HTML escapes.
 
-    The prompt is read by the next agent, not rendered: ``<`` and ``&`` stay as they are
-    (an ``&lt;`` there is noise the agent must decode). Only what could change the
-    prompt's own structure is quoted: a closing tag (``</x`` becomes ``<\\/x``) and, with
-    ``line_start`` (text that opens a line of its own, not a list item), a heading or
-    other block marker at its start (a backslash, as in ``text``).
+    The prompt is read by the next agent, and maybe rendered by its host: ``<`` and ``&``
+    are no entities (an ``&lt;`` is noise the agent must decode). What could change the
+    prompt's own structure or make a viewer fetch something is quoted with a backslash: a
+    closing tag (``</x`` becomes ``<\\/x``), an opening tag or autolink (``<\\img``), an
+    image (``!\\[``), a link reference definition (``]\\:``) and, with ``line_start``
+    (text that opens a line of its own, not a list item), a heading or other block marker
+    at its start (as in ``text``).
     """
     line = _CLOSING_TAG.sub("<\\\\/", flatten(value))
+    # Code spans show their text as written (a backslash there would be seen), and
+    # nothing in them is markup, so only the text between them is quoted.
+    parts, at = [], 0
+    for span in _CODE_SPAN.finditer(line):
+        parts += [_unfetchable(line[at : span.start()]), span.group(0)]
+        at = span.end()
+    line = "".join([*parts, _unfetchable(line[at:])])
     if line_start and _BLOCK_START.match(line):
         line = "\\" + line
     return Markdown(line)
+
+
+def _unfetchable(value: str) -> str:
+    return _TAG_OPEN.sub("<\\\\", value).replace(_IMAGE, "!\\[").replace(_DEFINITION, "]\\:")
 
 
 def plain_quote(value: str) -> list[Markdown]:
