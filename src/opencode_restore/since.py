@@ -17,6 +17,8 @@ from .fields import parse_timestamp
 
 _SPAN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+#: The longest span: older than any log, far from where ``now - span`` would overflow.
+MAX_SPAN_SECONDS = 1000 * 366 * 86400
 EXPECTED = "an ISO 8601 time (e.g. 2026-02-11T10:30:00Z) or a span back from now (90m, 24h, 7d, 2w)"
 
 
@@ -58,7 +60,10 @@ def parse_since(text: str, name: str = "--since") -> Since:
     if match is not None:
         if float(match.group(1)) <= 0:
             raise SinceError(text, "a span must be positive (e.g. 24h)", name)
-        return Since(text, span=timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)]))
+        seconds = float(match.group(1)) * _UNITS[match.group(2)]
+        if seconds > MAX_SPAN_SECONDS:  # `9999999999999d` overflowed the date arithmetic
+            raise SinceError(text, "a span must be under 1000 years", name)
+        return Since(text, span=timedelta(seconds=seconds))
     at = parse_timestamp(text) if text.strip() else None
     if at is None:
         raise SinceError(text, f"expected {EXPECTED}", name)

@@ -8,11 +8,14 @@ live in ``routes/``, one router per resource, and share ``deps.py``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from .. import __version__
@@ -27,6 +30,30 @@ from .security import HostGuard, HostPolicy, load_or_create_token
 async def _internal_error(request: Request, exc: Exception) -> JSONResponse:
     """An unexpected exception: JSON like every other error (uvicorn still logs the trace)."""
     return JSONResponse({"detail": f"internal error ({type(exc).__name__})"}, status_code=500)
+
+
+#: Characters of a refused value quoted back in a 422 (the value may be megabytes).
+ECHO_CHARS = 200
+
+
+async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+    """422 for a request that does not validate, as FastAPI answers it, with every quoted
+    input made safe: ``{"max_turns": 1e400}`` parses to infinity, which no JSON response
+    can hold (FastAPI's own handler then failed with a 500), and a long value is clipped.
+    """
+    return JSONResponse({"detail": _echoable(jsonable_encoder(exc.errors()))}, status_code=422)
+
+
+def _echoable(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, str) and len(value) > ECHO_CHARS:
+        return value[:ECHO_CHARS] + "…"
+    if isinstance(value, list):
+        return [_echoable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _echoable(v) for k, v in value.items()}
+    return value
 
 
 @asynccontextmanager
@@ -72,6 +99,7 @@ def create_app(
     app.state.jobs = JobQueue(store, config.api.max_jobs, config.api.max_queued_jobs)
     app.add_middleware(HostGuard, policy=HostPolicy(allowed_hosts))
     app.add_exception_handler(Exception, _internal_error)
+    app.add_exception_handler(RequestValidationError, _invalid_request)  # type: ignore[arg-type]
 
     read_guard: list[Any] = [Depends(authorize)] if reads_need_token else []
     read_errors = UNAUTHORIZED if reads_need_token else {}

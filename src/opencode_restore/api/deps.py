@@ -10,7 +10,7 @@ import secrets
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import Depends, HTTPException, Request
+from fastapi import Depends, HTTPException, Path, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from ..config import Config
@@ -29,6 +29,23 @@ NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "Unknown sess
 #: Time parameters: an ISO 8601 time or a span back from now, as ``--since`` takes.
 TIME_OR_SPAN: dict[str, Any] = {"examples": ["2026-02-11T10:30:00Z", "24h"]}
 _JSON_MEDIA = "application/json"
+#: Bounds of every identifier and text parameter: far above any real value (a UUID, an
+#: opencode or Inspect sample id, an agent name, an ISO time), so anything longer is a 422
+#: before a lookup, not a 404 quoting kilobytes back.
+MAX_ID_CHARS = 512
+MAX_NAME_CHARS = 64
+MAX_TIME_CHARS = 64
+#: A session id in the path.
+SessionId = Annotated[
+    str, Path(min_length=1, max_length=MAX_ID_CHARS, description="A stored session's id")
+]
+#: A job id in the path.
+JobId = Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS, description="A job's id")]
+
+
+def time_query(description: str) -> Any:
+    """A time query parameter: an ISO 8601 time or a span back from now, bounded."""
+    return Query(description=description, max_length=MAX_TIME_CHARS, **TIME_OR_SPAN)
 
 
 def authorize(

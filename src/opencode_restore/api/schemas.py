@@ -123,12 +123,19 @@ class SummaryOut(BaseModel):
     errors: dict[str, Any] | None
 
 
+#: The most turns a restore may be asked to stop at: above any session's count, and an
+#: integer every layer below (SQLite, the journal) holds.
+MAX_TURNS = 1_000_000
+
+
 class RestoreRequest(BaseModel):
     """Options of a background restore (``{}`` for none); unknown keys are refused."""
 
     model_config = ConfigDict(extra="forbid")
 
-    max_turns: int | None = Field(default=None, ge=1, description="Summarize at most N turns")
+    max_turns: int | None = Field(
+        default=None, ge=1, le=MAX_TURNS, description="Summarize at most N turns"
+    )
 
     @field_validator("max_turns", mode="before")
     @classmethod

@@ -13,7 +13,7 @@ from ...diagnostics import WarningSink
 from ...errors import SourceError
 from ...report.messages import iter_json
 from ...store.fetch import session_messages
-from ..deps import TIME_OR_SPAN, StoreDep, query_time, session_or_404
+from ..deps import SessionId, StoreDep, query_time, session_or_404, time_query
 from ..schemas import MessagesOut
 
 #: Bytes gathered before a chunk of the messages body is sent.
@@ -46,11 +46,10 @@ def _chunks(parts: Iterator[bytes]) -> Iterator[bytes]:
     },
 )
 def get_messages(
-    session_id: str,
+    session_id: SessionId,
     store: StoreDep,
     since: Annotated[
-        str | None,
-        Query(description="Only messages after this time, or within this span", **TIME_OR_SPAN),
+        str | None, time_query("Only messages after this time, or within this span")
     ] = None,
     include_tools: bool = False,
     include_thinking: bool = False,

@@ -9,7 +9,9 @@ from ..deps import (
     NOT_FOUND,
     UNAUTHORIZED,
     ConfigDep,
+    JobId,
     JobsDep,
+    SessionId,
     StoreDep,
     authorize,
     json_content,
@@ -25,7 +27,7 @@ router = APIRouter(tags=["restorations"])
     "/sessions/{session_id}/summary",
     responses={404: {"description": "Unknown session, or never restored"}},
 )
-def get_summary(session_id: str, store: StoreDep) -> SummaryOut:
+def get_summary(session_id: SessionId, store: StoreDep) -> SummaryOut:
     """The latest restoration of the session."""
     session_or_404(store, session_id)
     r = store.latest_restoration(session_id)
@@ -60,7 +62,7 @@ def get_summary(session_id: str, store: StoreDep) -> SummaryOut:
     },
 )
 async def start_restore(
-    session_id: str,
+    session_id: SessionId,
     response: Response,
     options: RestoreRequest,
     store: StoreDep,
@@ -83,7 +85,7 @@ async def start_restore(
 
 
 @router.get("/jobs/{job_id}", responses={404: {"description": "Unknown job"}})
-def get_job(job_id: str, store: StoreDep) -> JobOut:
+def get_job(job_id: JobId, store: StoreDep) -> JobOut:
     """Where a background job stands (``queued``, ``running``, ``done``, ``failed``)."""
     run = store.run(job_id)
     if run is None:

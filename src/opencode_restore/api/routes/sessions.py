@@ -7,7 +7,15 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from ...store.db import iso_utc
-from ..deps import NOT_FOUND, TIME_OR_SPAN, StoreDep, query_time, session_or_404
+from ..deps import (
+    MAX_NAME_CHARS,
+    NOT_FOUND,
+    SessionId,
+    StoreDep,
+    query_time,
+    session_or_404,
+    time_query,
+)
 from ..schemas import SessionList, SessionOut
 
 router = APIRouter(tags=["sessions"])
@@ -16,13 +24,11 @@ router = APIRouter(tags=["sessions"])
 @router.get("/sessions")
 def list_sessions(
     store: StoreDep,
-    agent: Annotated[str | None, Query(description="Only this agent's sessions")] = None,
-    since: Annotated[
-        str | None, Query(description="Updated after this time, or in this span", **TIME_OR_SPAN)
+    agent: Annotated[
+        str | None, Query(description="Only this agent's sessions", max_length=MAX_NAME_CHARS)
     ] = None,
-    until: Annotated[
-        str | None, Query(description="Updated at or before this time, or span ago", **TIME_OR_SPAN)
-    ] = None,
+    since: Annotated[str | None, time_query("Updated after this time, or in this span")] = None,
+    until: Annotated[str | None, time_query("Updated at or before this time, or span ago")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
 ) -> SessionList:
@@ -41,6 +47,6 @@ def list_sessions(
 
 
 @router.get("/sessions/{session_id}", responses=NOT_FOUND)
-def get_session(session_id: str, store: StoreDep) -> SessionOut:
+def get_session(session_id: SessionId, store: StoreDep) -> SessionOut:
     """One session with its transcript chain, oldest file first."""
     return SessionOut.of(session_or_404(store, session_id), with_files=True)
