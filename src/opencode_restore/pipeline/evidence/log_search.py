@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import json
 import os
+import re
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -24,14 +25,25 @@ from pathlib import Path
 
 from ...model import Message, Session, Turn
 from ...timeline.numbering import Numbering
-from .sandbox import GrepResult, Matcher, Refused, clip_line, grep, open_regular
+from .sandbox import GrepResult, Matcher, Refused, Span, clip_line, grep, open_regular
 
 LINE_AGENTS = frozenset({"claude-code", "codex", "pi", "terminal"})
 MAX_LINE_BYTES = 1 << 20
 # Chunks of one raw line searched from its start; its last two chunks are searched too.
 HEAD_CHUNKS = 2
-# Characters around a match that are redacted together, so a secret is never split.
+# Characters each side of a match that a result may show of its line.
 _WINDOW = 1000
+# Characters each side of that window redacted with it: a secret block is redacted whole
+# before the window is cut from it, so a window never holds part of a private key whose
+# BEGIN line it left out (look-behind searches at growing offsets got 33 of a key's 49
+# lines that way). A PEM key is at most ~7 KB, even JSON-escaped; a body that starts
+# further back than this is masked as a key body (`mask_key_bodies`).
+_MARGIN = 8192
+#: A run of base64 as long as a PEM or OpenSSH body line (64 or 70 characters), and the
+#: lines after it (line breaks as written, or escaped in a JSON string).
+_KEY_BODY = re.compile(r"[A-Za-z0-9+/]{60,}={0,2}(?:(?:(?:\\r)?\\n|\r?\n)[A-Za-z0-9+/]+={0,2})*")
+#: What a redaction writes in place of a secret (`mask_key_bodies` writes the same).
+_REDACTED = re.compile(r"\[REDACTED:[A-Za-z0-9_.-]{1,60}\]")
 
 
 @dataclass(frozen=True)
@@ -83,6 +95,45 @@ class LogHits:
     text: str
     cited: list[str] = field(default_factory=list)
     incomplete: list[str] = field(default_factory=list)
+
+
+def mask_key_bodies(text: str) -> str:
+    """``text`` with every run of base64 key lines masked, for text cut from a longer one.
+
+    A window that starts inside a private key's body has no ``BEGIN`` line for the
+    redactor to recognise: its base64 lines are masked by their shape (a run of 60 or
+    more base64 characters with upper case, lower case and digits, so a hex hash is kept).
+    """
+    return _KEY_BODY.sub(_mask_body, text) if len(text) >= 60 else text
+
+
+def _mask_body(match: re.Match[str]) -> str:
+    run = match.group(0)
+    mixed = (
+        any(c.isupper() for c in run)
+        and any(c.islower() for c in run)
+        and any(c.isdigit() for c in run)
+    )
+    return "[REDACTED:key-body]" if mixed else run
+
+
+def _moved(before: str, after: str, at: int) -> int:
+    """Where offset ``at`` of ``before`` is in ``after``: ``before`` with secrets replaced by
+    ``[REDACTED:kind]``. An offset inside a secret moves to its replacement."""
+    src = dst = 0
+    for token in _REDACTED.finditer(after):
+        kept = token.start() - dst  # the text before the replacement is as it was
+        if at < src + kept:
+            return dst + at - src
+        src += kept
+        # The secret ends where the text after its replacement resumes.
+        following = _REDACTED.search(after, token.end())
+        tail = after[token.end() : following.start() if following else len(after)][:64]
+        resume = before.find(tail, src) if tail else len(before)
+        if resume < 0 or at < resume:
+            return token.start()
+        src, dst = resume, token.end()
+    return min(dst + at - src, len(after))
 
 
 def _decoded(chunk: bytes) -> str:
@@ -189,7 +240,7 @@ class LogSearch:
                 continue
             cut: list[int] = []
             lines = _raw_lines(fd, cut)
-            found = grep(lines, matcher, context, self.limits.max_hits - stop.hits, _window)
+            found = grep(lines, matcher, context, self.limits.max_hits - stop.hits, self._keep)
             _merge(stop, found)
             out.extend(self._format_raw(index, found, cited))
             if cut:
@@ -204,15 +255,22 @@ class LogSearch:
         text = "\n".join([head, *incomplete, *out, *notes])
         return LogHits(text, cited, incomplete)
 
-    def _show(self, text: str, span: tuple[int, int] | None) -> str:
-        """A redacted, clipped view of one line, centred on the match."""
-        text, span = _window(text, span)
-        red = self.redact(text)
-        if red != text and span is not None:
-            scale = len(red) / max(len(text), 1)
-            span = (int(span[0] * scale), int(span[1] * scale))
+    def _keep(self, text: str, span: Span | None) -> tuple[str, Span | None]:
+        """What a result may show of a line: redacted first (the window and ``_MARGIN``
+        each side of it, key bodies masked), then cut to the window around the match."""
+        lead = max(0, span[0] - _WINDOW - _MARGIN) if span is not None else 0
+        region = text[lead : lead + 2 * (_WINDOW + _MARGIN)]
+        if span is not None:
+            span = (span[0] - lead, span[1] - lead)
+        shown = mask_key_bodies(self.redact(region))
+        if span is not None and shown != region:
+            span = (_moved(region, shown, span[0]), _moved(region, shown, span[1]))
+        return _window(shown, span)
+
+    def _show(self, text: str, span: Span | None) -> str:
+        """A clipped view of one kept (already redacted) line, centred on the match."""
         width = self.limits.line_width if span is not None else self.limits.context_width
-        return clip_line(red, span, width)
+        return clip_line(text, span, width)
 
     def _format_raw(self, index: int, found: GrepResult, cited: list[str]) -> list[str]:
         name = self._names[index]
@@ -242,8 +300,13 @@ class LogSearch:
             if stop.timed_out or stop.hits >= self.limits.max_hits:
                 stop.hit_cap = stop.hit_cap or not stop.timed_out
                 break
-            numbered = _capped_lines(searchable_text(m))
-            found = grep(numbered, matcher, context, self.limits.max_hits - stop.hits, _window)
+            text = searchable_text(m)
+            if "PRIVATE KEY" in text or _KEY_BODY.search(text):
+                # A key over several lines is redacted whole before the message is cut
+                # into lines: its short last line has no shape a line alone is known by.
+                text = self.redact(text)
+            numbered = _capped_lines(text)
+            found = grep(numbered, matcher, context, self.limits.max_hits - stop.hits, self._keep)
             _merge(stop, found)
             label = self.numbering.label_for(m.id)
             who = f"[{label}]" if label else f"message {m.id}"
@@ -255,7 +318,7 @@ class LogSearch:
         return lines
 
 
-def _window(text: str, span: tuple[int, int] | None) -> tuple[str, tuple[int, int] | None]:
+def _window(text: str, span: Span | None) -> tuple[str, Span | None]:
     """The part of a line a result shows: ``_WINDOW`` characters each side of the match
     (the start of a context line), and the match's span in it."""
     if len(text) <= 2 * _WINDOW:
