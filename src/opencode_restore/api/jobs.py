@@ -16,14 +16,13 @@ from anyio import to_thread
 
 from ..config import Config
 from ..diagnostics import WarningSink
-from ..errors import SourceError
 from ..llm.registry import close_provider, get_provider
 from ..llm.settings import ProviderSettings
 from ..model import Session
 from ..pipeline.run import RestoreOptions, journal_store, restore_locked
 from ..report.summary import summary_markdown
 from ..sources import is_container, open_session
-from ..store.fetch import existing_files
+from ..store.fetch import existing_files, no_readable_file
 from ..store.store import RunRow, SessionRow, Store
 
 
@@ -35,7 +34,7 @@ def load_session(row: SessionRow) -> Session:
     """Read a stored session from the files of its chain that still exist."""
     files, _, _ = existing_files(row)
     if not files:
-        raise SourceError(row.id, "no transcript file of this session exists")
+        raise no_readable_file(row)
     # A container (an opencode database) holds many sessions: this one is named by id.
     session = row.id if is_container(row.agent) else None
     return open_session(files, WarningSink(), row.agent, session=session)

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import sys
 import time
 from typing import Any
@@ -51,17 +50,10 @@ from ..dirs import make_private_dirs
 from ..fields import non_empty
 from ..store.db import DB_NAME, connect, now_iso, record_transcript
 from ..store.paths import data_dir_str
+from ..store.transcript_paths import kind_refusal, place_refusal
 from ..titles import short_title
 
 LOG_NAME = "hook.log"
-#: How each agent's transcripts are named, and the environment variable naming its folder.
-_SUFFIXES = {
-    "claude-code": (".jsonl",),
-    "codex": (".jsonl",),
-    "gemini": (".json", ".jsonl"),
-    "pi": (".jsonl",),
-    "opencode": (".db", ".json", f"{os.sep}storage"),  # storage: opencode's older store tree
-}
 #: The first line read to check a JSONL transcript's start (a longer one is not parsed).
 _HEAD_BYTES = 1 << 20
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -200,10 +192,6 @@ def parse_payload(payload: Any, agent: str | None = None) -> HookEvent | None:
     )
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
 def _start_refusal(path: str, suffix: str) -> str | None:
     """Why the reader would not take the file's first bytes, or None when it would."""
     with open(path, "rb") as fh:
@@ -224,45 +212,18 @@ def _start_refusal(path: str, suffix: str) -> str | None:
     return None if isinstance(first, dict) else "its first line is not a JSON object"
 
 
-def _agent_folder(agent: str, env: dict[str, str]) -> str | None:
-    """The agent's own folder when its environment moves it out of the home folder."""
-    if agent == "claude-code":
-        return env.get("CLAUDE_CONFIG_DIR")
-    if agent == "codex":
-        return env.get("CODEX_HOME")
-    if agent == "opencode" and env.get("XDG_DATA_HOME"):
-        return os.path.join(env["XDG_DATA_HOME"], "opencode")
-    return None
-
-
 def transcript_refusal(path: str, agent: str, env: dict[str, str] | None = None) -> str | None:
     """Why a hook may not register ``path`` as ``agent``'s transcript; None when it may.
 
     A transcript that does not exist yet (SessionStart comes before the first write) is
     judged by its place and name alone.
     """
-    env = dict(os.environ) if env is None else env
-    real = os.path.realpath(path)
-    suffixes = _SUFFIXES.get(agent)
-    if suffixes is None:
-        return f"no transcript is registered for agent {agent!r}"
-    suffix = next((x for x in suffixes if real.endswith(x)), None)
-    if suffix is None:
-        return f"{agent} transcripts end in {' or '.join(suffixes)}"
-    roots = [env.get("HOME") or os.path.expanduser("~"), _agent_folder(agent, env)]
-    real_roots = [os.path.realpath(r) for r in roots if r]
-    if not any(_inside(real, r) for r in real_roots if r != os.sep):
-        return f"outside the home folder and {agent}'s own folder"
-    try:
-        info = os.stat(real)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        return f"cannot be checked ({exc.strerror})"
-    if suffix.endswith("storage"):
-        return None if stat.S_ISDIR(info.st_mode) else "not opencode's storage folder"
-    if not stat.S_ISREG(info.st_mode):
-        return "not a regular file"
+    why, real, suffix = place_refusal(path, agent, env)
+    if why is not None or suffix is None:
+        return why
+    why = kind_refusal(real, suffix)
+    if why is not None or suffix.endswith("storage") or not os.path.isfile(real):
+        return why
     try:
         return _start_refusal(real, suffix)
     except OSError as exc:

@@ -31,7 +31,8 @@ from ..errors import RestoreError
 from ..llm.registry import close_provider, get_provider
 from ..llm.settings import ProviderSettings
 from ..model import Message, Session
-from ..pipeline.evidence.log_search import Limits, LogSearch
+from ..pipeline.evidence.log_search import Limits, LogHits, LogSearch
+from ..pipeline.evidence.patterns import WORKER_GRACE, bounded, check_pattern
 from ..pipeline.evidence.sandbox import Matcher, Refused
 from ..pipeline.journal.store import JournalStore, SourceFile, file_change, journal_dir
 from ..pipeline.prompting.render import CHARS_PER_TOKEN
@@ -47,6 +48,7 @@ from ..store import open_store
 from ..store.inputs import resolve_inputs
 from ..store.lookup import cwd_variants
 from ..store.store import SessionRow, Store
+from ..store.transcript_paths import read_refusal
 from ..timeline.numbering import Numbering
 
 Format = Literal["prompt", "markdown", "json"]
@@ -325,9 +327,12 @@ class HistoryTools:
             row = store.session(rows[0].id) or rows[0]
         finally:
             store.close()
-        paths = [Path(f.path) for f in row.files]
+        # A hook-registered file is checked again now (a symlink re-pointed since).
+        paths = [
+            Path(f.path) for f in row.files if read_refusal(f.path, row.agent, f.source) is None
+        ]
         if not paths:
-            raise SessionNotFound(f"session {row.id} ({row.agent}) has no transcript file recorded")
+            raise SessionNotFound(f"session {row.id} ({row.agent}) has no readable transcript file")
         return paths, row.agent, row.id if row.agent in CONTAINER_AGENTS else None
 
     async def _restore(self, session: Session) -> Restoration:
@@ -480,12 +485,14 @@ class HistoryTools:
         """SEARCH_LOG over the session's raw log: hits as ``file:line [M#]: text``."""
         hits = _clamp(limit, DEFAULT_HITS, MAX_HITS, "limit")
         limits = Limits(max_hits=hits)
+        # Checked on its parse before anything is compiled (the same checks as the
+        # evidence tools'): compiling a repeat count is what took gigabytes.
         try:
-            matcher = Matcher(pattern, literal=literal, seconds=limits.search_seconds)
+            invalid = check_pattern(pattern, literal=literal)
         except Refused as exc:
             raise ToolFailure(f"pattern refused: {_one_line(exc)}") from exc
-        if matcher.note:  # an invalid regex: say so instead of searching for it as text
-            raise ToolFailure(f"bad regex: {matcher.note.split(';')[0]}")
+        if invalid is not None:  # say so instead of searching for it as text
+            raise ToolFailure(f"bad regex: invalid regex ({invalid})")
         opened = self._open(session, caller)
         numbering = await self._numbering(opened.session)
         search = LogSearch(
@@ -495,11 +502,20 @@ class HistoryTools:
             lambda text: redact(text)[0],
             limits,
         )
-        # The deadline runs from here, not from before the session was read.
-        matcher = Matcher(
-            pattern, literal=literal, seconds=limits.search_seconds, clock=limits.clock
-        )
-        found = search.search(matcher, context=2)
+
+        def run() -> LogHits:
+            # The deadline runs from here, not from before the session was read.
+            matcher = Matcher(
+                pattern, literal=literal, seconds=limits.search_seconds, clock=limits.clock
+            )
+            return search.search(matcher, context=2)
+
+        # In a worker with a memory cap and a deadline: a search that fails is this
+        # call's error, never the server's.
+        try:
+            found = bounded(run, limits.search_seconds + WORKER_GRACE)
+        except Refused as exc:
+            raise ToolFailure(f"search failed: {_one_line(exc)}") from exc
         text, cut = cut_to_tokens(found.text, DEFAULT_TOKENS)
         notes = list(found.incomplete)
         if cut:

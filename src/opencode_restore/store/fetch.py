@@ -1,6 +1,8 @@
 """A stored session's messages: its transcript chain, stitched oldest first, filtered.
 
-Only files registered in the session's chain are ever opened. A ``since`` request
+Only files registered in the session's chain are ever opened, and a file a hook
+registered only while it still resolves to a place a transcript may be
+(`transcript_paths.read_refusal`: a symlink re-pointed since is refused). A ``since`` request
 on a format with tail reads (a ``sources.base.TailReader``) seeks each file to its
 last checkpoint older than ``since``; every other request streams the reader's
 messages over the whole chain (of a container, the session named by the row's id).
@@ -22,6 +24,7 @@ from ..sources.base import Checkpoint, ContainerReader, Reader, TailReader
 from ..sources.ids import unique_ids
 from .checkpoints import tail_start, update_index
 from .store import SessionRow, Store
+from .transcript_paths import read_refusal
 
 
 @dataclass(slots=True)
@@ -34,18 +37,39 @@ class Fetch:
 
 
 def existing_files(row: SessionRow) -> tuple[list[Path], list[int], list[str]]:
-    """The chain files that exist, their positions in the chain, and the missing ones."""
+    """The chain files that exist and may be read, their positions in the chain, and the
+    others (missing, or hook-registered and refused now: see `refusals`)."""
     present: list[Path] = []
     positions: list[int] = []
     missing: list[str] = []
     for f in row.files:
         p = Path(f.path)
-        if p.is_file() or (p.is_dir() and is_container(row.agent)):
+        if read_refusal(f.path, row.agent, f.source) is not None:
+            missing.append(f.path)
+        elif p.is_file() or (p.is_dir() and is_container(row.agent)):
             present.append(p)
             positions.append(f.position)
         else:
             missing.append(f.path)
     return present, positions, missing
+
+
+def refusals(row: SessionRow) -> list[str]:
+    """``path: reason`` for each chain file that may not be read now."""
+    found = []
+    for f in row.files:
+        why = read_refusal(f.path, row.agent, f.source)
+        if why is not None:
+            found.append(f"{f.path}: {why}")
+    return found
+
+
+def no_readable_file(row: SessionRow) -> SourceError:
+    """The error for a session none of whose chain files can be read."""
+    refused = refusals(row)
+    if refused:
+        return SourceError(row.id, f"no transcript file of this session may be read ({refused[0]})")
+    return SourceError(row.id, "no transcript file of this session exists")
 
 
 def _reader(agent: str) -> Reader | None:
@@ -97,7 +121,7 @@ def session_messages(
     """
     files, positions, missing = existing_files(row)
     if not files:
-        raise SourceError(row.id, "no transcript file of this session exists")
+        raise no_readable_file(row)
     stream: Iterator[Message] | None = None
     mode = "full"
     reader = _reader(row.agent)

@@ -17,6 +17,7 @@ from ..diagnostics import WarningSink
 from ..errors import UsageError
 from .discovery import AGENTS, scan
 from .store import SessionRow, Store
+from .transcript_paths import read_refusal
 
 #: Formats whose one file holds many sessions: the session must be chosen inside it.
 CONTAINER_AGENTS = frozenset({"opencode", "inspect"})
@@ -89,11 +90,26 @@ def cwd_variants(cwd: str | os.PathLike[str]) -> list[str]:
     return sorted({given, os.path.realpath(given)})
 
 
-def _target(store: Store, row: SessionRow) -> Target:
+def _target(store: Store, row: SessionRow, sink: WarningSink | None = None) -> Target:
+    """The session's chain; a hook-registered file is checked again now (a symlink
+    re-pointed since registration is refused: `transcript_paths.read_refusal`)."""
     full = store.session(row.id) or row
-    paths = [Path(f.path) for f in full.files]
-    if not paths:
+    if not full.files:
         raise SessionNotFound(f"session {row.id} ({row.agent}) has no transcript file recorded")
+    paths: list[Path] = []
+    refused: list[str] = []
+    for f in full.files:
+        why = read_refusal(f.path, row.agent, f.source)
+        if why is None:
+            paths.append(Path(f.path))
+            continue
+        refused.append(f"{f.path}: {why}")
+        if sink is not None:
+            sink.warn(f.path, 0, f"registered by a hook, but {why}; not read")
+    if not paths:
+        raise SessionNotFound(
+            f"session {row.id} ({row.agent}): no transcript file may be read ({refused[0]})"
+        )
     return Target(row.id, row.agent, paths, container=row.agent in CONTAINER_AGENTS)
 
 
@@ -128,7 +144,7 @@ def find_session(
     if len(rows) > 1:
         shown = [store.session(r.id) or r for r in rows[:_SHOWN]] + rows[_SHOWN:]
         raise AmbiguousSession(f"session id prefix {ref!r}", shown)
-    return _target(store, rows[0])
+    return _target(store, rows[0], sink)
 
 
 def latest_session(
@@ -151,14 +167,14 @@ def latest_session(
         rows, _ = store.sessions(agent=agent, cwds=cwd_variants(cwd), limit=1)
         if not rows:
             raise SessionNotFound(f"no {agent or 'agent'} session recorded in {cwd}")
-        return _target(store, rows[0])
+        return _target(store, rows[0], sink)
     if here is not None:
         rows, _ = store.sessions(agent=agent, cwds=cwd_variants(here), limit=1)
         if rows:
-            return _target(store, rows[0])
+            return _target(store, rows[0], sink)
     rows, _ = store.sessions(agent=agent, limit=1)
     if not rows:
         raise SessionNotFound(
             f"no {agent or 'agent'} sessions found in the store or the default locations"
         )
-    return _target(store, rows[0])
+    return _target(store, rows[0], sink)
