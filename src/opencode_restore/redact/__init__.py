@@ -29,7 +29,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ..model import Message, Session
-from .gitleaks import rule_set
+from .gitleaks import GITLEAKS_COMMIT, rule_set
+
+#: The edition of what redaction removes: part of a saved journal's fingerprint
+#: (``pipeline.resume``), so that a journal redacted by an earlier edition, which may
+#: hold a secret this one finds, is not served again. Raise it with every rule change.
+REDACTION_EDITION = f"2 gitleaks {GITLEAKS_COMMIT[:12]}"
 
 _KEY_CHAR = "[A-Za-z0-9_-]"
 _E = rf"(?!{_KEY_CHAR})"  # end of a token
@@ -417,13 +422,13 @@ class Redactor:
         place swapped half its text for equal copies (53 MB churned on a 200 MB log).
         """
         original = text
-        text = self._redact_plain(text)
-        if "\\" in text:
-            text = self._redact_escaped(text)
+        text = self._redact_ours(text)
+        view = _unescape(_unescape(text))
+        text = self._gitleaks(text) if view == text else self._gitleaks_escaped(text, view)
         return original if text == original else text
 
-    def _redact_plain(self, text: str) -> str:
-        """One pass of every rule over ``text`` as it is."""
+    def _redact_ours(self, text: str) -> str:
+        """One pass of our own rules over ``text``: vendor tokens, then contexts."""
         for needle, patterns in _TOKEN_GROUPS:
             if needle is not None and needle not in text:
                 continue
@@ -446,22 +451,19 @@ class Redactor:
                 text = _sub_at(regex, text, sorted({start for start, _ in words}), replace)
             elif hinted_by is not None and any(text.startswith(hinted_by, end) for _, end in words):
                 text = regex.sub(replace, text)
-        return self._gitleaks(text)
+        return text
 
-    def _redact_escaped(self, text: str) -> str:
-        """``text`` with the secrets it holds JSON-encoded (once or twice, as a tool input
-        holding a JSON document, or a raw log line quoting one) redacted: the rules run
-        on the decoded view, and what they find is replaced where it sits encoded.
+    def _gitleaks_escaped(self, text: str, view: str) -> str:
+        """``text``, which holds JSON string escapes, with what the gitleaks rules find in
+        ``view`` (its escapes decoded, once and twice: a tool input holding a JSON
+        document, a raw log line quoting one) replaced where it sits encoded.
 
-        The escapes (``\\"`` before a value, ``\\n`` after it) hide the delimiters
-        most gitleaks rules need around a secret, so a key found in plain text leaked
-        there. Only the gitleaks rules run on the view: ours were written to read
-        escaped text (a value ends at ``\\"`` or ``\\n``), and running them twice
-        tripled the time of a text full of escapes (a raw log line).
+        The escapes (``\\"`` before a value, ``\\n`` after it) hide the delimiters most
+        gitleaks rules need around a secret, so a key found in plain text leaked there.
+        The rules run on the view alone (it holds all the text does), not on both: a
+        text full of escapes (a raw log line) would pay twice. Ours read escaped text
+        as written (a value ends at ``\\"`` or ``\\n``).
         """
-        view = _unescape(_unescape(text))
-        if view == text:
-            return text
         found: list[tuple[str, str]] = []
         self._recording = found
         try:
@@ -473,8 +475,8 @@ class Redactor:
                 continue  # too short to replace by value: it could be any word
             label = f"[REDACTED:{kind}]"
             for form in _encoded_forms(secret):
-                if form in text:  # where it stands whole, not inside a longer word
-                    bounded = rf"(?<![\w+/=-]){re.escape(form)}(?![\w+/=-])"
+                if form in text:  # where it stands whole (maybe after `\\n`), not in a word
+                    bounded = rf"(?:(?<![\w+/-])|(?<=\\[nrt])){re.escape(form)}(?![\w+/=-])"
                     text = re.sub(bounded, label, text)  # (no backslash in a label)
         return text
 
@@ -609,14 +611,42 @@ def redact(text: str) -> tuple[str, int]:
 
 
 def redact_value(value: Any, redact: Callable[[str], str]) -> Any:
-    """``value`` with every string in it redacted; dicts, lists and tuples are walked."""
+    """``value`` with every string in it redacted; dicts, lists and tuples are walked.
+
+    A string under a name (a tool input's ``{"DATADOG_APP_KEY": "..."}``) is redacted
+    with its name in view (see ``redact_field``): alone, the value of a rule that needs
+    the name (most keyword rules, ``*_KEY=``) was kept.
+    """
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, dict):
-        return {key: redact_value(item, redact) for key, item in value.items()}
+        return {
+            key: redact_field(key, item, redact)
+            if isinstance(item, str)
+            else redact_value(item, redact)
+            for key, item in value.items()
+        }
     if isinstance(value, list | tuple):
         return [redact_value(item, redact) for item in value]
     return value
+
+
+# A field name that reads as a variable name: only such names are put before the value.
+_FIELD_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
+
+
+def redact_field(name: Any, value: str, redact: Callable[[str], str]) -> str:
+    """``value``, the string a field ``name`` holds, redacted as the line ``name=value``.
+
+    Every rule that reads an assignment (``NAME=value``) or a name before a value (the
+    gitleaks keyword rules: ``datadog…=``) then sees the name; the value comes back
+    without it. A name that is no identifier (prose, a path) is left out.
+    """
+    if not value or not isinstance(name, str) or not _FIELD_NAME.match(name):
+        return redact(value)
+    head = f"{name}="
+    done = redact(head + value)
+    return done[len(head) :] if done.startswith(head) else redact(value)
 
 
 def redact_message(message: Message, redact: Callable[[str], str]) -> Message:
@@ -664,6 +694,8 @@ def redact_session(session: Session, redact: Callable[[str], str], *, cap: bool 
                 m.text = head_and_tail(m.text)
     if session.title:
         session.title = redact(session.title)
+    if session.cwd:  # (also redacted as it is read: see ``sources.open_session``)
+        session.cwd = redact(session.cwd)
     for span in session.timeline.root.walk():
         for event in span.events():
             if event.message is not None:

@@ -248,8 +248,9 @@ class RuleSet:
 
     rules: tuple[Rule, ...]
     keywords: re.Pattern[str]
-    #: For each keyword the scanner can report, the keywords it holds (``api-`` holds ``api``).
-    implied: dict[str, tuple[str, ...]]
+    #: For each keyword the scanner can report, the rules (their indexes) that any
+    #: keyword it holds gates (``api_org_`` holds ``api``: the scan reports the longest).
+    gated: dict[str, frozenset[int]]
     allows: tuple[_Allow, ...]
 
     def findings(self, text: str) -> Iterator[Finding]:
@@ -258,12 +259,11 @@ class RuleSet:
         # Offsets in ``lower`` are those of ``text`` unless a letter lower-cased to two
         # characters (``İ``); none shrinks, so equal lengths say none did.
         aligned = len(lower) == len(text)
-        present = {k for found in set(self.keywords.findall(lower)) for k in self.implied[found]}
-        if not present:
+        found = set(self.keywords.findall(lower))
+        if not found:
             return
-        for rule in self.rules:
-            if not present.intersection(rule.keywords):
-                continue
+        gated = frozenset().union(*(self.gated[k] for k in found))
+        for rule in map(self.rules.__getitem__, sorted(gated)):
             if rule.starts is not None and aligned:
                 matches: Iterable[re.Match[str]] = _matches_at(rule, text, lower)
             else:
@@ -330,12 +330,15 @@ def rule_set() -> RuleSet:
     config = tomllib.loads(CONFIG.read_text(encoding="utf-8"))
     rules = tuple(_rule(table) for table in config["rules"] if table.get("regex"))
     words = sorted({k for rule in rules for k in rule.keywords}, key=lambda k: (-len(k), k))
-    implied = {found: tuple(k for k in words if k in found) for found in words}
+    gated = {
+        found: frozenset(i for i, r in enumerate(rules) if any(k in found for k in r.keywords))
+        for found in words
+    }
     globals_ = config.get("allowlist", {})
     allow = _allow(globals_)
     return RuleSet(
         rules=rules,
         keywords=re.compile(_trie(words)),
-        implied=implied,
+        gated=gated,
         allows=(allow,) if allow is not None else (),
     )
