@@ -158,6 +158,10 @@ def open_session(
             _check_named(paths, result.id, session)
     if agent and not result.messages():
         _warn_forced(paths, reader, sink)
+    if result.cwd:  # a path, never needed whole to restore: a token in it is redacted always
+        from ..redact import redact  # (here: a command that reads no session skips its import)
+
+        result.cwd = redact(result.cwd)[0]
     return unique_ids(result)
 
 

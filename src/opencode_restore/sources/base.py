@@ -40,6 +40,14 @@ class Found:
     #: Known to a previous store scan unchanged, under this session id.
     registered_id: str | None = None
 
+    def __post_init__(self) -> None:
+        # The cwd goes to the store (session lists, the API) as found: redacted here,
+        # as ``open_session`` redacts a session's.
+        if self.cwd:
+            from ..redact import redact
+
+            self.cwd = redact(self.cwd)[0]
+
 
 class Reader(Protocol):
     """One log format. Readers only normalize; they never summarize.
