@@ -20,6 +20,7 @@ from typing import Any
 
 from ..facts import RULES_VERSION
 from ..model import Session, Turn
+from ..redact import REDACTION_EDITION
 from ..timeline.numbering import Numbering
 from .context import StageContext
 from .journal.data import Clock, Journal
@@ -41,6 +42,7 @@ def fingerprint(ctx: StageContext) -> str:
         f"rules {RULES_VERSION}",
         f"{ctx.provider.name}:{ctx.provider.model}",
         str(r.redact),
+        REDACTION_EDITION if r.redact else "",
         str(r.max_tool_output_chars),
         str(r.max_turn_chars),
         ctx.config.prompts.dir or "",
