@@ -279,7 +279,8 @@ class FakeLLMServer:
                     {"id": f"call_fake_{number}", "type": "function", "function": function}
                 )
             else:
-                text = auto_json(body) or "auto reply"
+                follows = self.profile.follows_prompt_schema
+                text = auto_json(body, follows_prompt_schema=follows) or "auto reply"
         elif text is None:
             schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema")
             text = json.dumps(minimal_instance(schema)) if schema else "auto reply"

@@ -44,7 +44,10 @@ class LocalServer:
     ``context_window`` is the window the server enforces (llama.cpp's ``n_ctx``,
     vLLM's ``max_model_len``, ollama's ``num_ctx``); ``trained_context`` is the model's
     own, which some servers report instead (llama.cpp's ``n_ctx_train``, ollama's
-    ``model_info``); ``model`` is the name the server lists.
+    ``model_info``); ``model`` is the name the server lists. ``follows_prompt_schema``
+    False is a model too small to follow a schema written in its prompt: without a
+    grammar (json_schema, or llama-cpp-python's json_object ``schema``) it echoes the
+    schema back, as SmolLM2-135M-Instruct did on llama-cpp-python 0.3.36.
     """
 
     name: ClassVar[str] = ""
@@ -57,10 +60,12 @@ class LocalServer:
         context_window: int = 4096,
         trained_context: int = 8192,
         model: str = "smollm2",
+        follows_prompt_schema: bool = True,
     ) -> None:
         self.context_window = context_window
         self.trained_context = trained_context
         self.model = model
+        self.follows_prompt_schema = follows_prompt_schema
 
     def refusal(self, body: dict[str, Any]) -> Reply | None:
         """The error the real server answers this Chat Completions body with, or None."""
@@ -611,19 +616,24 @@ def schema_in_prompt(messages: Any) -> dict[str, Any] | None:
     return best
 
 
-def auto_json(body: dict[str, Any]) -> str | None:
-    """The JSON text a well-behaved model answers this request with, or None for prose."""
+def auto_json(body: dict[str, Any], *, follows_prompt_schema: bool = True) -> str | None:
+    """The JSON text the model answers this request with, or None for prose.
+
+    A schema the server turns into a grammar is always followed; one only written in the
+    prompt is followed unless ``follows_prompt_schema`` is False (then it is echoed).
+    """
     response_format = body.get("response_format") or {}
     schema: Any = None
     if response_format.get("type") == "json_schema":
         schema = (response_format.get("json_schema") or {}).get("schema")
     elif response_format.get("type") == "json_object":
         schema = response_format.get("schema")  # llama-cpp-python's own extension
-    if not isinstance(schema, dict):
-        schema = schema_in_prompt(body.get("messages"))
+    if isinstance(schema, dict):
+        return json.dumps(minimal_instance(schema))
+    schema = schema_in_prompt(body.get("messages"))
     if schema is None:
         return "{}" if response_format.get("type") == "json_object" else None
-    return json.dumps(minimal_instance(schema))
+    return json.dumps(minimal_instance(schema) if follows_prompt_schema else schema)
 
 
 def _is_schema(value: dict[str, Any]) -> bool:

@@ -411,6 +411,22 @@ def test_a_model_asked_for_json_in_the_prompt_answers_in_that_schema(serve: Any)
     assert schema_in_prompt([{"role": "user", "content": "no {json} here"}]) is None
 
 
+def test_a_small_model_echoes_a_schema_it_only_reads_in_its_prompt(serve: Any) -> None:
+    server = serve("llama_cpp_python", follows_prompt_schema=False)
+    prompt = f"Answer with one JSON object matching this schema:\n{json.dumps(SCHEMA)}"
+    messages = [{"role": "user", "content": prompt}]
+    # Measured on SmolLM2-135M-Instruct (llama-cpp-python 0.3.36): json_object with the
+    # schema only in the prompt came back as the schema itself ('{"$defs": {...').
+    status, body = _chat(server, messages=messages, response_format={"type": "json_object"})
+    assert status == 200
+    assert json.loads(body["choices"][0]["message"]["content"]) == SCHEMA
+    # With the schema as a grammar (llama_chat_format.py: json_object's "schema"), the
+    # reply has its shape.
+    grammar = {"type": "json_object", "schema": SCHEMA}
+    status, body = _chat(server, messages=messages, response_format=grammar)
+    assert json.loads(body["choices"][0]["message"]["content"]) == {"goal": "x"}
+
+
 def test_local_servers_need_no_api_key_and_log_every_endpoint(serve: Any) -> None:
     server = serve("vllm")
     status, _ = _chat(server)

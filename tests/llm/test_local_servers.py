@@ -158,6 +158,17 @@ def test_restore_through_llama_cpp_python_steps_down_once(local: Any, tmp_path: 
     assert len([n for n in _notes(proc) if "tools" in n]) == 1
 
 
+def test_restore_through_a_small_model_on_llama_cpp_python(local: Any, tmp_path: Path) -> None:
+    # SmolLM2-135M echoed a schema it only read in its prompt (the real run: 10 of 10
+    # turns failed): json_object must carry it as llama-cpp-python's grammar.
+    server = local(
+        make_profile("llama_cpp_python", context_window=8192, follows_prompt_schema=False)
+    )
+    proc, data = _restore(server, tmp_path)
+    _assert_restored(proc, data)
+    assert "fell back" not in proc.stderr
+
+
 def test_a_window_too_small_for_any_prompt_is_one_error_naming_it(
     local: Any, tmp_path: Path
 ) -> None:
