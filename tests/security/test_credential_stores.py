@@ -15,7 +15,9 @@ from pathlib import Path
 import anyio
 import orjson
 import pytest
+from click.testing import CliRunner
 
+from opencode_restore.cli import cli
 from opencode_restore.config import load_config
 from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.model import Message
@@ -30,6 +32,8 @@ from opencode_restore.timeline.numbering import Numbering
 from tests.pipeline.helpers import make_session
 
 CANARY = "CANARY-CREDENTIAL-STORE-0123456789"
+#: A recorded Claude Code session (its cwd is rewritten per test).
+CLAUDE_LOG = "claude-code/recorded/print-continue/d703ad6a-fc57-46ca-94d6-a6af7cf0c933.jsonl"
 
 #: The stores the campaign read, as they sit under ``~/.config`` or ``~``.
 CONFIG_STORES = [
@@ -229,3 +233,24 @@ def test_offline_restore_run_from_home_reads_no_store(
     dumped = orjson.dumps(restoration.model_dump(mode="json")).decode()
     assert CANARY not in dumped
     assert any("refusing" in w and ".config" in w for w in restoration.warnings)
+
+
+def test_restore_run_from_home_says_why_there_is_no_workspace(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI's default root: one warning line on stderr names the refused folder."""
+    fixture = Path(__file__).parents[2] / "fixtures" / CLAUDE_LOG
+    log = tmp_path / "session.jsonl"
+    log.write_text(fixture.read_text().replace("/home/dev/src/greet-cli", str(home / ".config")))
+    config = tmp_path / "config.toml"
+    config.write_text("[restore]\nresume = false\n")
+    monkeypatch.chdir(home)
+    result = CliRunner().invoke(
+        cli, ["restore", str(log), "--config", str(config), "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    refused = [line for line in result.stderr.splitlines() if "refusing" in line]
+    assert len(refused) == 1
+    assert refused[0].startswith("warning: no workspace: refusing ")
+    assert str(home / ".config") in refused[0]
+    assert CANARY not in result.stdout

@@ -126,8 +126,9 @@ async def gather_evidence(
         return run
     workspace = Workspace.choose(ctx.session.cwd, options.workspace)
     if workspace.refused:
-        # A refused root (a home or settings folder) is the user's to know: said once.
-        _warn(run, workspace.why_none)
+        # A refused root (a home or settings folder) is the user's to know: said once, on
+        # one line (the folder's name may hold a line break).
+        _warn(run, one_line(workspace.why_none))
     tools = EvidenceTools(ctx.session, turns, state, ctx.numbering, workspace, ctx.redact)
     loop = _Loop(ctx, tools, options, run, turns, state)
     try:
