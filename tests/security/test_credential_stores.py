@@ -235,13 +235,21 @@ def test_offline_restore_run_from_home_reads_no_store(
     assert any("refusing" in w and ".config" in w for w in restoration.warnings)
 
 
+def _log_in_config(home: Path, directory: Path) -> Path:
+    """The recorded session, moved into ``~/.config`` and editing ``gh/hosts.yml``."""
+    text = (Path(__file__).parents[2] / "fixtures" / CLAUDE_LOG).read_text()
+    text = text.replace("/home/dev/src/greet-cli/greet.py", str(home / ".config/gh/hosts.yml"))
+    log = directory / "session.jsonl"
+    directory.mkdir(parents=True, exist_ok=True)
+    log.write_text(text.replace("/home/dev/src/greet-cli", str(home / ".config")))
+    return log
+
+
 def test_restore_run_from_home_says_why_there_is_no_workspace(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The CLI's default root: one warning line on stderr names the refused folder."""
-    fixture = Path(__file__).parents[2] / "fixtures" / CLAUDE_LOG
-    log = tmp_path / "session.jsonl"
-    log.write_text(fixture.read_text().replace("/home/dev/src/greet-cli", str(home / ".config")))
+    log = _log_in_config(home, tmp_path / "logs")
     config = tmp_path / "config.toml"
     config.write_text("[restore]\nresume = false\n")
     monkeypatch.chdir(home)
@@ -254,3 +262,20 @@ def test_restore_run_from_home_says_why_there_is_no_workspace(
     assert refused[0].startswith("warning: no workspace: refusing ")
     assert str(home / ".config") in refused[0]
     assert CANARY not in result.stdout
+
+
+def test_batch_run_from_home_reads_no_store(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`batch` (and `nightly`, the same restore per session) started in ~ by cron."""
+    _log_in_config(home, tmp_path / "logs")
+    out = tmp_path / "out"
+    monkeypatch.chdir(home)
+    result = CliRunner().invoke(cli, ["batch", str(tmp_path / "logs"), "--out", str(out), "-q"])
+    assert result.exit_code == 0, result.output
+    written = sorted(out.glob("*.json"))
+    assert written
+    for path in [*written, *out.glob("*.md")]:
+        assert CANARY not in path.read_text()
+    warnings = orjson.loads(written[0].read_bytes())["warnings"]
+    assert any("refusing" in w and ".config" in w for w in warnings)

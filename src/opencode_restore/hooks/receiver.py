@@ -35,7 +35,9 @@ user's home folder or the agent's own folder (``CLAUDE_CONFIG_DIR``, ``CODEX_HOM
 ``$XDG_DATA_HOME/opencode``), is
 named as the agent names its transcripts, and, once it exists, is a regular file whose
 start the agent's reader accepts (``transcript_refusal``); otherwise the session is
-recorded without it and ``hook.log`` says why.
+recorded without it and ``hook.log`` says why. The place is checked again whenever the
+file is read (``store.transcript_paths``): it may not exist yet, or be a symlink that is
+re-pointed later.
 """
 
 from __future__ import annotations
