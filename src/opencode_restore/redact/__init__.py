@@ -222,7 +222,8 @@ _HEADER_NAME = re.compile(
     re.IGNORECASE,
 )
 # A dotted name on the right of `=` refers to a value kept elsewhere.
-_REFERENCE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z")
+# (Parts of identifier length: `pat…Kf.aa6c…` with a 64-character part is a token.)
+_REFERENCE = re.compile(r"[A-Za-z_]\w{0,39}(?:\.[A-Za-z_]\w{0,39})+\Z")
 
 
 def _word_alternation(words: list[str]) -> str:
@@ -645,6 +646,14 @@ def redact_field(name: Any, value: str, redact: Callable[[str], str]) -> str:
     if not value or not isinstance(name, str) or not _FIELD_NAME.match(name):
         return redact(value)
     head = f"{name}="
+    if _ends_with_secret_word(name) and '"' not in value and "\n" not in value:
+        # As the JSON pair it was: the whole value of a secret-named field goes, as it
+        # does in a raw log line (``NAME=`` would end it at a `$` or `;`).
+        head = f'"{name}": "'
+        done = redact(f'{head}{value}"')
+        if done.startswith(head) and done.endswith('"'):
+            return done[len(head) : -1]
+        return redact(value)
     done = redact(head + value)
     return done[len(head) :] if done.startswith(head) else redact(value)
 

@@ -135,6 +135,8 @@ class Rule:
     starts: tuple[str, ...] | None
     #: The rule's ``[\w.-]{0,50}?`` name prefix was dropped (see the module docstring).
     named: bool
+    #: The first group is repeated (it holds one piece of the secret): the match is it.
+    whole: bool
     allows: tuple[_Allow, ...]
 
 
@@ -207,10 +209,35 @@ def _starts(items: list[Any], p: Any) -> tuple[list[str], bool]:
 # JSON string: `@host`, `&page=2`, `#frag`, `,`, `)`, `}`, `]`, `>`, `|` and `\"`.
 _END = r"""(?:[\x60'"\s;]|\\[nr]|$)"""
 _WIDER_END = r"""(?:[\x60'"\s;@&#,)}\]<>|]|\\[nrt"]|$)"""
+# The same for a secret that must end at a blank (`curl -u "user:pass"` in an `echo "…"`).
+_BLANK_END = r"(?:\s|\Z)"
+
+
+def _first_group_repeated(pattern: str) -> bool:
+    """True when the first capturing group of ``pattern`` sits inside a repeat."""
+    try:
+        parser: Any = importlib.import_module("re._parser")
+        return _repeated(list(parser.parse(pattern, re.ASCII)), parser, inside=False)
+    except Exception:  # a private module that may change: then the group is the secret
+        return False
+
+
+def _repeated(items: list[Any], p: Any, *, inside: bool) -> bool:
+    for op, arg in items:
+        if op is p.SUBPATTERN and arg[0] == 1:
+            return inside
+        if op in (p.MAX_REPEAT, p.MIN_REPEAT) and _repeated(list(arg[2]), p, inside=True):
+            return True
+        if op is p.SUBPATTERN and _repeated(list(arg[-1]), p, inside=inside):
+            return True
+        if op is p.BRANCH and any(_repeated(list(b), p, inside=inside) for b in arg[1]):
+            return True
+    return False
 
 
 def _rule(table: dict[str, Any]) -> Rule:
     pattern = to_python(table["regex"]).replace(_END, _WIDER_END)
+    pattern = pattern.replace(_BLANK_END, _WIDER_END)
     named = False
     while (stripped := _NAME_PREFIX.sub(r"\1", pattern, count=1)) != pattern:
         pattern, named = stripped, True
@@ -223,6 +250,7 @@ def _rule(table: dict[str, Any]) -> Rule:
         secret_group=int(table.get("secretGroup", 0)),
         starts=_literal_starts(pattern),
         named=named,
+        whole=_first_group_repeated(pattern),
         allows=allows,
     )
 
@@ -278,6 +306,11 @@ class RuleSet:
         if not group and match.re.groups:
             group = next((g for g in range(1, match.re.groups + 1) if match.group(g)), 0)
         secret = match.group(group)
+        if group and not rule.secret_group and (rule.whole or secret in rule.regex.pattern):
+            # The first group is a piece of the pattern (a repeated ``([a-z0-9]{4}-)``, a
+            # named literal: the Teams webhook and jwt-base64 rules), not the secret: the
+            # whole match goes.
+            group, secret = 0, match.group(0)
         start, end = match.span(group)
         if group == 0:  # gitleaks trims line breaks from a whole match
             stripped = secret.strip("\n")
