@@ -368,6 +368,9 @@ def write_fixture(config: dict[str, Any], provenance: dict[str, str], path: Path
             "seed": SEED,
         },
         "encoding": "text_b64 and secret_b64 are base64 of UTF-8, so no scanner flags this file",
+        # The config's global allowlist and each rule's own, so the tests check offline that
+        # gitleaks would still report every sample.
+        "allowlist": config.get("allowlist", {}),
         "samples": [
             {
                 "rule": s.rule,
@@ -375,6 +378,7 @@ def write_fixture(config: dict[str, Any], provenance: dict[str, str], path: Path
                 "regex": rules[s.rule]["regex"],
                 "secretGroup": rules[s.rule].get("secretGroup", 0),
                 "entropy": rules[s.rule].get("entropy", 0),
+                "allowlists": rules[s.rule].get("allowlists", []),
                 "text_b64": _b64(s.text),
                 "secret_b64": _b64(s.secret),
             }
@@ -404,12 +408,14 @@ def load_samples() -> list[Sample]:
     ]
 
 
-def fixture_rules() -> list[dict[str, Any]]:
-    """The rules as the fixture recorded them (regex, keywords, entropy, secretGroup)."""
-    return [
-        {k: s[k] for k in ("regex", "keywords", "entropy", "secretGroup")} | {"id": s["rule"]}
-        for s in _fixture()["samples"]
-    ]
+def fixture_config() -> dict[str, Any]:
+    """The part of the gitleaks config the fixture recorded: the global allowlist and,
+    per sample, its rule (id, regex, keywords, entropy, secretGroup, allowlists)."""
+    fields = ("regex", "keywords", "entropy", "secretGroup", "allowlists")
+    return {
+        "allowlist": _fixture()["allowlist"],
+        "rules": [{k: s[k] for k in fields} | {"id": s["rule"]} for s in _fixture()["samples"]],
+    }
 
 
 def provenance() -> dict[str, str]:
