@@ -1,0 +1,170 @@
+"""The independent gitleaks corpus, planted in ten placements and measured in every sink (issue 31).
+
+One Claude Code session carries all 221 kinds (one sample per gitleaks rule, generated from
+the rule's regex by tests/security/gitleaks_corpus.py) in ten placements, and 30
+look-alikes the same ways; the real product paths then restore, serve and log it
+(tests/security/sinks.py, ``collect_every_sink``). Per sink:
+
+* the target: at least 97 % of the kinds redacted. A sink below it today is an expected
+  failure (xfail, not strict) whose reason gives the figure measured, so the redactor's
+  progress shows as XPASS;
+* the floor: no sink redacts fewer kinds than it did when this test was written (a hard
+  assertion: redaction must never get worse while the target is being reached);
+* the look-alikes: every one the sink carries comes out intact.
+
+bench/redaction.py prints the same table, with the kinds each sink holds when redaction is
+off.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .corpus import Case
+from .gitleaks_corpus import fixture_config, load_samples, look_alikes, problem, provenance
+from .sinks import EVERY_SINK, collect_every_sink, holding, look_alike_cases
+
+SAMPLES = load_samples()
+CASES = [Case(s.rule, s.text, s.secret) for s in SAMPLES]
+LOOK_ALIKES = look_alike_cases(look_alikes())
+TARGET = 0.97
+
+#: Kinds redacted (of 221) per sink as measured when this test was written, on the
+#: committed tree with the redactor's gitleaks rules (e64fe9e..3e92020), less 2 kinds of
+#: slack: the hard floor no change may fall below. (Before those rules, at 60f4223: provider,
+#: HTML, API /messages and MCP get_messages 4/221, JSON and its kin 70/221, hook.log 72/221.)
+FLOOR = {
+    "provider": 155,
+    "markdown": 219,
+    "json": 218,
+    "html": 155,
+    "prompt": 219,
+    "stderr": 219,
+    "journal": 218,
+    "store": 218,
+    "batch": 218,
+    "api /messages": 53,
+    "api /summary": 218,
+    "mcp get_messages": 154,
+    "mcp restore_session": 218,
+    "hook.log": 219,
+}
+#: Look-alikes each sink carries with redaction off (bench/redaction.py measures it): the
+#: summaries in markdown and prompt form quote no look-alike whole, stderr none at all.
+CARRIED = dict.fromkeys(EVERY_SINK, 30) | {"markdown": 0, "prompt": 0, "stderr": 0}
+#: Sinks below the target when this test was written, with the figures then (committed;
+#: with the redactor's next changes under way).
+BELOW_TARGET = {
+    "provider": "157/221 (71 %) committed; 215/221 in progress",
+    "html": "157/221 (71 %) committed; 215/221 in progress",
+    "api /messages": "55/221 (25 %) committed; 214/221 in progress",
+    "mcp get_messages": "156/221 (71 %) committed; 214/221 in progress",
+}
+
+
+def test_the_corpus_has_one_sample_per_gitleaks_rule() -> None:
+    assert len(SAMPLES) == 221
+    assert len({s.rule for s in SAMPLES}) == len(SAMPLES)
+    assert len(provenance()["commit"]) == 40
+    assert len(LOOK_ALIKES) == 30
+    assert len({c.text for c in LOOK_ALIKES}) == 30
+
+
+def test_gitleaks_would_report_every_sample() -> None:
+    # Regex (translated from RE2), keyword, entropy and allowlists, as gitleaks checks
+    # them: the sample is one gitleaks finds, not one our generator merely produced.
+    config = fixture_config()
+    problems = {
+        r["id"]: why
+        for r, s in zip(config["rules"], SAMPLES, strict=True)
+        if (why := problem(config, r, s.text)) is not None
+    }
+    assert not problems, problems
+    # Each measured secret stands out: no two kinds share one, and none occurs in another
+    # sample's text by chance.
+    for s in SAMPLES:
+        assert sum(s.secret in t.text for t in SAMPLES) == 1, s.rule
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, int]]:
+    """Per sink: (kinds redacted, look-alikes intact), from one run of every sink."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        sinks = collect_every_sink(
+            tmp_path_factory.mktemp("gitleaks"), CASES, monkeypatch, look_alikes=LOOK_ALIKES
+        )
+    assert set(sinks) == set(EVERY_SINK)
+    leaked = holding(sinks, CASES)
+    intact = holding(sinks, LOOK_ALIKES)
+    return {s: (len(CASES) - len(leaked[s]), len(intact[s])) for s in EVERY_SINK}
+
+
+def _table(measured: dict[str, tuple[int, int]]) -> str:
+    return "; ".join(f"{s} {k}/{len(CASES)}" for s, (k, _) in measured.items())
+
+
+@pytest.mark.slow
+def test_no_sink_redacts_fewer_kinds_than_its_floor(measured: dict[str, tuple[int, int]]) -> None:
+    under = {s: k for s, (k, _) in measured.items() if k < FLOOR[s]}
+    assert not under, f"below the floor: {under} ({_table(measured)})"
+
+
+@pytest.mark.slow
+def test_look_alikes_come_out_intact_in_every_sink_that_carries_them(
+    measured: dict[str, tuple[int, int]],
+) -> None:
+    damaged = {s: n for s, (_, n) in measured.items() if n < CARRIED[s]}
+    assert not damaged, damaged
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "sink",
+    [
+        pytest.param(
+            s,
+            marks=pytest.mark.xfail(
+                strict=False, reason=f"issue 31: {BELOW_TARGET[s]} of the kinds redacted"
+            ),
+        )
+        if s in BELOW_TARGET
+        else s
+        for s in EVERY_SINK
+    ],
+)
+def test_sink_redacts_97_percent_of_the_kinds(
+    sink: str, measured: dict[str, tuple[int, int]]
+) -> None:
+    redacted = measured[sink][0]
+    assert redacted >= TARGET * len(CASES), f"{sink}: {redacted}/{len(CASES)}"
+
+
+def test_the_placements_hold_every_case(tmp_path: Path) -> None:
+    # The planted session itself: every kind in each of the nine log placements.
+    import json
+
+    from .sinks import PLACEMENTS, field_name, plant_placements
+
+    log = plant_placements(tmp_path / "s.jsonl", tmp_path / "ws", CASES[:3], LOOK_ALIKES[:1])
+    text = log.read_text()
+    lines = text.splitlines()
+    bad = [line for line in lines if not _parses(line)]
+    assert len(bad) == 2  # one malformed line per group
+    assert len(PLACEMENTS) == 10
+    for case in CASES[:3]:
+        encoded = json.dumps(case.text)[1:-1]
+        assert text.count(encoded) >= 7, case.kind  # user, thinking, Write, 2 Bash, output, summary
+        assert f'"{field_name(case.kind)}": {json.dumps(case.secret)}' in text
+        assert case.text in (tmp_path / "ws" / "deploy.env").read_text()
+
+
+def _parses(line: str) -> bool:
+    import json
+
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True
