@@ -197,7 +197,8 @@ def test_a_search_keeps_only_the_shown_part_of_long_lines(
         return found
 
     monkeypatch.setattr(log_search, "grep", spy)
-    result = tools.run("SEARCH_LOG", {"pattern": "NEEDLE-[0-9]", "context_lines": 2})
+    # In this process, not the tools' worker, so the spy sees what the search keeps.
+    result = tools.log.search(Matcher("NEEDLE-[0-9]"), context=2)
     assert result.text.startswith("5 hit(s)")
     assert all(f"NEEDLE-{k}" in result.text for k in range(5))
     # Every kept line is the window a result shows, not the 400 KB line.

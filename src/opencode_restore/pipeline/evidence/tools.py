@@ -3,7 +3,8 @@
 `EvidenceTools.run` takes one call (native or parsed from the text protocol), checks its
 arguments and answers with a `ToolResult` whose text goes back to the model; bad calls
 come back as errors the model can read, never as exceptions. Every result is redacted.
-Log search is in `log_search`; file access goes through `sandbox.Workspace`.
+Log search is in `log_search`; file access goes through `sandbox.Workspace`. A search's
+pattern is checked on its parse and the search runs in a bounded worker (`patterns`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ...model import Session, Turn
 from ...timeline.numbering import Numbering
 from ..state import RestoreState
 from .log_search import Limits, LogSearch, cut_notes
+from .patterns import WORKER_GRACE, bounded, check_pattern
 from .sandbox import Matcher, Refused, Workspace, clip_line, grep
 from .text_protocol import TextCall
 
@@ -230,6 +232,10 @@ class EvidenceTools:
             return ToolResult(tool, query, f"ERROR: {tool}: {exc}", False)
         except Refused as exc:
             return ToolResult(tool, query, f"ERROR: {tool}: {self.redact(str(exc))}", False)
+        except Exception as exc:
+            # A failing tool is an answer the model reads, never a failed restore.
+            why = self.redact(f"{type(exc).__name__}: {exc}"[:300])
+            return ToolResult(tool, query, f"ERROR: {tool} failed ({why})", False)
         result.text = _cap(self.redact(result.text), self.limits.max_result_chars)
         if unknown:
             result.text += f"\n(ignored unknown argument(s): {', '.join(unknown)})"
@@ -245,21 +251,30 @@ class EvidenceTools:
         if tool == "READ_FILE":
             start, end = _line_range(args)
             return self._read_file(query, _str(args, "path"), start, end)
-        matcher = Matcher(
-            _str(args, "pattern"),
-            literal=_bool(args, "literal"),
-            ignore_case=_bool(args, "ignore_case"),
-            seconds=self.limits.search_seconds,
-            clock=self.limits.clock,
-        )
+        pattern = _str(args, "pattern")
+        literal, ignore_case = _bool(args, "literal"), _bool(args, "ignore_case")
         context = _int(args, "context_lines", 3, 0, self.limits.max_context)
         assert context is not None
-        if tool == "SEARCH_LOG":
+        path = _str(args, "path") if tool == "SEARCH_FILE" else None
+        check_pattern(pattern, literal=literal, ignore_case=ignore_case)
+
+        def search() -> ToolResult:
+            # Compiled in the worker too: compiling is where a repeat count takes memory.
+            matcher = Matcher(
+                pattern,
+                literal=literal,
+                ignore_case=ignore_case,
+                seconds=self.limits.search_seconds,
+                clock=self.limits.clock,
+            )
+            if path is not None:
+                return self._search_file(query, path, matcher, context)
             hits = self.log.search(matcher, context)
             return ToolResult(
                 tool, query, hits.text, citations=hits.cited, incomplete=hits.incomplete
             )
-        return self._search_file(query, _str(args, "path"), matcher, context)
+
+        return bounded(search, self.limits.search_seconds + WORKER_GRACE)
 
     def _list_artifacts(self) -> str:
         if not self.state.artifacts:
