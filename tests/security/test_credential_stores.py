@@ -198,6 +198,28 @@ def test_code_that_only_names_credentials_stays_readable(tmp_path: Path, text: s
     assert tools_for(Workspace.choose(None, str(ws_dir))).run("READ_FILE", {"path": "code.py"}).ok
 
 
+#: Files of a megabyte (the read cap) built to make a signature rescan the rest of the
+#: file from every keyword: each pattern must stay linear (one took 13 s on the first).
+BOMBS = {
+    "keys": "refresh_token=" * 70_000,
+    "auths": '"auths":{' * 110_000,
+    "begin": "-----BEGIN PRIVATE KEY-----" + "\n" * 1_000_000,
+    "netrc": "machine x login a " * 55_000,
+    "npm": "//" + "a:" * 500_000,
+}
+
+
+@pytest.mark.timeout(60)  # a runaway guard only: each takes well under a second
+@pytest.mark.parametrize("name", sorted(BOMBS))
+def test_content_signatures_stay_linear_on_hostile_files(tmp_path: Path, name: str) -> None:
+    assert credential_signature(BOMBS[name]) is None
+    ws_dir = tmp_path / "ws"
+    ws_dir.mkdir()
+    (ws_dir / "bomb.txt").write_text(BOMBS[name][:999_999])
+    result = tools_for(Workspace.choose(None, str(ws_dir))).run("READ_FILE", {"path": "bomb.txt"})
+    assert result.ok, result.text
+
+
 def _editing(paths: list[str], cwd: str) -> list[Message]:
     msgs = [Message("u1", "user", "text", "Fix my CLI logins", entry_index=1)]
     for n, path in enumerate(paths, start=2):

@@ -75,44 +75,56 @@ STORE_RUNS: frozenset[tuple[str, ...]] = frozenset(
 STORE_SUFFIXES = ("_history", ".keychain", ".keychain-db")
 _RUN_LENGTHS = sorted({len(run) for run in STORE_RUNS})
 
+# Every pattern below runs on up to a megabyte a model chose to read, so each is linear:
+# repeats that could rescan the rest of the file from every keyword (a file of
+# ``refresh_token=`` repeated) are bounded, and a match stops at the shortest proof.
+#
 # A value that looks like a token: long, of token characters, with a digit (a variable
 # name such as ``self.refresh_token_value`` is no token; real tokens nearly always have one).
-_TOKEN_VALUE = r"""["']?(?=[^\s"',;]*\d)[A-Za-z0-9_\-./+=~]{16,}"""
-_SIGNATURES: tuple[tuple[str, regex.Pattern[str]], ...] = (
+_TOKEN_VALUE = r"""["']?(?=[^\s"',;]{0,64}\d)[A-Za-z0-9_\-./+=~]{16}"""
+#: (kind, the pattern, a pattern the file must also hold for it to count, or None)
+_SIGNATURES: tuple[tuple[str, regex.Pattern[str], regex.Pattern[str] | None], ...] = (
     (
         "a private key",
         regex.compile(
-            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-            r"(?:\s*\n|\\n)\s*[A-Za-z0-9+/=:\- ]{16,}"
+            r"-----BEGIN (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----"
+            r"(?:[ \t\r]*\n|\\n)[ \t]*[A-Za-z0-9+/=:\-][A-Za-z0-9+/=:\- ]{15}"
         ),
+        None,
     ),
-    ("a private key", regex.compile(r""""private_key"\s*:\s*"-----BEGIN""")),
+    ("a private key", regex.compile(r""""private_key"[ \t]*:[ \t]*"-----BEGIN"""), None),
     (
         "an OAuth or cloud token",
         regex.compile(
             r"(?i)(?<![A-Za-z0-9])(?:oauth_token|refresh_token|aws_secret_access_key"
-            r"|aws_session_token|client_secret)[\"']?\s*[:=]\s*" + _TOKEN_VALUE
+            r"|aws_session_token|client_secret)[\"']?[ \t]*[:=][ \t]*" + _TOKEN_VALUE
         ),
+        None,
     ),
-    # docker/podman: {"auths": {"registry": {"auth": "base64(user:password)"}}}
+    # docker/podman: {"auths": {"registry": {"auth": "base64(user:password)"}}}. The
+    # "auths" key is looked for apart: a gap between the two in one pattern rescanned
+    # kilobytes from each of 100,000 "auths" keys (13 s for a megabyte).
     (
         "a registry login",
-        regex.compile(
-            r"""(?s)"auths"\s*:\s*\{.*?"(?:auth|identitytoken)"\s*:\s*"[A-Za-z0-9+/=]{8,}"""
-        ),
+        regex.compile(r""""(?:auth|identitytoken)"[ \t]*:[ \t]*"[A-Za-z0-9+/=]{8}"""),
+        regex.compile(r""""auths"[ \t]*:"""),
     ),
     (
         "a netrc login",
         regex.compile(
-            r"(?m)^[ \t]*(?:machine[ \t]+\S+|default)(?:\s+(?:login|account|port)\s+\S+)*"
-            r"\s+password\s+\S+"
+            r"(?m)^[ \t]*(?:machine[ \t]+\S{1,255}|default)"
+            r"(?:\s{1,100}(?:login|account|port)\s{1,100}\S{1,255}){0,3}"
+            r"\s{1,100}password\s{1,100}\S"
         ),
+        None,
     ),
     (
         "a package-registry token",
         regex.compile(
-            r"(?m)^[ \t]*(?://\S+:)?_(?:authToken|auth|password)[ \t]*=[ \t]*(?!\$)\S{8,}"
+            r"(?m)^[ \t]*(?://[^\s:]{1,255}(?::[^\s:]{1,255})?/?:)?"
+            r"_(?:authToken|auth|password)[ \t]*=[ \t]*(?!\$)\S{8}"
         ),
+        None,
     ),
 )
 
@@ -131,7 +143,9 @@ def is_credential_path(parts: Iterable[str]) -> bool:
 
 def credential_signature(text: str) -> str | None:
     """What kind of credential ``text`` holds (for a refusal message), or None."""
-    for kind, pattern in _SIGNATURES:
+    for kind, pattern, context in _SIGNATURES:
+        if context is not None and context.search(text) is None:
+            continue
         if pattern.search(text) is not None:
             return kind
     return None
