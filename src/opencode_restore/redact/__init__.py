@@ -290,7 +290,9 @@ _CONTEXT: dict[str, str] = {
         r"(?P<keep>=(?<![=!<>]=)(?!=)[ \t]*)"  # the literal first: `re` skips to each `=`
         # A value ends at a blank or at an escaped line break or quote (`\n`, `\"`: the
         # text is a JSON string, as in a raw log line); other backslashes belong to it.
-        r"(?P<value>(?:[^\s\"'`$(){}<>\[\],;&#=\\]|\\(?![nrt\"]))"
+        # It does not start with an escaped backslash either: `\\n` is a line break in
+        # text encoded twice (`PASSWORD=\\nAPI_KEY=…`, an empty value).
+        r"(?P<value>(?:[^\s\"'`$(){}<>\[\],;&#=\\]|\\(?![nrt\"\\]))"
         r"(?:[^\s\"'`$(){}<>\[\],;&#\\]|\\(?![nrt\"]))*)(?=[\s,;&)\"']|\\[nrt\"]|$)"
     ),
     # --password=value / --token value
@@ -323,7 +325,7 @@ _CONTEXT: dict[str, str] = {
     # password: hunter2 alone on a YAML line
     "yaml": (
         rf"(?P<keep>^[ \t]*-?[ \t]*{_NAME}:[ \t]+)"
-        r"(?P<value>(?:[^\s\"'#\\]|\\(?![nrt\"]))(?:[^\s\\]|\\(?![nrt\"]))*)"
+        r"(?P<value>(?:[^\s\"'#\\]|\\(?![nrt\"\\]))(?:[^\s\\]|\\(?![nrt\"]))*)"
         r"(?=[ \t]*(?:$|\\[nr]))"
     ),
     # The same line inside a JSON string (a tool input rendered as JSON): after an
@@ -331,7 +333,7 @@ _CONTEXT: dict[str, str] = {
     **{
         kind: (
             rf"(?P<keep>{start}[ \t]*-?[ \t]*{_NAME}:[ \t]+)"
-            r"(?P<value>(?:[^\s\"'#\\]|\\(?![nrt\"]))(?:[^\s\\]|\\(?![nrt\"]))*)"
+            r"(?P<value>(?:[^\s\"'#\\]|\\(?![nrt\"\\]))(?:[^\s\\]|\\(?![nrt\"]))*)"
             r"(?=[ \t]*(?:\\[nr]|\"))"
         )
         for kind, start in (("yaml-escaped", r"\\n"), ("yaml-first", r"\""))
