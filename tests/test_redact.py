@@ -8,12 +8,23 @@ from __future__ import annotations
 import base64
 import json
 import uuid
+from pathlib import Path
 
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from opencode_restore.redact import Redactor, redact
+from opencode_restore.diagnostics import WarningSink
+from opencode_restore.model import Message
+from opencode_restore.redact import (
+    Redactor,
+    gitleaks,
+    redact,
+    redact_message,
+    redact_session,
+    redact_value,
+)
+from opencode_restore.redact.gitleaks import rule_set
 
 ALNUM = "aB3dE5fG7hJ9kL2mN4pQ6rS8tU0vW1xY"  # 32 mixed characters
 
@@ -328,3 +339,186 @@ def test_a_text_with_nothing_to_redact_comes_back_as_the_same_object() -> None:
     assert Redactor().redact(text) is text
     secret = "password = 'hunter22'"
     assert Redactor().redact(secret) != secret
+
+
+# --- issue 31: every gitleaks rule family, wherever the string sits ---------------------------
+
+HEX = "0123456789abcdef"
+LOWER_NUM = "k3m9p2q8r5t7v4w6x1y0zab"  # 23 distinct: [a-z0-9] at high entropy
+UPPER_NUM = "Q7R2XZ5V3N8MK4P6BHJ"
+
+
+def _ops() -> str:
+    return "ops_eyJ" + rep(ALNUM, 260)
+
+
+# (family, line as a log would hold it, the secret, the name a tool field would give it).
+# The lines name no secret word (`password`, `token`, `_KEY`...), so only the gitleaks rule
+# of the family (its keyword and shape) can find them: each was missed before issue 31.
+FAMILIES = [
+    (
+        "mapbox",
+        "mapbox: {s}",
+        "pk." + rep(LOWER_NUM, 60) + "." + rep(LOWER_NUM[::-1], 22),
+        "MAPBOX",
+    ),
+    ("discord", "discord: {s}", rep(HEX, 64), "DISCORD"),
+    ("facebook", "facebook app {s}", "123456789012345|" + rep(LOWER_NUM, 32), "FACEBOOK"),
+    ("1password-token", "op {s}", _ops(), "OP"),
+    (
+        "1password-secret-key",
+        "op {s}",
+        "A3-" + "-".join(("Q7R2XZ", "5V3N8MK4P6B", "HJ9TC", "W1DF0", "GLSYE")),
+        "OP",
+    ),
+    ("adobe", "adobe {s}", "p8e-" + rep(LOWER_NUM, 32), "ADOBE"),
+    ("algolia", "algolia: {s}", rep(LOWER_NUM, 32), "ALGOLIA"),
+    ("artifactory", "jfrog {s}", "AKCp" + rep(ALNUM, 69), "JFROG"),
+    ("azure-ad", "client {s}", "aB38Q~" + rep(ALNUM, 34), "AZURE"),
+    ("datadog", "datadog: {s}", rep(LOWER_NUM, 40), "DATADOG"),
+    (
+        "dynatrace",
+        "dt {s}",
+        "dt0c01." + rep(UPPER_NUM, 24) + "." + rep(ALNUM, 64),
+        "DYNATRACE",
+    ),
+    ("heroku-v2", "heroku {s}", "HRKU-AA" + rep(ALNUM + "_-", 58), "HEROKU"),
+    ("mailgun", "mailgun: {s}", "key-" + rep(HEX[::-1], 32), "MAILGUN"),
+    ("newrelic", "newrelic: {s}", "NRAK-" + rep(UPPER_NUM, 27), "NEWRELIC"),
+    ("octopus", "octopus {s}", "API-" + rep(UPPER_NUM, 26), "OCTOPUS"),
+]
+
+
+def _placements(line: str, secret: str) -> dict[str, str]:
+    """Where a secret sits in an agent log: each as the redactor gets the string."""
+    return {
+        "plain": line,
+        "echo": f'echo "{line}" >> notes.txt',
+        "export": f'export NOTE="{line}"',
+        "heredoc": f"cat > creds.txt <<'EOF'\nA=1\n{line}\nEOF",
+        "quoted arg": f"deploy --note '{line}' --dry-run",
+        "json in a string": json.dumps({"note": line}),
+        "json in json": json.dumps(json.dumps({"note": line})),
+        "url password": f"git clone https://deploy:{secret}@example.com/r.git",
+        "url query": f"curl 'https://api.example.com/v1?access_token={secret}&page=2'",
+    }
+
+
+def _leaks(out: str, secret: str) -> bool:
+    once = json.dumps(secret)[1:-1]
+    return secret in out or once in out or json.dumps(once)[1:-1] in out
+
+
+@pytest.mark.parametrize(
+    ("family", "line", "secret", "name"), FAMILIES, ids=[f[0] for f in FAMILIES]
+)
+def test_a_gitleaks_family_is_redacted_in_every_placement(
+    family: str, line: str, secret: str, name: str
+) -> None:
+    for placement, text in _placements(line.format(s=secret), secret).items():
+        redactor = Redactor()
+        out = redactor.redact(text)
+        assert not _leaks(out, secret), (placement, out)
+        assert redactor.count >= 1, placement
+        assert redactor.redact(out) == out, placement
+
+
+@pytest.mark.parametrize(
+    ("family", "line", "secret", "name"), FAMILIES, ids=[f[0] for f in FAMILIES]
+)
+def test_a_named_tool_field_is_redacted_with_its_name_in_view(
+    family: str, line: str, secret: str, name: str
+) -> None:
+    # The API and the pipeline redact a tool input field by field: the name is what
+    # flags a value like Datadog's 40 random characters.
+    fields = {name: secret, "command": "ls -la", "n": 3}
+    message = Message("m", "assistant", "tool_use", "", tool_name="mcp__vault__put")
+    message.tool_input = fields
+    redact_message(message, Redactor().redact)
+    assert message.tool_input is not None
+    assert not _leaks(json.dumps(message.tool_input), secret)
+    assert message.tool_input["command"] == "ls -la"
+    assert message.tool_input["n"] == 3
+
+
+def test_a_secret_in_a_shell_command_is_redacted_as_in_plain_text() -> None:
+    # The issue's example: a `ghp_` token echoed into a file reached the model.
+    command = f'echo "{GITHUB_CLASSIC}" >> notes.txt\ncat <<EOF > .env\nX={GITLAB}\nEOF'
+    out, count = redact(command)
+    assert GITHUB_CLASSIC not in out
+    assert GITLAB not in out
+    assert count == 2
+
+
+def test_named_fields_keep_what_no_name_flags() -> None:
+    fields = {
+        "DATADOG_APP_KEY": rep(LOWER_NUM, 40),
+        "password": "Tr0ub4dor&3 $x;y",
+        "token": "${TOKEN}",
+        "file_path": "/src/key_manager.py",
+        "description": "rotate the api key",
+        "token_type": "bearer",
+    }
+    got = redact_value(fields, Redactor().redact)
+    assert got["DATADOG_APP_KEY"] == "[REDACTED:secret]"
+    assert got["password"] == "[REDACTED:secret]"  # whole, as in its JSON pair
+    assert {k: got[k] for k in list(fields)[2:]} == {k: fields[k] for k in list(fields)[2:]}
+
+
+def test_gitleaks_rules_are_vendored_with_their_licence_and_version() -> None:
+    rules = rule_set().rules
+    assert len(rules) == 221  # every rule with a regex (pkcs12-file names files only)
+    assert {"mapbox-api-token", "generic-api-key", "kubernetes-secret-yaml"} <= {
+        r.id for r in rules
+    }
+    data = gitleaks.CONFIG.parent
+    assert "MIT License" in (data / "gitleaks-LICENSE").read_text()
+    assert gitleaks.GITLEAKS_COMMIT in (data / "README.md").read_text()
+    # Most rules are tried only where their literal start is, never at every character.
+    assert sum(r.starts is None for r in rules) <= 10
+
+
+@pytest.mark.parametrize(
+    ("go", "python"),
+    [
+        (r"\b(p8e-(?i)[a-z0-9]{32})", r"\b(p8e-(?i:[a-z0-9]{32}))"),
+        (r"(?i)\b(a|b)(?-i)c", r"(?i:\b(a|b)(?-i:c))"),
+        (r"\bpat[[:alnum:]]{14}\b", r"\bpat[0-9A-Za-z]{14}\b"),
+        (r"sha256~[\w-]{43}(?:[^\w-]|\z)", r"sha256~[\w-]{43}(?:[^\w-]|\Z)"),
+        (r"[a-z[&~|]+", r"[a-z\[\&\~\|]+"),
+        (r"[]a]x", r"[]a]x"),
+    ],
+)
+def test_re2_patterns_are_translated_for_re(go: str, python: str) -> None:
+    assert gitleaks.to_python(go) == python
+
+
+def test_a_rule_runs_only_where_its_keyword_is() -> None:
+    # The Facebook `id|secret` shape is digits, a bar and random text: without the
+    # keyword anywhere in the text it is not a Facebook token (as in gitleaks).
+    token = "123456789012345|" + rep(LOWER_NUM, 32)
+    assert redact(f"pair {token}")[0] == f"pair {token}"
+    assert token not in redact(f"facebook {token}")[0]
+
+
+def test_the_session_cwd_is_redacted(tmp_path: Path) -> None:
+    from opencode_restore.sources import open_session
+    from opencode_restore.sources.base import Found
+
+    cwd = f"/home/dev/{GITHUB_CLASSIC}/app"
+    log = tmp_path / "s.jsonl"
+    line = {
+        "type": "user",
+        "uuid": "u1",
+        "parentUuid": None,
+        "sessionId": "s1",
+        "cwd": cwd,
+        "timestamp": "2026-01-01T00:00:00Z",
+        "message": {"role": "user", "content": "hi"},
+    }
+    log.write_text(json.dumps(line) + "\n")
+    session = open_session([log], WarningSink())
+    assert session.cwd == "/home/dev/[REDACTED:github-token]/app"
+    assert Found("claude_code", "s1", log, cwd=cwd).cwd == session.cwd
+    session.cwd = cwd  # a session built elsewhere: redact_session redacts it too
+    assert redact_session(session, Redactor().redact).cwd == "/home/dev/[REDACTED:github-token]/app"
