@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from opencode_restore.config import load_config
 from opencode_restore.llm.server_profile import PROFILE_NAME, ServerProfile, ServerProfiles
+from opencode_restore.llm.settings import ProviderSettings
 
 URL = "http://127.0.0.1:8080/v1"
 
@@ -31,6 +33,13 @@ def test_learned_fields_are_kept_per_server_and_model(tmp_path: Path) -> None:
 def test_the_default_file_is_in_the_data_dir() -> None:
     profiles = ServerProfiles.default()
     assert profiles.path == Path(os.environ["OPENCODE_RESTORE_DATA_DIR"]) / PROFILE_NAME
+
+
+def test_a_config_files_data_dir_holds_the_profiles(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'[paths]\ndata_dir = "{tmp_path / "data"}"\n')
+    settings = ProviderSettings.from_config(load_config(config, env={}))
+    assert ServerProfiles.default(settings.data_dir).path == tmp_path / "data" / PROFILE_NAME
 
 
 @pytest.mark.parametrize(

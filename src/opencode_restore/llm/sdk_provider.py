@@ -84,7 +84,7 @@ class SDKProvider:
         self.native_tools_seen = False
         # Only compatible servers are remembered: api.openai.com takes everything.
         self._profiles = (
-            (profiles if profiles is not None else ServerProfiles.default())
+            (profiles if profiles is not None else ServerProfiles.default(settings.data_dir))
             if settings.base_url
             else None
         )

@@ -48,11 +48,14 @@ class ServerProfiles:
         self.path = path
 
     @classmethod
-    def default(cls) -> ServerProfiles:
-        """The file in the configured data directory."""
+    def default(cls, directory: str | None = None) -> ServerProfiles:
+        """The file in ``directory`` (the run's ``[paths] data_dir``), else in the data
+        directory the environment and the user's config file name."""
+        from pathlib import Path
+
         from opencode_restore.store.paths import data_dir
 
-        return cls(data_dir() / PROFILE_NAME)
+        return cls((Path(directory) if directory else data_dir()) / PROFILE_NAME)
 
     def get(self, base_url: str, model: str) -> ServerProfile:
         """What was learned about `model` at `base_url` (nothing, when unknown)."""

@@ -76,6 +76,9 @@ class ProviderSettings(BaseModel):
     #: Tokens; None: ask the server where it says (see `llm.window`).
     context_window: int | None = Field(default=None, ge=256)
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
+    #: Where what a compatible server takes is kept (`server_profile`); None: the data
+    #: directory the environment and the user's config file name.
+    data_dir: str | None = None
 
     @property
     def local(self) -> bool:
@@ -100,4 +103,5 @@ class ProviderSettings(BaseModel):
             structured_output=llm.structured_output,
             context_window=llm.context_window,
             prices={k: ModelPrice(**v.model_dump()) for k, v in config.prices.items()},
+            data_dir=str(config.data_dir),
         )
