@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from opencode_restore.atomic import output_refusal, write_output
 from opencode_restore.cli import cli
-from tests.batch.helpers import cli_env, make_sessions
+from tests.batch.helpers import cli_env, make_sessions, read_manifest
 
 EXPORT = "opencode/recorded/tui-compact/export.json"
 #: Seconds a case may take: a FIFO opened for writing with no reader waits forever.
@@ -123,3 +123,17 @@ def test_batch_out_on_a_full_disk_is_one_line(
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert lines == [f"error: {out / 'manifest.jsonl'}: No space left on device"]
+
+
+def test_batch_out_in_the_input_folder_never_replaces_a_log(tmp_path: Path) -> None:
+    # The synthetic logs are named <session id>.json: the very name of their outputs.
+    logs = make_sessions(tmp_path / "in", 2)
+    before = {p: p.read_bytes() for p in logs}
+    result = CliRunner(env=cli_env(tmp_path / "data")).invoke(
+        cli, ["batch", str(tmp_path / "in"), "--out", str(tmp_path / "in"), "-q"]
+    )
+    assert result.exit_code == 1, result.output
+    assert {p: p.read_bytes() for p in logs} == before
+    records = read_manifest(tmp_path / "in" / "manifest.jsonl")
+    assert len(records) == 2
+    assert all("one of the input files" in r["error"] for r in records)

@@ -16,6 +16,7 @@ new turn summarized. The journal is written once, when the session's restore end
 
 from __future__ import annotations
 
+import errno
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -27,7 +28,7 @@ import anyio
 from anyio import to_thread
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ..atomic import atomic_write, remove_stale_temporaries
+from ..atomic import atomic_write, output_refusal, remove_stale_temporaries
 from ..config import Config
 from ..diagnostics import WarningSink
 from ..llm.base import Provider
@@ -270,10 +271,13 @@ class BatchJob:
                     await to_thread.run_sync(store.flush, key)
 
     def _save(self, item: BatchItem, restoration: Restoration) -> dict[str, Any]:
-        atomic_write(self.out_dir / f"{item.key}.md", summary_markdown(restoration).encode())
-        atomic_write(
-            self.out_dir / f"{item.key}.json", restoration.model_dump_json(indent=2).encode()
-        )
+        md, js = self.out_dir / f"{item.key}.md", self.out_dir / f"{item.key}.json"
+        for target in (md, js):
+            # --out the input folder: a session's log may bear its output's name.
+            if (why := output_refusal(target, item.files)) is not None:
+                raise OSError(errno.EINVAL, why, str(target))
+        atomic_write(md, summary_markdown(restoration).encode())
+        atomic_write(js, restoration.model_dump_json(indent=2).encode())
         return self.on_result(item, restoration) if self.on_result is not None else {}
 
     def _record(self, outcome: Outcome, extra: dict[str, Any]) -> None:
