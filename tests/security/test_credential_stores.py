@@ -17,6 +17,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+from opencode_restore.api import jobs
 from opencode_restore.cli import cli
 from opencode_restore.config import load_config
 from opencode_restore.llm.offline import OfflineProvider
@@ -28,6 +29,7 @@ from opencode_restore.pipeline.evidence.tools import EvidenceTools
 from opencode_restore.pipeline.run import RestoreOptions, restore_session
 from opencode_restore.pipeline.state import RestoreState
 from opencode_restore.redact import Redactor
+from opencode_restore.store.store import Store
 from opencode_restore.timeline.numbering import Numbering
 from tests.pipeline.helpers import make_session
 
@@ -301,3 +303,25 @@ def test_batch_run_from_home_reads_no_store(
         assert CANARY not in path.read_text()
     warnings = orjson.loads(written[0].read_bytes())["warnings"]
     assert any("refusing" in w and ".config" in w for w in warnings)
+
+
+def test_api_job_of_a_server_started_in_home_reads_no_store(
+    home: Path, tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`serve` started in ~ (systemd): the job's restoration and its stored row."""
+    log = _log_in_config(home, tmp_path / "logs")
+    session_id = "d703ad6a-fc57-46ca-94d6-a6af7cf0c933"
+    store.register(session_id, "claude-code", str(log))
+    row = store.session(session_id)
+    assert row is not None
+    monkeypatch.chdir(home)
+    run_id = store.create_run(session_id, "restore")
+    anyio.run(jobs.run_restore, store, load_config(env={}), row, run_id, None)
+    run = store.run(run_id)
+    assert run is not None
+    assert run.status == "done", run.error
+    stored = store.latest_restoration(session_id)
+    assert stored is not None
+    dumped = orjson.dumps([stored.summary, stored.summary_markdown, stored.errors]).decode()
+    assert CANARY not in dumped
+    assert "refusing" in dumped
