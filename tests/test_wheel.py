@@ -52,6 +52,8 @@ def test_wheel_carries_the_package_data(wheel: Path) -> None:
         "opencode_restore/integrations/opencode_plugin.ts",
         "opencode_restore/integrations/pi_extension.ts",
         "opencode_restore/mcp/handshake.json",
+        "opencode_restore/redact/data/gitleaks.toml",
+        "opencode_restore/redact/data/gitleaks-LICENSE",
     ):
         assert name in names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
