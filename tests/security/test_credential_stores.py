@@ -64,6 +64,14 @@ HOME_STORES = [
     ".netrc",
     ".docker/config.json",
     ".aws/credentials",
+    ".config/opencode-restore/config.toml",
+    ".mozilla/firefox/abc.default/logins.json",
+    ".config/google-chrome/Default/Login Data",
+    ".kaggle/kaggle.json",
+    ".composer/auth.json",
+    ".m2/settings.xml",
+    ".gitcookies",
+    ".pgpass",
 ]
 
 

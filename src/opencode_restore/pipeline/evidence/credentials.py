@@ -35,7 +35,8 @@ STORE_NAMES = frozenset(
         ".credentials.json", "oauth_creds.json", "credentials.tfrc.json", ".databrickscfg",
         ".oci", ".dockercfg", ".htpasswd", ".authinfo", ".authinfo.gpg", ".msmtprc",
         ".fetchmailrc", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk",
-        "id_ed25519_sk",
+        "id_ed25519_sk", ".gitcookies", ".wakatime.cfg", ".ngrok2", "Login Data",
+        "wallet.dat", ".vault_pass", ".thunderbird",
     }
 )  # fmt: skip
 #: Runs of consecutive components that name a store (a file, or a folder entered).
@@ -69,7 +70,16 @@ STORE_RUNS: frozenset[tuple[str, ...]] = frozenset(
         (".gemini", "oauth_creds.json"), ("opencode", "auth.json"),
         # This product's own API token (data directory, platform or legacy place).
         ("opencode-restore", "api-token"),
+        ("opencode-restore", "config.toml"),
         ("share", "keyrings"), ("share", "kwalletd"),
+        # Browsers' saved logins and cookies, wallets.
+        (".mozilla", "firefox"), (".config", "google-chrome"), (".config", "chromium"),
+        (".ethereum", "keystore"), ("ethereum", "keystore"),
+        # More tools that keep a token or password in a file of their own.
+        ("ngrok", "ngrok.yml"), (".kaggle", "kaggle.json"), (".config", "linode-cli"),
+        ("composer", "auth.json"), (".composer", "auth.json"), (".bundle", "config"),
+        (".ivy2", ".credentials"), (".sbt", ".credentials"), (".dbt", "profiles.yml"),
+        (".snowsql", "config"), (".subversion", "auth"), ("subversion", "auth"),
     }
 )  # fmt: skip
 STORE_SUFFIXES = ("_history", ".keychain", ".keychain-db")
