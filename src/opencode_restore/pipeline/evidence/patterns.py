@@ -19,6 +19,7 @@ one more native dependency; the `regex` engine's timeout already stops backtrack
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import resource
@@ -161,9 +162,7 @@ def bounded(work: Callable[[], T], seconds: float, memory: int = WORKER_MEMORY) 
         data, finished = _read_all(read_fd, time.monotonic() + seconds)
     finally:
         os.close(read_fd)
-        if not finished:
-            os.kill(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
+        status = _end(pid, kill=not finished)
     if not finished:
         raise WorkerFailed(f"the search was stopped after {seconds:g} s")
     if not data:
@@ -216,6 +215,18 @@ def _read_all(fd: int, deadline: float) -> tuple[bytes, bool]:
             return b"".join(parts), True
         parts.append(chunk)
     return b"".join(parts), False
+
+
+def _end(pid: int, *, kill: bool) -> int:
+    """Kill the child if asked, reap it, and return its wait status (0 when another
+    handler of SIGCHLD reaped it first, as an event loop's child watcher may)."""
+    with contextlib.suppress(ProcessLookupError):
+        if kill:
+            os.kill(pid, signal.SIGKILL)
+    try:
+        return os.waitpid(pid, 0)[1]
+    except ChildProcessError:
+        return 0
 
 
 def _exit_reason(status: int) -> str:
