@@ -5,11 +5,11 @@ the rule's regex by tests/security/gitleaks_corpus.py) in ten placements, and 30
 look-alikes the same ways; the real product paths then restore, serve and log it
 (tests/security/sinks.py, ``collect_every_sink``). Per sink:
 
-* the target: at least 97 % of the kinds redacted. A sink below it today is an expected
-  failure (xfail, not strict) whose reason gives the figure measured, so the redactor's
-  progress shows as XPASS;
-* the floor: no sink redacts fewer kinds than it did when this test was written (a hard
-  assertion: redaction must never get worse while the target is being reached);
+* the target: at least 97 % of the kinds redacted. It was an expected failure (xfail)
+  while the redactor knew too few rule families; every sink has met it since the
+  redactor runs every gitleaks rule, so it is a plain assertion now;
+* the floor: no sink redacts fewer kinds than it did when this test was written (the
+  target leaves room for 6 kinds to leak; the floor says which sinks leaked none);
 * the look-alikes: every one the sink carries comes out intact.
 
 bench/redaction.py prints the same table, with the kinds each sink holds when redaction is
@@ -38,37 +38,30 @@ CASES = [Case(s.rule, s.text, s.secret) for s in SAMPLES]
 LOOK_ALIKES = look_alike_cases(look_alikes())
 TARGET = 0.97
 
-#: Kinds redacted (of 221) per sink as measured when this test was written, on the
-#: committed tree with the redactor's gitleaks rules (e64fe9e..3e92020), less 2 kinds of
-#: slack: the hard floor no change may fall below. (Before those rules, at 60f4223: provider,
-#: HTML, API /messages and MCP get_messages 4/221, JSON and its kin 70/221, hook.log 72/221.)
+#: Kinds redacted (of 221) per sink as measured on the committed tree e93cec0 (the
+#: redactor running every gitleaks rule): the hard floor no change may fall below. The
+#: history, for the record: at 60f4223, before the gitleaks rules, provider, HTML, API
+#: /messages and MCP get_messages redacted 4/221, JSON and its kin 70/221, hook.log 72/221;
+#: at 3e92020 (the rules, keyword-gated) 157, 157, 55 and 156, the rest 220-221.
 FLOOR = {
-    "provider": 155,
-    "markdown": 219,
-    "json": 218,
-    "html": 155,
-    "prompt": 219,
-    "stderr": 219,
-    "journal": 218,
-    "store": 218,
-    "batch": 218,
-    "api /messages": 53,
-    "api /summary": 218,
-    "mcp get_messages": 154,
-    "mcp restore_session": 218,
-    "hook.log": 219,
+    "provider": 216,
+    "markdown": 221,
+    "json": 221,
+    "html": 216,
+    "prompt": 221,
+    "stderr": 221,
+    "journal": 221,
+    "store": 221,
+    "batch": 221,
+    "api /messages": 216,
+    "api /summary": 221,
+    "mcp get_messages": 215,
+    "mcp restore_session": 221,
+    "hook.log": 221,
 }
 #: Look-alikes each sink carries with redaction off (bench/redaction.py measures it): the
 #: summaries in markdown and prompt form quote no look-alike whole, stderr none at all.
 CARRIED = dict.fromkeys(EVERY_SINK, 30) | {"markdown": 0, "prompt": 0, "stderr": 0}
-#: Sinks below the target when this test was written, with the figures then (committed;
-#: with the redactor's next changes under way).
-BELOW_TARGET = {
-    "provider": "157/221 (71 %) committed; 215/221 in progress",
-    "html": "157/221 (71 %) committed; 215/221 in progress",
-    "api /messages": "55/221 (25 %) committed; 214/221 in progress",
-    "mcp get_messages": "156/221 (71 %) committed; 214/221 in progress",
-}
 
 
 def test_the_corpus_has_one_sample_per_gitleaks_rule() -> None:
@@ -132,20 +125,7 @@ def test_look_alikes_come_out_intact_in_every_sink_that_carries_them(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "sink",
-    [
-        pytest.param(
-            s,
-            marks=pytest.mark.xfail(
-                strict=False, reason=f"issue 31: {BELOW_TARGET[s]} of the kinds redacted"
-            ),
-        )
-        if s in BELOW_TARGET
-        else s
-        for s in EVERY_SINK
-    ],
-)
+@pytest.mark.parametrize("sink", EVERY_SINK)
 def test_sink_redacts_97_percent_of_the_kinds(
     sink: str, measured: dict[str, tuple[int, int]]
 ) -> None:
