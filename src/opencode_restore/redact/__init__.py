@@ -7,6 +7,12 @@ bearer and basic credentials, API-key headers, `--password=...` flags and assign
 secret-named variables anywhere on a line (`DB_PASSWORD=...`, `"apiKey": "..."`,
 `password: hunter2`, `curl ...?token=abc123&...`).
 
+Then every rule of the public gitleaks config (``gitleaks.py``; vendored with its licence
+in ``data/``), keyword-gated as gitleaks runs them, finds the ~220 vendor kinds ours do not
+name (Mapbox, Discord, Datadog, ...). A text holding JSON string escapes (a JSON document
+in a tool input, a raw log line) is searched by them decoded, and a named field of a tool
+input is redacted with its name in view (``redact_field``).
+
 Deliberately left alone: git SHAs, UUIDs, hashes and base64 blobs (no vendor prefix),
 "sk-" or "password" in prose, counters such as `TOKEN_COUNT=5` or `max_tokens`, type
 annotations (`password: str`), placeholders (`${TOKEN}`, `$TOKEN`, `<your-key>`,

@@ -6,14 +6,22 @@ with the global allowlist. Rules that name file paths are applied to any text: a
 string seldom says which file it came from. The path-only rule (``pkcs12-file``) finds
 files, not text, and is left out.
 
-The patterns are RE2 (Go); ``re`` is used rather than the ``regex`` module or google-re2
-because it is the fastest of the three on these literal-led patterns and needs no new
-dependency. What differs is translated (see ``to_python``): a flag group ``(?i)`` in the
-middle of a pattern applies to the end of its enclosing group in RE2 and is an error in
-``re``, so it becomes a scoped ``(?i:...)``; ``\\z`` is ``\\Z``; POSIX classes such as
-``[[:alnum:]]`` are spelled out; ``[``, ``&``, ``~`` and ``|`` inside a class are escaped
-(``re`` reads them as the start of set operations to come). ``re.ASCII`` gives ``\\w``,
-``\\s`` and ``\\b`` their RE2 meaning.
+The patterns are RE2 (Go). They run on ``re``, translated: the ``regex`` module compiles
+them as written but reads them otherwise (its default mode makes a mid-pattern ``(?i)``
+apply to the whole pattern; its other mode changes what ``[`` means in a class), and
+google-re2 would be a new compiled dependency that copies every text to UTF-8 per call.
+What differs is translated (see ``to_python``): a flag group ``(?i)`` in the middle of a
+pattern applies to the end of its enclosing group in RE2 and is an error in ``re``, so it
+becomes a scoped ``(?i:...)``; ``\\z`` is ``\\Z``; POSIX classes such as ``[[:alnum:]]``
+are spelled out; ``[``, ``&``, ``~`` and ``|`` inside a class are escaped (``re`` reads
+them as the start of set operations to come). ``re.ASCII`` gives ``\\w``, ``\\s`` and
+``\\b`` their RE2 meaning.
+
+Where a secret sits: the end most rules require after a secret (a quote, a blank, ``;``)
+is widened to the ends a URL, an argument list or a JSON string gives it (``@``, ``&``,
+``#``, ``,``, ``)``, ``\\"``...); text holding JSON escapes is searched decoded (see
+``Redactor``), and a rule whose first group is only a piece of its match redacts the
+match.
 
 Speed: as in gitleaks, a rule runs only on a text that holds one of its keywords (any
 case); the keywords are found in one scan of a trie-shaped alternation. A rule whose
@@ -53,7 +61,7 @@ _POSIX = {
     "word": r"\w",
     "punct": r"!-/:-@\[-`{-~",
 }
-_FLAGS = re.compile(r"\(\?([imsU-]+)\)")
+_FLAGS = re.compile(r"\(\?([ims-]+)\)")
 # The name before a keyword in the keyword-context rules: context, never the secret.
 _NAME_PREFIX = re.compile(r"^((?:\(\?[a-z-]*:)*)\[\\w\.-\]\{0,50\}\?")
 _NAME_TAIL = re.compile(r"[\w.-]{0,50}\Z", re.ASCII)
