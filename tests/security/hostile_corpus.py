@@ -105,6 +105,36 @@ def opencode_generated_column(root: Path, scale: float = 1.0) -> list[str]:
     return ["messages", str(path), "--agent", "opencode", "--session", "ses_000"]
 
 
+def opencode_generated_session_id(root: Path, scale: float = 1.0) -> list[str]:
+    """A 70 KB opencode.db whose ``message.session_id`` is a generated column building a
+    60 MB string per row (past 300 s at 1.8 GB before)."""
+    path = root / "opencode.db"
+    cheap = "'ses_1'"
+    schema = OPENCODE_SCHEMA.replace(
+        "CREATE TABLE message (id text, session_id text NOT NULL,",
+        f"CREATE TABLE message (id text, session_id text GENERATED ALWAYS AS ({cheap}) VIRTUAL,",
+    )
+    conn = sqlite3.connect(path)
+    conn.executescript(schema)
+    _session(conn, "ses_1")
+    user = json.dumps({"role": "user", "time": {"created": T0}})
+    conn.executemany(
+        "INSERT INTO message (id, time_created, time_updated, data) VALUES (?, ?, ?, ?)",
+        [(f"msg_{n:04d}", T0 + n, T0, user) for n in range(1000)],
+    )
+    # The costly expression goes into the schema after the rows (an INSERT computes it);
+    # a VIRTUAL column is stored in no row, so the rows stay valid.
+    costly = "substr(replace(printf('%.*c', 20000000, 'x'), 'x', 'xxx'), 1, 0) || 'ses_1'"
+    conn.execute("PRAGMA writable_schema = ON")
+    conn.execute(
+        "UPDATE sqlite_master SET sql = replace(sql, ?, ?) WHERE name = 'message'",
+        (f"({cheap})", f"({costly})"),
+    )
+    conn.commit()
+    conn.close()
+    return ["messages", str(path), "--agent", "opencode", "--session", "ses_1"]
+
+
 def opencode_duplicate_ids(root: Path, scale: float = 1.0) -> list[str]:
     """An opencode.db with 3,000 messages sharing one id, and 3,000 parts of that id."""
     path = root / "opencode.db"
@@ -121,6 +151,37 @@ def opencode_duplicate_ids(root: Path, scale: float = 1.0) -> list[str]:
         "INSERT INTO part VALUES (?, 'msg_1', 'ses_1', ?, ?, ?)",
         [(f"prt_{n:06d}", T0, T0, part) for n in range(copies)],
     )
+    conn.commit()
+    conn.close()
+    return ["messages", str(path), "--agent", "opencode", "--session", "ses_1"]
+
+
+def opencode_big_db(root: Path, scale: float = 1.0) -> list[str]:
+    """A 600 MB opencode.db (at scale 1): one session of 1 MB tool outputs and one 40 MB
+    part (segfaulted ``messages`` and ``turns`` at 3.5 GB RSS before)."""
+    path = root / "opencode.db"
+    conn = _opencode_db(path)
+    _session(conn, "ses_1")
+    count = max(2, int(560 * scale))
+    user = json.dumps({"role": "user", "time": {"created": T0}})
+    assistant = json.dumps({"role": "assistant", "time": {"created": T0}})
+    conn.execute("INSERT INTO message VALUES ('msg_0', 'ses_1', ?, ?, ?)", (T0, T0, user))
+    text = json.dumps({"type": "text", "text": "run the tests"})
+    conn.execute("INSERT INTO part VALUES ('prt_0', 'msg_0', 'ses_1', ?, ?, ?)", (T0, T0, text))
+    output = "test output line\n" * (1 << 16)
+    for n in range(1, count + 1):
+        conn.execute(
+            "INSERT INTO message VALUES (?, 'ses_1', ?, ?, ?)",
+            (f"msg_{n:05d}", T0 + n, T0, assistant),
+        )
+        state = {"status": "completed", "input": {"command": "pytest"}, "output": output}
+        if n == 1:
+            state["output"] = "x" * int(40_000_000 * scale)
+        tool = json.dumps({"type": "tool", "tool": "bash", "callID": f"c{n}", "state": state})
+        conn.execute(
+            "INSERT INTO part VALUES (?, ?, 'ses_1', ?, ?, ?)",
+            (f"prt_{n:05d}", f"msg_{n:05d}", T0 + n, T0, tool),
+        )
     conn.commit()
     conn.close()
     return ["messages", str(path), "--agent", "opencode", "--session", "ses_1"]
@@ -203,6 +264,8 @@ CASES: dict[str, Callable[[Path, float], list[str]]] = {
     "eval-zip-bomb": eval_zip_bomb,
     "opencode-generated-column": opencode_generated_column,
     "opencode-duplicate-ids": opencode_duplicate_ids,
+    "opencode-generated-session-id": opencode_generated_session_id,
+    "opencode-600mb": opencode_big_db,
     "long-line": long_line,
     "huge-user-message": huge_user_message,
     "claude-deep-json": claude_deep_json,

@@ -28,7 +28,12 @@ DEADLINE = 60.0
 ADDRESS_SPACE = 4 << 30
 RSS_LIMIT_MB = 1536
 #: Sizes for the suite: enough to cross every cap (the long line crosses a lowered one).
-SCALE = {"long-line": 0.01, "eval-zip-bomb": 0.6, "million-bad-lines": 0.05}
+SCALE = {
+    "long-line": 0.01,
+    "eval-zip-bomb": 0.6,
+    "million-bad-lines": 0.05,
+    "opencode-600mb": 0.01,
+}
 ENV = {"OPENCODE_RESTORE_MAX_LINE_BYTES": "100000"}
 
 
@@ -72,6 +77,8 @@ EXPECTED = {
     "eval-zip-bomb": "archive member",
     "opencode-generated-column": "",
     "opencode-duplicate-ids": "2999 messages repeat an earlier id; skipped",
+    "opencode-generated-session-id": "message.session_id is missing or not a stored column",
+    "opencode-600mb": "data over the 100000-byte limit; skipped",
     "long-line": "over the 100000-byte limit; skipped",
     "huge-user-message": "",
     "million-bad-lines": "more warnings not shown",

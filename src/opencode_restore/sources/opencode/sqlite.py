@@ -20,6 +20,7 @@ import orjson
 
 from ...diagnostics import WarningSink
 from ...errors import SourceError
+from ..base import max_line_bytes
 from .convert import NumberedPart, RawMessage, as_dict, part_sort_key
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -43,10 +44,35 @@ _SESSION_COLUMNS = {
 
 #: The ``session`` columns read.
 _SESSION_READ = frozenset({*_SESSION_COLUMNS, "data", "time_created", "time_updated", "model"})
+#: The columns every query names (in a join, a filter or an ordering): each must be a
+#: stored column, since a generated one is computed again for every row it is asked of (a
+#: 70 KB database whose ``session_id`` built a string per row ran past 300 s at 1.8 GB).
+_QUERIED = {
+    "session": ("id",),
+    "message": ("id", "session_id", "time_created", "data"),
+    "part": ("id", "message_id", "data"),
+}
+#: SQLite virtual-machine steps between two calls of the progress handler.
+_PROGRESS_STEPS = 100_000
+#: SQLite work allowed on one database, in virtual-machine steps: reading a real 700 MB
+#: database takes a few hundred million; only a runaway (a hostile schema this reader does
+#: not foresee) reaches this, and it ends in an error instead of running for hours.
+MAX_SQLITE_STEPS = 20_000_000_000
 
 
 def _connect(path: Path, query: str) -> sqlite3.Connection:
-    return sqlite3.connect(f"{path.resolve().as_uri()}?{query}", uri=True, timeout=BUSY_TIMEOUT)
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?{query}", uri=True, timeout=BUSY_TIMEOUT)
+    # No value longer than a log line is ever loaded: SQLite refuses it (SQLITE_TOOBIG)
+    # before allocating, where a 600 MB part took 3.5 GB to parse.
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max_line_bytes())
+    steps = [0]
+
+    def progress() -> int:
+        steps[0] += _PROGRESS_STEPS
+        return 1 if steps[0] > MAX_SQLITE_STEPS else 0
+
+    conn.set_progress_handler(progress, _PROGRESS_STEPS)
+    return conn
 
 
 def _tables(conn: sqlite3.Connection) -> set[str]:
@@ -155,11 +181,18 @@ class DbStore:
         self.conn.close()
 
     def _fail(self, exc: sqlite3.Error) -> SourceError:
+        if isinstance(exc, sqlite3.OperationalError) and str(exc) == "interrupted":
+            why = f"database read stopped after {MAX_SQLITE_STEPS:,} SQLite steps (a runaway)"
+            return SourceError(str(self.path), why)
+        if isinstance(exc, sqlite3.DataError):
+            why = f"a value over the {max_line_bytes()}-byte limit where none can be skipped"
+            return SourceError(str(self.path), f"database read failed ({why})")
         return SourceError(str(self.path), f"database read failed ({exc})")
 
     def sessions(self) -> list[dict[str, Any]]:
         """Every session's info, in the shape of ``opencode export``'s ``info``."""
         try:
+            self._require_stored("session")
             columns = ", ".join(f'"{c}"' for c in self._stored_columns("session", _SESSION_READ))
             rows = self.conn.execute(f"SELECT {columns} FROM session").fetchall()
         except sqlite3.Error as exc:
@@ -171,8 +204,7 @@ class DbStore:
         of a hostile database computes a gigabyte per row)."""
         rows = self.conn.execute(f"PRAGMA table_xinfo({table})").fetchall()
         # hidden: 0 stored, 1 hidden (virtual tables), 2 and 3 generated.
-        found = [str(r["name"]) for r in rows if r["hidden"] == 0 and r["name"] in wanted]
-        return found or ["id"]
+        return [str(r["name"]) for r in rows if r["hidden"] == 0 and r["name"] in wanted]
 
     def messages(self, session_id: str) -> Iterator[RawMessage]:
         """Stream ``(message info, numbered parts)`` of one session, oldest first.
@@ -180,9 +212,11 @@ class DbStore:
         Warnings name the database and, as the line, the ordinal of the last part read.
         """
         # One row per message id (the first stored): with duplicated ids, joining on the
-        # id paired every copy with every part, quadratic in a hostile database.
+        # id paired every copy with every part, quadratic in a hostile database. The rows
+        # carry ids only (the sort stays small); each ``data`` is fetched alone, so one
+        # over the length limit is skipped and the rest still read.
         query = (
-            "SELECT m.id, m.data, p.id, p.data FROM message AS m"
+            "SELECT m.id, m.rowid, p.id, p.rowid FROM message AS m"
             " LEFT JOIN part AS p ON p.message_id = m.id"
             " WHERE m.rowid IN (SELECT min(rowid) FROM message WHERE session_id = ? GROUP BY id)"
             " ORDER BY m.time_created, m.id, p.id"
@@ -191,14 +225,16 @@ class DbStore:
         ordinal = 0
         current: tuple[dict[str, Any], list[dict[str, Any]]] | None = None
         try:
-            for mid, mdata, pid, pdata in self.conn.execute(query, (session_id,)):
+            for mid, mrow, pid, prow in self.conn.execute(query, (session_id,)):
                 if current is None or current[0]["id"] != mid:
                     if current is not None:
                         yield RawMessage(current[0], self._number(current[1], ordinal), ordinal)
                         ordinal += len(current[1])
+                    mdata = self._data("message", mrow, f"message {mid}", ordinal, "role unknown")
                     info = self._load(mdata, f"message {mid}", ordinal, "role unknown")
                     current = ({**info, "id": mid, "sessionID": session_id}, [])
                 if pid is not None:
+                    pdata = self._data("part", prow, f"part {pid}", ordinal, "skipped")
                     part = self._load(pdata, f"part {pid}", ordinal, "skipped")
                     if part:
                         current[1].append({**part, "id": pid, "messageID": mid})
@@ -207,13 +243,31 @@ class DbStore:
         if current is not None:
             yield RawMessage(current[0], self._number(current[1], ordinal), ordinal)
 
-    def _check_tables(self, session_id: str) -> None:
-        """Refuse computed ``data`` columns; report messages whose id repeats."""
+    def _data(self, table: str, rowid: int, what: str, ordinal: int, outcome: str) -> Any:
+        """The ``data`` of one row; an empty object (reported) when over the length limit."""
         try:
-            for table in ("message", "part"):
-                if "data" not in self._stored_columns(table, frozenset({"data"})):
-                    why = f"database read failed ({table}.data is missing or not a stored column)"
-                    raise SourceError(str(self.path), why)
+            query = f"SELECT data FROM {table} WHERE rowid = ?"
+            row = self.conn.execute(query, (rowid,)).fetchone()
+        except sqlite3.DataError:
+            limit = max_line_bytes()
+            why = f"{what}: data over the {limit}-byte limit; {outcome}"
+            self.sink.warn(self.path, ordinal, why)
+            return {}
+        return None if row is None else row[0]
+
+    def _require_stored(self, table: str) -> None:
+        """Refuse a table whose queried columns are missing or computed (generated)."""
+        stored = self._stored_columns(table, frozenset(_QUERIED[table]))
+        for column in _QUERIED[table]:
+            if column not in stored:
+                why = f"{table}.{column} is missing or not a stored column"
+                raise SourceError(str(self.path), f"database read failed ({why})")
+
+    def _check_tables(self, session_id: str) -> None:
+        """Refuse missing or computed columns; report messages whose id repeats."""
+        try:
+            self._require_stored("message")
+            self._require_stored("part")
             (extra,) = self.conn.execute(
                 "SELECT count(*) - count(DISTINCT id) FROM message WHERE session_id = ?",
                 (session_id,),
