@@ -139,9 +139,14 @@ def _by_placement(cases: list[Case]) -> None:
     print()
     print(f"kinds leaked with the corpus in one placement only ({len(cases)} kinds)")
     print(f"{'placement':20} " + " ".join(f"{short[s]:>12}" for s in EVERY_SINK))
+    named: dict[str, set[str]] = {}
     for placement in PLACEMENTS:
         kinds, _ = _run(cases, [], placements=(placement,))
         print(f"{placement:20} " + " ".join(f"{len(kinds[s]):>12}" for s in EVERY_SINK))
+        named[placement] = {k for s in EVERY_SINK for k in kinds[s]}
+    for placement, leaked in named.items():
+        if leaked:
+            print(f"  {placement}: {', '.join(sorted(leaked))}")
 
 
 def _ours(smoke: bool) -> None:
