@@ -133,6 +133,10 @@ def test_folders_under_data_trees_and_xdg_folders_are_refused(
     # A project below a settings folder stays a project (people edit ~/.config/nvim).
     assert root_refusal(home / ".config" / "nvim") is None
     assert root_refusal(home / "project") is None
+    # A variable naming / or the home folder itself refuses no project by that.
+    for odd in ("/", str(home), str(home.parent)):
+        monkeypatch.setenv("XDG_DATA_HOME", odd)
+        assert root_refusal(home / "project") is None
 
 
 @pytest.mark.parametrize("store", CONFIG_STORES)

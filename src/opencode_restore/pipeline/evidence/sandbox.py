@@ -104,19 +104,24 @@ def _home() -> Path | None:
         return None
 
 
-def _env_folders(names: tuple[str, ...]) -> list[Path]:
+def _env_folders(names: tuple[str, ...], home: Path | None) -> list[Path]:
+    """The folders the variables ``names`` set; one that is ``/``, the home folder or above
+    it (``XDG_DATA_HOME=/`` would refuse every root) is no application's folder."""
     found = []
     for name in names:
         value = os.environ.get(name)
-        if value and os.path.isabs(value):
-            found.append(Path(os.path.realpath(value)))
+        if not value or not os.path.isabs(value):
+            continue
+        folder = Path(os.path.realpath(value))
+        if folder != Path(folder.anchor) and not (home is not None and _inside(home, folder)):
+            found.append(folder)
     return found
 
 
 def _settings_or_data_folder(root: Path, home: Path | None) -> bool:
     """True when ``root`` is an application's settings or data folder (see the constants)."""
-    trees = _env_folders(DATA_TREE_VARS)
-    folders = _env_folders(SETTINGS_FOLDER_VARS)
+    trees = _env_folders(DATA_TREE_VARS, home)
+    folders = _env_folders(SETTINGS_FOLDER_VARS, home)
     if home is not None:
         if root.parent == home and root.name.startswith("."):
             return True
