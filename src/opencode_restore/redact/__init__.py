@@ -35,7 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..model import Message, Session
-from .gitleaks import GITLEAKS_COMMIT, rule_set
+from .gitleaks import GITLEAKS_COMMIT, rule_set, trailing_name
 
 #: The edition of what redaction removes: part of a saved journal's fingerprint
 #: (``pipeline.resume``), so that a journal redacted by an earlier edition, which may
@@ -221,7 +221,6 @@ def _ends_with_secret_word(before: str) -> bool:
 
 
 # The name before an `=`: its last word must be secret (see `_ends_with_secret_word`).
-_ASSIGNED_NAME = re.compile(r"([A-Za-z0-9_.-]+)[\"']?[ \t]*\Z")
 # HTTP headers that carry a key (the name just before the colon).
 _HEADER_NAME = re.compile(
     r"(?<![A-Za-z0-9_-])(?:x-)?(?:api-key|auth-token|access-token|private-token|goog-api-key)\Z",
@@ -387,19 +386,20 @@ def _basic_credentials(value: str) -> bool:
 
 def _assigned_secret(before: str, value: str) -> bool:
     """True when the name in ``before`` (the text ahead of ``=``) makes ``value`` a secret."""
-    name = _ASSIGNED_NAME.search(before)
-    if not _ends_with_secret_word(before):
-        # Environment variables named *_KEY (STRIPE_KEY, MY_SERVICE_KEY) hold keys;
-        # a lower-case `sort_key` in code usually does not.
-        upper = name is not None and name.group(1).isupper()
-        if not (upper and name is not None and name.group(1).endswith(("_KEY", "-KEY"))):
-            return False
+    # The name before the `=` (blanks and a closing quote skipped), maybe empty.
+    tail = before.rstrip(" \t")
+    name = trailing_name(tail[:-1] if tail[-1:] in ('"', "'") else tail)
+    # Environment variables named *_KEY (STRIPE_KEY, MY_SERVICE_KEY) hold keys; a
+    # lower-case `sort_key` in code usually does not.
+    env_key = name.isupper() and name.endswith(("_KEY", "-KEY"))
+    if not env_key and not _ends_with_secret_word(before):
+        return False
     if _REFERENCE.match(value):
         return False  # API_KEY = settings.API_KEY
     # Upper-case names (environment variables) hold secrets whatever they look like;
     # other names are often code, where a value without a digit is another variable
     # and a short number is a count (`token=5`).
-    if name is not None and name.group(1).isupper():
+    if name.isupper():
         return True
     return any(c.isdigit() for c in value) and not (value.isdigit() and len(value) < 8)
 
