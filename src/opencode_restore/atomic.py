@@ -61,27 +61,38 @@ def backup_path(path: Path) -> Path:
     return candidate
 
 
+#: Names of this process's own output streams: written directly, whatever they are (a pipe
+#: to ``less`` is a FIFO with its reader already there; a file it was redirected to cannot
+#: be renamed over).
+OWN_STREAMS = frozenset(
+    {"/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2", "/proc/self/fd/1", "/proc/self/fd/2"}
+)
+
+
 def output_refusal(path: Path, inputs: Iterable[str | os.PathLike[str]] = ()) -> str | None:
     """Why ``path`` may not be a command's output file, or None when it may.
 
-    A FIFO is refused (opening it waits for a reader: ``-o`` onto one hung), as are
-    devices other than ``/dev/null`` and sockets, and any of ``inputs``, however named
-    (a symlink or hard link to the log would replace the log being restored).
+    Any of ``inputs`` is refused, however named (a symlink or hard link to the log would
+    replace the log being restored). Besides regular files and `OWN_STREAMS`, so are a
+    FIFO (opening it waits for a reader: ``-o`` onto one hung), devices other than
+    ``/dev/null``, and sockets.
     """
     try:
         target = os.stat(path)
     except OSError:
         return None  # a new file (or one the write will report)
+    if any(_same_file(target, source) for source in inputs):
+        return "is one of the input files; writing would replace it; give another file"
+    if stat.S_ISREG(target.st_mode) or os.path.abspath(path) in OWN_STREAMS:
+        return None
     if stat.S_ISFIFO(target.st_mode):
         return "is a FIFO (named pipe); writing would wait for a reader; give a file, or -"
     if stat.S_ISSOCK(target.st_mode):
         return "is a socket; give a file, or - for standard output"
-    if stat.S_ISCHR(target.st_mode) or stat.S_ISBLK(target.st_mode):
-        if _same_file(target, os.devnull):
-            return None
+    if (stat.S_ISCHR(target.st_mode) or stat.S_ISBLK(target.st_mode)) and not _same_file(
+        target, os.devnull
+    ):
         return "is a device; give a file, or - for standard output"
-    if any(_same_file(target, source) for source in inputs):
-        return "is one of the input files; writing would replace it; give another file"
     return None
 
 
@@ -98,16 +109,17 @@ def write_output(
 ) -> None:
     """Write a command's output file: atomically when it is (or will be) a regular file.
 
-    A full disk leaves the previous file, not a truncated one. ``/dev/null`` cannot be
-    renamed over, so it is written directly; a target `output_refusal` refuses (a FIFO,
-    another device, one of ``inputs``) raises `OSError` naming it. The text
+    A full disk leaves the previous file, not a truncated one. ``/dev/null`` and
+    `OWN_STREAMS` cannot be renamed over, so they are written directly; a target
+    `output_refusal` refuses (a FIFO, another device, one of ``inputs``) raises `OSError`
+    naming it. The text
     (or its pieces, in order) is encoded a megabyte at a time: a long session's JSON
     restoration (10 MB at bench/scale.py's 200 MB log) is not held a second time as bytes.
     """
     if (why := output_refusal(path, inputs)) is not None:
         raise OSError(errno.EINVAL, why, str(path))
     pieces = [text] if isinstance(text, str) else text
-    if path.exists() and not path.is_file():
+    if os.path.abspath(path) in OWN_STREAMS or (path.exists() and not path.is_file()):
         with path.open("w", encoding="utf-8") as fh:
             fh.writelines(pieces)
         return

@@ -10,6 +10,8 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -137,3 +139,18 @@ def test_batch_out_in_the_input_folder_never_replaces_a_log(tmp_path: Path) -> N
     records = read_manifest(tmp_path / "in" / "manifest.jsonl")
     assert len(records) == 2
     assert all("one of the input files" in r["error"] for r in records)
+
+
+def test_output_onto_own_stdout_pipe_is_written(fixtures: Path, tmp_path: Path) -> None:
+    """`-o /dev/stdout | less`: a pipe with its reader already there, written directly."""
+    env = {**os.environ, "OPENCODE_RESTORE_DATA_DIR": str(tmp_path / "data")}
+    args = ["report", str(fixtures / EXPORT), "-o", "/dev/stdout", "-q"]
+    done = subprocess.run(
+        [sys.executable, "-m", "opencode_restore", *args],
+        capture_output=True,
+        env=env,
+        timeout=DEADLINE,  # a runaway guard only
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(b"<!")
