@@ -6,9 +6,12 @@ Secrets are assembled at run time so that secret scanners do not flag this file.
 from __future__ import annotations
 
 import base64
+import importlib
 import json
+import re
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import example, given
@@ -476,6 +479,10 @@ def test_gitleaks_rules_are_vendored_with_their_licence_and_version() -> None:
     assert gitleaks.GITLEAKS_COMMIT in (data / "README.md").read_text()
     # Most rules are tried only where their literal start is, never at every character.
     assert sum(r.starts is None for r in rules) <= 10
+    # A shorter text is not searched: no rule can match it.
+    parser: Any = importlib.import_module("re._parser")
+    widths = [parser.parse(r.regex.pattern, re.ASCII).getwidth()[0] for r in rules]
+    assert min(widths) == gitleaks.SHORTEST_MATCH
 
 
 @pytest.mark.parametrize(
