@@ -10,6 +10,7 @@ the store (titles), the API (`/messages`) and hook.log.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import io
 import json
@@ -230,8 +231,17 @@ EVERY_SINK = (
     "hook.log",
 )
 PLACED_SESSION = "5ec12e7a-0000-4000-8000-000000000031"
-#: The workspace file the session edits most, so the evidence search reads it (READ_FILE).
-READ_FILE_NAME = "deploy.env"
+#: The workspace files the session edits, one per group, which the evidence search reads
+#: (READ_FILE): one file per group, so a file the sandbox refuses for what it holds (a
+#: private-key block, an AWS secret key) keeps only its own group's kinds from being read.
+READ_FILE_DIR = "keys"
+
+
+def read_file_name(group: int) -> str:
+    """The workspace-relative path of group ``group``'s READ_FILE file."""
+    return f"{READ_FILE_DIR}/group-{group:02d}.md"
+
+
 #: Kinds per group of turns: a group's texts stay under MCP's 2,000-character cut, so a
 #: kind missing from get_messages is one redaction removed, not one the cut dropped.
 GROUP = 8
@@ -278,13 +288,14 @@ def plant_placements(
     def put(placement: str, text: str) -> str:
         return text if placement in chosen else "-"
 
-    workspace.mkdir(parents=True, exist_ok=True)
-    every = "\n".join(c.text for c in [*cases, *others])
-    (workspace / READ_FILE_NAME).write_text(
-        f"# deployment settings\n{put('READ_FILE file', every)}\nA=1\n"
-    )
     groups = [cases[g : g + GROUP] for g in range(0, len(cases), GROUP)]
     groups += [others[g : g + GROUP] for g in range(0, len(others), GROUP)]
+    (workspace / READ_FILE_DIR).mkdir(parents=True, exist_ok=True)
+    for g, group in enumerate(groups):
+        texts = "\n".join(c.text for c in group)
+        (workspace / read_file_name(g)).write_text(
+            f"# deploy keys, group {g + 1}\n{put('READ_FILE file', texts)}\nA=1\n"
+        )
     lines: list[str] = []
     parent: str | None = None
     n = 0
@@ -319,9 +330,9 @@ def plant_placements(
             (
                 "Edit",
                 {
-                    "file_path": f"{workspace}/{READ_FILE_NAME}",
-                    "old_string": f"A={g + 1}",
-                    "new_string": f"A={g + 2}",
+                    "file_path": f"{workspace}/{read_file_name(g)}",
+                    "old_string": "A=0",
+                    "new_string": "A=1",
                 },
                 "edited",
             ),
@@ -348,8 +359,9 @@ def plant_placements(
         summary = put("compaction summary", texts)
         summary = f"This session is being continued from a previous conversation.\nKeys:\n{summary}"
         add("user", {"role": "user", "content": summary}, at + 4, isCompactSummary=True)
-        # A line cut off mid-write: the reader skips it, and says so.
-        cut = {"role": "user", "content": put("bad line", texts)}
+        # A line cut off mid-write: the reader skips it, and says so; its error name is what
+        # the evidence search's error pattern finds in the raw log.
+        cut = {"role": "user", "content": f"DeployError: failed with\n{put('bad line', texts)}"}
         bad = json.dumps({"type": "user", "message": cut})
         lines.append(bad[: len(bad) - 3])
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -357,18 +369,19 @@ def plant_placements(
     return path
 
 
-class _ReadingServer(FakeLLMServer):
-    """The fake server, asking for READ_FILE of the workspace file on the first request
-    that offers tools (the evidence search), so its answer reaches the next request."""
+class _SearchingServer(FakeLLMServer):
+    """The fake server as a model that searches: each request offering tools (the evidence
+    search) is answered with the next of ``calls``, so every answer reaches a request."""
 
-    asked = False
+    def __init__(self, calls: list[dict[str, Any]]) -> None:
+        super().__init__()
+        self.calls = list(calls)
 
     def handle(
         self, path: str, headers: dict[str, str], body: Any, received: float | None = None
     ) -> tuple[int, dict[str, str], Any]:
-        if not self.asked and isinstance(body, dict) and body.get("tools"):
-            self.asked = True
-            self.script.insert(0, {"tool": "READ_FILE", "args": {"path": READ_FILE_NAME}})
+        if self.calls and isinstance(body, dict) and body.get("tools"):
+            self.script.insert(0, self.calls.pop(0))
         return super().handle(path, headers, body, received)
 
 
@@ -423,11 +436,26 @@ def collect_every_sink(
 
     The product paths are the real ones: the CLI's restores (offline in every format, and
     openai against the fake server for the provider requests, whose evidence search is
-    made to READ_FILE the workspace file), ``batch``, the hook receiver, the HTTP API
-    (``/messages`` redacted by default, ``/summary``) and the MCP tools.
+    made to READ_FILE every group's file and to search the log for the malformed lines),
+    ``batch``, the hook receiver, the HTTP API (``/messages`` redacted by default,
+    ``/summary``) and the MCP tools. Everything runs in the session's working directory,
+    as a user restoring from their project does, so the recorded cwd is the workspace
+    the evidence tools read (the offline rules read the two files edited most).
     """
+    (tmp / "ws").mkdir(parents=True, exist_ok=True)
+    with contextlib.chdir(tmp / "ws"):
+        return _collect(tmp, cases, monkeypatch, look_alikes or [], redact, placements)
+
+
+def _collect(
+    tmp: Path,
+    cases: list[Case],
+    monkeypatch: Any,
+    others: list[Case],
+    redact: bool,
+    placements: Collection[str],
+) -> dict[str, str]:
     home, data, workspace = tmp / "home", tmp / "data", tmp / "ws"
-    others = look_alikes or []
     log = plant_placements(
         home / ".claude" / "projects" / "-ws" / f"{PLACED_SESSION}.jsonl",
         workspace,
@@ -464,12 +492,15 @@ def collect_every_sink(
         _, err = _run_cli(args, env, monkeypatch)
         errors.append(err)
         sinks[fmt] = out.read_text()
-    with _ReadingServer() as server:
+    groups = -(-len(cases) // GROUP) + -(-len(others) // GROUP)
+    calls = [{"tool": "READ_FILE", "args": {"path": read_file_name(g)}} for g in range(groups)]
+    calls.append({"tool": "SEARCH_LOG", "args": {"pattern": "DeployError", "context_lines": 1}})
+    with _SearchingServer(calls) as server:
         _, err = _run_cli(
             [
                 "restore", str(log), "-m", "openai:gpt-4o-mini", "--base-url",
                 server.openai_base_url, "--fresh", "--format", "json", "-o",
-                str(tmp / "llm.json"), "--max-searches", "3",
+                str(tmp / "llm.json"), "--max-searches", str(len(calls) + 1),
             ],
             env,
             monkeypatch,
@@ -480,7 +511,6 @@ def collect_every_sink(
     errors.append(err)
     sinks["batch"] = _files_text(tmp / "batch")
     sinks["stderr"] = "\n".join(errors)
-    groups = -(-len(cases) // GROUP) + -(-len(others) // GROUP)
     sinks.update(_served(data, groups, raw=not redact))
     sinks["journal"] = _files_text(data, skip=("hook.log",))
     sinks["store"] = _store_text(data / "store.sqlite3")

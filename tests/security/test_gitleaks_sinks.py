@@ -137,7 +137,7 @@ def test_the_placements_hold_every_case(tmp_path: Path) -> None:
     # The planted session itself: every kind in each of the nine log placements.
     import json
 
-    from .sinks import PLACEMENTS, field_name, plant_placements
+    from .sinks import PLACEMENTS, field_name, plant_placements, read_file_name
 
     log = plant_placements(tmp_path / "s.jsonl", tmp_path / "ws", CASES[:3], LOOK_ALIKES[:1])
     text = log.read_text()
@@ -149,7 +149,7 @@ def test_the_placements_hold_every_case(tmp_path: Path) -> None:
         encoded = json.dumps(case.text)[1:-1]
         assert text.count(encoded) >= 7, case.kind  # user, thinking, Write, 2 Bash, output, summary
         assert f'"{field_name(case.kind)}": {json.dumps(case.secret)}' in text
-        assert case.text in (tmp_path / "ws" / "deploy.env").read_text()
+        assert case.text in (tmp_path / "ws" / read_file_name(0)).read_text()
 
 
 def _parses(line: str) -> bool:
