@@ -45,6 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from re import _constants as _sre_constants  # type: ignore[attr-defined]
 from typing import Any
 
 FIXTURE = Path(__file__).with_name("fixtures") / "gitleaks_corpus.json"
@@ -305,11 +306,7 @@ def _members(sampler: Any, value: Any) -> list[str]:
     return listed
 
 
-try:  # the opcode constants of the parser the generator walks
-    from re import _constants as _sre_constants  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_constants as _sre_constants
-
+#: The opcode of a negated class in the parse tree rstr walks (Python 3.11's re._parser).
 _NEGATE = _sre_constants.NEGATE
 
 
