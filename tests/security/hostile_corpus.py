@@ -228,6 +228,31 @@ def claude_deep_json(root: Path, scale: float = 1.0) -> list[str]:
     return ["restore", str(path), "--agent", "claude-code", "--fresh"]
 
 
+def _claude_deep(root: Path, deep: str) -> Path:
+    path = root / "deep.jsonl"
+    line = _claude_line("a1", "u1", "assistant", "@@", 2)
+    tool = f'{{"type": "tool_use", "id": "t1", "name": "Bash", "input": {{"a": {deep}}}}}'
+    line = line.replace('{"type": "text", "text": "@@"}', tool)
+    path.write_text(_claude_line("u1", None, "user", "go", 1) + "\n" + line + "\n")
+    return path
+
+
+def claude_deep_100k(root: Path, scale: float = 1.0) -> list[str]:
+    """A 200 KB Claude Code line whose tool input nests 100,000 arrays deep (a
+    ``RecursionError`` traceback in every command before); 49,000 at a scale under 1, so
+    the line stays under the suite's lowered line cap."""
+    depth = 100_000 if scale >= 1 else 49_000
+    path = _claude_deep(root, "[" * depth + "]" * depth)
+    return ["messages", str(path), "--agent", "claude-code"]
+
+
+def claude_deep_1000(root: Path, scale: float = 1.0) -> list[str]:
+    """A Claude Code line whose tool input nests 1,000 objects deep: past the typed
+    decoder's recursion, short of orjson's limit (a traceback in every command before)."""
+    path = _claude_deep(root, '{"a": ' * 1000 + "1" + "}" * 1000)
+    return ["tree", str(path), "--agent", "claude-code"]
+
+
 def bad_lines(root: Path, scale: float = 1.0) -> list[str]:
     """A Claude Code log of one good line and a million bad ones."""
     path = root / "bad.jsonl"
@@ -269,6 +294,8 @@ CASES: dict[str, Callable[[Path, float], list[str]]] = {
     "long-line": long_line,
     "huge-user-message": huge_user_message,
     "claude-deep-json": claude_deep_json,
+    "claude-deep-100k": claude_deep_100k,
+    "claude-deep-1000": claude_deep_1000,
     "million-bad-lines": bad_lines,
     "dev-zero": dev_zero,
     "terminal-cursor-30000": terminal_cursor_bomb,

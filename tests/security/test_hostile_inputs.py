@@ -33,6 +33,7 @@ SCALE = {
     "eval-zip-bomb": 0.6,
     "million-bad-lines": 0.05,
     "opencode-600mb": 0.01,
+    "claude-deep-100k": 0.5,
 }
 ENV = {"OPENCODE_RESTORE_MAX_LINE_BYTES": "100000"}
 
@@ -74,6 +75,8 @@ def run_bounded(args: list[str], cwd: Path) -> tuple[int, str, float]:
 EXPECTED = {
     "inspect-deep-100k": "nested more than 128 deep",
     "claude-deep-json": "deep.jsonl:2: JSON nested more than 128 deep; skipped",
+    "claude-deep-100k": "deep.jsonl:2: JSON nested more than 128 deep; skipped",
+    "claude-deep-1000": "deep.jsonl:2: JSON nested more than 128 deep; skipped",
     "eval-zip-bomb": "archive member",
     "opencode-generated-column": "",
     "opencode-duplicate-ids": "2999 messages repeat an earlier id; skipped",
@@ -93,7 +96,8 @@ EXPECTED = {
 def test_hostile_input_is_bounded(tmp_path: Path, name: str) -> None:
     args = CASES[name](tmp_path, SCALE.get(name, 1.0))
     code, err, rss = run_bounded(args, tmp_path)
-    assert "Traceback" not in err
+    # At a line start: a restore's stderr may quote a search pattern naming "Traceback".
+    assert "\nTraceback (most recent call last):" not in "\n" + err
     assert "MemoryError" not in err
     assert code in (0, 2), err[-500:]
     assert rss < RSS_LIMIT_MB
@@ -153,3 +157,14 @@ def test_a_huge_request_is_not_sent_whole(
         sizes.append(len(orjson.dumps(request.facts)))
         assert max(sizes) < 100_000, request.stage
     assert out.stat().st_size < 100_000
+
+
+def test_loads_capped_refuses_what_the_recursive_walks_cannot_follow() -> None:
+    from opencode_restore.sources.base import MAX_JSON_DEPTH, loads_capped
+
+    assert loads_capped('{"a": [1]}') == {"a": [1]}
+    deep = "[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1)
+    with pytest.raises(orjson.JSONDecodeError, match="nested more than 128 deep"):
+        loads_capped(deep)
+    with pytest.raises(orjson.JSONDecodeError):
+        loads_capped(deep.encode() * 1000)

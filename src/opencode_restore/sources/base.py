@@ -388,6 +388,21 @@ def too_deep(raw: bytes, value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
     return False
 
 
+def loads_capped(raw: bytes | str, limit: int = MAX_JSON_DEPTH) -> Any:
+    """``orjson.loads`` that also refuses a value nested deeper than ``limit``.
+
+    Raises ``orjson.JSONDecodeError`` (message ``nested more than N deep``) for such a
+    value, so callers handle it as any bad JSON: nothing deeper ever reaches the
+    recursive walks downstream (redaction, text extraction), whose Python recursion
+    limit a value ~1,000 deep overflows.
+    """
+    value = orjson.loads(raw)
+    data = raw.encode() if isinstance(raw, str) else raw
+    if too_deep(data, value, limit):
+        raise orjson.JSONDecodeError(f"nested more than {limit} deep", "", 0)
+    return value
+
+
 def iter_json_lines(path: Path, sink: WarningSink) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for each JSON-object line of a JSONL file.
 

@@ -19,7 +19,7 @@ import msgspec
 import orjson
 
 from ...diagnostics import WarningSink
-from ..base import LINE_BUFFER, iter_lines
+from ..base import LINE_BUFFER, MAX_JSON_DEPTH, iter_lines, loads_capped
 from .line import DECODER, NOISE, SYSTEM, TOOL_RESULT, Line, classify, coerce
 
 #: Root marker in ``Scan.parent``.
@@ -161,6 +161,12 @@ class _Scanner:
                 line = decode(raw)
                 if not raw.isascii():
                     raw.decode()  # msgspec does not check the UTF-8 of fields it skips
+            except RecursionError:
+                # msgspec recurses, even over the fields it skips (tool input): a line
+                # nested ~1,000 deep overflows it. Such a line is skipped, as any line
+                # nested deeper than the readers follow.
+                sink.warn(path, lineno, f"JSON nested more than {MAX_JSON_DEPTH} deep; skipped")
+                continue
             except ValueError:  # bad JSON, bad UTF-8, or fields of unexpected types
                 found = _fallback(raw, path, lineno, sink)
                 if found is None:
@@ -222,7 +228,7 @@ class _Scanner:
             if k == SYSTEM and line.subtype == "compact_boundary":
                 s.boundaries[nid] = _boundary(line)
             elif k == TOOL_RESULT and b'"agentId' in raw:
-                _note_agent_result(s, orjson.loads(raw))
+                _note_agent_result(s, loads_capped(raw))
             elif s.model is None and typ == "assistant" and line.message is not None:
                 model = line.message.model
                 if model and not model.startswith("<"):
@@ -232,7 +238,7 @@ class _Scanner:
 def _fallback(raw: bytes, path: Path, lineno: int, sink: WarningSink) -> Line | None:
     """A line the typed decoder refused: report it, or keep the fields that fit."""
     try:
-        obj = orjson.loads(raw)
+        obj = loads_capped(raw)
     except orjson.JSONDecodeError as exc:
         if not raw.strip():
             return None
@@ -282,7 +288,7 @@ def _boundary(line: Line) -> Boundary:
 
 def _raw_dict(raw: msgspec.Raw) -> dict[str, Any]:
     try:
-        value = orjson.loads(bytes(raw))
+        value = loads_capped(bytes(raw))
     except orjson.JSONDecodeError:  # pragma: no cover - msgspec checked it already
         return {}
     return value if isinstance(value, dict) else {}

@@ -22,7 +22,7 @@ import orjson
 from ...diagnostics import WarningSink
 from ...fields import parse_timestamp
 from ...model import Message
-from ..base import Checkpoint, is_complete_line
+from ..base import Checkpoint, is_complete_line, loads_capped
 from .convert import Converter, attach_summaries
 from .line import DECODER, NOISE, PROMPT, Line, classify, coerce
 
@@ -36,7 +36,9 @@ def line_facts(raw: bytes) -> tuple[float | None, bool]:
     """
     try:
         line = DECODER.decode(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        # msgspec recurses, even over the fields it skips: a line nested ~1,000 deep
+        # overflows it.
         return None, False
     ts = parse_timestamp(line.timestamp)
     start = (
@@ -62,9 +64,9 @@ def _lines(path: Path, start: Checkpoint) -> Iterator[tuple[int, bytes]]:
 def _decode(raw: bytes) -> Line | None:
     try:
         return DECODER.decode(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         try:
-            obj = orjson.loads(raw)
+            obj = loads_capped(raw)
         except orjson.JSONDecodeError:
             return None
         return coerce(obj) if isinstance(obj, dict) else None

@@ -17,7 +17,7 @@ import regex
 
 from ...fields import non_empty
 from ...model import Compaction, Message, MessageType, Role, Usage
-from ..base import token_count
+from ..base import loads_capped, token_count
 from ..rejections import mark_rejection
 
 
@@ -252,7 +252,7 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
     if not isinstance(raw, str):
         return {"arguments": raw}
     try:
-        value = orjson.loads(raw)
+        value = loads_capped(raw)
     except orjson.JSONDecodeError:
         return {"raw_arguments": raw}
     return value if isinstance(value, dict) else {"arguments": value}
@@ -338,7 +338,7 @@ def normalize_output(output: Any) -> tuple[str, int | None, bool]:
     failed = False
     if isinstance(output, str) and output.lstrip().startswith("{"):
         try:
-            decoded = orjson.loads(output)
+            decoded = loads_capped(output)
         except orjson.JSONDecodeError:
             decoded = None
         if isinstance(decoded, dict) and "output" in decoded:

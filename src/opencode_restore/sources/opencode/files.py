@@ -25,7 +25,7 @@ import orjson
 
 from ...diagnostics import WarningSink
 from ...errors import SourceError
-from ..base import iter_json_lines
+from ..base import iter_json_lines, loads_capped
 from .convert import NumberedPart, RawMessage, as_dict, as_int, part_sort_key
 
 _INFO_KEY = re.compile(r'"info"\s*:\s*')
@@ -76,7 +76,7 @@ class TreeStore:
 
     def _load(self, path: Path) -> dict[str, Any] | None:
         try:
-            value = orjson.loads(path.read_bytes())
+            value = loads_capped(path.read_bytes())
         except OSError as exc:
             self.sink.warn(path, 1, f"cannot read ({exc.strerror}); skipped")
             return None
@@ -150,7 +150,7 @@ def load_export(path: Path, sink: WarningSink) -> dict[str, Any]:
     if start > 0:
         sink.warn(path, 1, f"skipped {start} bytes before the first '{{'")
     try:
-        doc = orjson.loads(data[start:])
+        doc = loads_capped(data[start:])
     except orjson.JSONDecodeError as exc:
         line = data.count(b"\n", 0, start) + exc.lineno
         doc = _salvage(data[start:].decode("utf-8", "replace"))

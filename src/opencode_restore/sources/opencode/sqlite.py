@@ -20,7 +20,7 @@ import orjson
 
 from ...diagnostics import WarningSink
 from ...errors import SourceError
-from ..base import max_line_bytes
+from ..base import loads_capped, max_line_bytes
 from .convert import NumberedPart, RawMessage, as_dict, part_sort_key
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -141,7 +141,7 @@ def open_db(path: Path, sink: WarningSink) -> sqlite3.Connection:
 def _json_column(value: Any) -> Any:
     if isinstance(value, (str, bytes)):
         try:
-            return orjson.loads(value)
+            return loads_capped(value)
         except orjson.JSONDecodeError:
             return None
     return value
