@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import functools
 import json
 import re
@@ -653,15 +654,18 @@ def redact_field(name: Any, value: str, redact: Callable[[str], str]) -> str:
     """
     if not value or not isinstance(name, str) or not _FIELD_NAME.match(name):
         return redact(value)
-    head = f"{name}="
     if _ends_with_secret_word(name) and '"' not in value and "\n" not in value:
         # As the JSON pair it was: the whole value of a secret-named field goes, as it
         # does in a raw log line (``NAME=`` would end it at a `$` or `;`).
-        head = f'"{name}": "'
-        done = redact(f'{head}{value}"')
-        if done.startswith(head) and done.endswith('"'):
-            return done[len(head) : -1]
-        return redact(value)
+        head = f'"{name}": '
+        encoded = json.dumps(value, ensure_ascii=False)
+        done = redact(head + encoded)
+        if done != head + encoded and done.startswith(head):
+            with contextlib.suppress(ValueError):
+                kept = json.loads(done[len(head) :])
+                if isinstance(kept, str):
+                    return kept
+    head = f"{name}="
     done = redact(head + value)
     return done[len(head) :] if done.startswith(head) else redact(value)
 
