@@ -529,3 +529,14 @@ def test_the_session_cwd_is_redacted(tmp_path: Path) -> None:
     assert Found("claude_code", "s1", log, cwd=cwd).cwd == session.cwd
     session.cwd = cwd  # a session built elsewhere: redact_session redacts it too
     assert redact_session(session, Redactor().redact).cwd == "/home/dev/[REDACTED:github-token]/app"
+
+
+def test_a_secret_found_in_the_decoded_view_goes_wherever_it_sits_encoded() -> None:
+    # A tool_use message's text is its input as JSON: the Kubernetes Secret's data value
+    # is found in the decoded view, and replaced in the encoded text even where no
+    # blank follows it.
+    value = rep(ALNUM, 24) + "+"
+    manifest = f"kind: Secret\ndata:\n  ca.crt: {value}kind"
+    out = Redactor().redact(json.dumps({"file_path": "k8s.yaml", "content": manifest}))
+    assert value not in out
+    assert "[REDACTED:kubernetes-secret-yaml]" in out

@@ -485,9 +485,14 @@ class Redactor:
                 continue  # too short to replace by value: it could be any word
             label = f"[REDACTED:{kind}]"
             for form in _encoded_forms(secret):
-                if form in text:  # where it stands whole (maybe after `\\n`), not in a word
-                    bounded = rf"(?:(?<![\w+/-])|(?<=\\[nrt])){re.escape(form)}(?![\w+/=-])"
-                    text = re.sub(bounded, label, text)  # (no backslash in a label)
+                if form not in text:
+                    continue
+                if len(secret) >= 12:  # found anywhere it is the secret, or a piece of it
+                    text = text.replace(form, label)
+                    continue
+                # A short one only where it stands whole (maybe after `\\n`), not in a word.
+                bounded = rf"(?:(?<![\w+/-])|(?<=\\[nrt])){re.escape(form)}(?![\w+/=-])"
+                text = re.sub(bounded, label, text)  # (no backslash in a label)
         return text
 
     def _gitleaks(self, text: str) -> str:
