@@ -416,7 +416,7 @@ class Redactor:
         # so its replacer is made when first needed (`redact()` makes a Redactor per text).
         self._value_replacers = {k: functools.partial(self._replace_value, k) for k in _CONTEXT}
         self._token_replacers: dict[str, Callable[[re.Match[str]], str]] = {}
-        # The secrets found while a decoded view is redacted (see `_redact_escaped`).
+        # The secrets found while a decoded view is searched (see `_gitleaks_escaped`).
         self._recording: list[tuple[str, str]] | None = None
 
     @property
