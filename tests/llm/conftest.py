@@ -47,6 +47,8 @@ def streamed_if_asked(request: httpx2.Request, response: httpx2.Response) -> htt
     provider streams from local servers), else unchanged."""
     if not request.url.path.endswith("/chat/completions") or response.status_code != 200:
         return response
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        return response  # scripted as events already
     body = json.loads(request.content)
     if body.get("stream") is not True:
         return response

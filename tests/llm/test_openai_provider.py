@@ -7,6 +7,7 @@ from typing import Any
 
 import anyio
 import httpx2
+import openai
 import pytest
 from pydantic import BaseModel
 
@@ -20,10 +21,11 @@ from opencode_restore.llm.base import (
     ToolsUnsupportedError,
 )
 from opencode_restore.llm.openai_provider import OpenAIProvider
-from opencode_restore.llm.retry import RetryPolicy, call_with_retry
+from opencode_restore.llm.retry import RetryPolicy, call_with_retry, error_message
 from opencode_restore.llm.settings import ProviderSettings
 from opencode_restore.llm.strict_schema import MAX_STRING_CHARS
 from opencode_restore.llm.usage import UsageLedger
+from opencode_restore.llm.window import Overflow, parse_overflow
 from tests.fakes.sse import completion_events
 from tests.llm.conftest import Recorder, SleepLog, openai_error, openai_reply, streamed_if_asked
 
@@ -730,3 +732,24 @@ async def test_a_remote_server_is_not_streamed() -> None:
     await provider(recorder, base_url="https://gateway.test/v1").complete(request())
     assert "stream" not in recorder.body()
     assert "stream_options" not in recorder.body()
+
+
+async def test_a_stream_that_ends_before_its_first_piece_is_asked_again_whole() -> None:
+    # llama-cpp-python 0.3.36 checks the window inside the stream: a 200, then nothing.
+    opened = b'data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m",'
+    opened += b'"choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}\n\n'
+    overflow = openai_error(
+        400,
+        "This model's maximum context length is 512 tokens. However, you requested 881 "
+        "tokens (831 in the messages, 50 in the completion).",
+    )
+    recorder = Recorder(
+        [httpx2.Response(200, content=opened, headers={"content-type": "text/event-stream"})]
+    )
+    recorder.responses.append(overflow)
+    llm = provider(recorder, base_url=LOCAL)
+    with pytest.raises(openai.BadRequestError) as caught:
+        await llm.complete(request())
+    assert parse_overflow(caught.value) == Overflow(error_message(caught.value), 512, 831)
+    assert [recorder.body(i).get("stream") for i in (0, 1)] == [True, None]
+    assert "stream_options" not in recorder.body(1)

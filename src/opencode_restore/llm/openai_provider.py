@@ -22,6 +22,7 @@ import re
 import time
 from typing import Any
 
+import httpx2
 import openai
 from openai.types.chat import (
     ChatCompletion,
@@ -93,26 +94,42 @@ class OpenAIProvider(SDKProvider):
         wait: float | None = None
         # Leaving the block (a finished reply, a timeout, a cancelled run) closes the
         # connection, which is what tells the server to stop generating.
-        async with stream:
-            async for chunk in stream:
-                model = chunk.model or model
-                usage = chunk.usage or usage
-                for choice in chunk.choices or []:
-                    finish_reason = choice.finish_reason or finish_reason
-                    delta = choice.delta
-                    if delta is None:
-                        continue
-                    if delta.content or delta.tool_calls:
-                        pieces += 1
-                        if wait is None:
-                            wait = time.monotonic() - started
-                    text.append(delta.content or delta.refusal or "")
-                    for call in delta.tool_calls or []:
-                        slot = calls.setdefault(call.index, ["", "", ""])
-                        slot[0] = call.id or slot[0]
-                        if call.function is not None:
-                            slot[1] += call.function.name or ""
-                            slot[2] += call.function.arguments or ""
+        try:
+            async with stream:
+                async for chunk in stream:
+                    model = chunk.model or model
+                    usage = chunk.usage or usage
+                    for choice in chunk.choices or []:
+                        finish_reason = choice.finish_reason or finish_reason
+                        delta = choice.delta
+                        if delta is None:
+                            continue
+                        if delta.content or delta.tool_calls:
+                            pieces += 1
+                            if wait is None:
+                                wait = time.monotonic() - started
+                        text.append(delta.content or delta.refusal or "")
+                        for call in delta.tool_calls or []:
+                            slot = calls.setdefault(call.index, ["", "", ""])
+                            slot[0] = call.id or slot[0]
+                            if call.function is not None:
+                                slot[1] += call.function.name or ""
+                                slot[2] += call.function.arguments or ""
+        except (httpx2.HTTPError, openai.APIError, OSError):
+            if pieces:
+                raise
+            finish_reason = None  # broken before its first piece: see below
+        if finish_reason is None and not pieces:
+            # llama-cpp-python checks the context window inside the stream: an overflow
+            # ends it after its 200 and before any piece. Asked whole, the same request
+            # gets the 400 that names the window (at once: nothing is generated).
+            whole = {k: v for k, v in params.items() if k not in ("stream", "stream_options")}
+            try:
+                return await self._send(request, whole)
+            except openai.APIConnectionError:
+                # The pool may hand back the broken stream's connection, which the server
+                # closed: the first send resets, the next goes on a fresh one.
+                return await self._send(request, whole)
         tool_calls = [
             ToolCallRequest(call_id, name, _arguments(arguments))
             for call_id, name, arguments in (calls[index] for index in sorted(calls))
