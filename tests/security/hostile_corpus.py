@@ -253,6 +253,25 @@ def claude_deep_1000(root: Path, scale: float = 1.0) -> list[str]:
     return ["tree", str(path), "--agent", "claude-code"]
 
 
+def claude_branches(root: Path, scale: float = 1.0) -> list[str]:
+    """A 6.8 MB Claude Code log whose first request has 10,000 sibling branches, each an
+    answer and a follow-up (``restore`` and ``tree`` took ~100 s before)."""
+    path = root / "branches.jsonl"
+    count = max(2, int(10_000 * scale))
+    pad = "and so on " * 20
+    lines = [_claude_line("u0", None, "user", "start the work", 1)]
+    for n in range(count):
+        lines.append(_claude_line(f"a{n}", "u0", "assistant", f"attempt {n} {pad}", 2))
+        lines.append(_claude_line(f"u{n + 1}", f"a{n}", "user", f"retry {n} {pad}", 3))
+    path.write_text("\n".join(lines) + "\n")
+    return ["restore", str(path), "--agent", "claude-code", "--fresh", "-q"]
+
+
+def claude_branches_tree(root: Path, scale: float = 1.0) -> list[str]:
+    """The 10,000 sibling branches printed by ``tree`` (36-100 s before)."""
+    return ["tree", *claude_branches(root, scale)[1:4]]
+
+
 def bad_lines(root: Path, scale: float = 1.0) -> list[str]:
     """A Claude Code log of one good line and a million bad ones."""
     path = root / "bad.jsonl"
@@ -297,6 +316,8 @@ CASES: dict[str, Callable[[Path, float], list[str]]] = {
     "claude-deep-100k": claude_deep_100k,
     "claude-deep-1000": claude_deep_1000,
     "million-bad-lines": bad_lines,
+    "claude-10k-branches": claude_branches,
+    "claude-10k-branches-tree": claude_branches_tree,
     "dev-zero": dev_zero,
     "terminal-cursor-30000": terminal_cursor_bomb,
     "terminal-script-20000": terminal_script_geometry,

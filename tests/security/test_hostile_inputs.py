@@ -86,6 +86,8 @@ EXPECTED = {
     "huge-user-message": "",
     "million-bad-lines": "more warnings not shown",
     "dev-zero": "not a regular file",
+    "claude-10k-branches": "",
+    "claude-10k-branches-tree": "",
     "terminal-cursor-30000": "",
     "terminal-script-20000": "",
 }

@@ -19,9 +19,14 @@ from typing import Any
 from ..model import Message, TimelineSpan
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class TreeNode:
-    """One entry of the tree: a pi entry, or one message of another agent's log."""
+    """One entry of the tree: a pi entry, or one message of another agent's log.
+
+    Compared by identity: an entry is one place in one tree, and a field-by-field
+    comparison made every ``node in parent.children`` test cost the siblings' messages
+    (10,000 sibling branches took minutes to print).
+    """
 
     id: str
     parent_id: str | None
@@ -73,6 +78,8 @@ class SessionTree:
         for n in nodes:
             self.nodes[n.id] = n
         self.roots: list[TreeNode] = []
+        #: Entries whose link to their parent was cut to break a parent loop.
+        self._cut: set[str] = set()
         for n in self.nodes.values():
             parent = self.nodes.get(n.parent_id) if n.parent_id is not None else None
             if parent is None or parent is n:
@@ -98,6 +105,7 @@ class SessionTree:
             parent = self.nodes.get(n.parent_id or "")
             if parent is not None and n in parent.children:
                 parent.children.remove(n)
+                self._cut.add(n.id)
             self.roots.append(n)
             reached.update(x.id for x, _ in self._dfs_from([n]))
 
@@ -141,7 +149,7 @@ class SessionTree:
             seen.add(node.id)
             out.append(node)
             node = self.nodes.get(node.parent_id) if node.parent_id is not None else None
-            if node is not None and out[-1] not in node.children:
+            if node is not None and out[-1].id in self._cut:
                 break  # the link was cut to break a parent loop
         out.reverse()
         return out

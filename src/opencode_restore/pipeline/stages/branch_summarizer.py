@@ -9,6 +9,8 @@ or a deterministic digest (request, last reply, tools, errors) offline.
 
 from __future__ import annotations
 
+import logging
+from bisect import bisect_left
 from collections import Counter
 
 from ...errors import ProviderError, RestoreError
@@ -23,6 +25,13 @@ from ..schemas import BranchSummary
 
 #: Characters of a branch transcript sent to the LLM (the middle is cut).
 MAX_BRANCH_CHARS = 24_000
+#: Branches summarized by the model, the longest first: each costs a call, and a log can
+#: hold thousands of sibling branches (N siblings cost N - 1 calls). The others get the
+#: deterministic digest, with a note saying so.
+MAX_LLM_BRANCHES = 20
+_NOT_BY_MODEL = " (A digest: only the {n} longest branches are summarized by the model.)"
+
+log = logging.getLogger(__name__)
 
 _SYSTEM = (
     "You summarize an abandoned branch of a coding-agent session: the user rewound the "
@@ -65,41 +74,56 @@ def digest(messages: list[Message]) -> str:
     return " ".join(parts)
 
 
-def _own_summary(span: TimelineSpan, tree: SessionTree) -> TreeNode | None:
-    """The session's own summary of ``span``'s branch, if it wrote one.
+class _OwnSummaries:
+    """The session's own ``branch_summary`` entries, indexed once for every branch.
 
     pi's ``branch_summary`` names the abandoned entry in ``fromId`` (older files) or
     hangs off the fork point with ``fromId`` set to it (today's pi): then it is the
-    summary of the sibling branch written last before it.
+    summary of the sibling branch written last before it. Looked up per branch in
+    constant time: scanning every entry and every sibling for each of 10,000 sibling
+    branches was quadratic.
     """
-    ids: set[str] = set()
-    for m in span.messages():
-        ids.add(m.id)
-        if m.group:
-            ids.add(m.group)
-    candidates = tree.branch_summaries()
-    for node in candidates:
-        from_id = (node.data or {}).get("fromId")
-        if from_id is None and node.messages:
-            from_id = node.messages[0].meta.get("from_id")
-        if isinstance(from_id, str) and from_id in ids:
-            return node
-    fork = span.branched_from
-    first = tree.get(span.messages()[0].id) if span.messages() else None
-    if fork is None or first is None:
-        return None
-    siblings = (
-        [c for c in tree.nodes[fork].children if c.kind != "branch_summary"]
-        if fork in tree.nodes
-        else []
-    )
-    for node in sorted(candidates, key=lambda n: n.order):
-        if node.parent_id != fork:
-            continue
-        before = [c for c in siblings if c.order < node.order]
-        if before and max(before, key=lambda c: c.order) is first:
-            return node
-    return None
+
+    def __init__(self, tree: SessionTree) -> None:
+        self.tree = tree
+        #: fromId -> (position among the summaries, the summary): the first one wins.
+        self.by_from: dict[str, tuple[int, TreeNode]] = {}
+        #: The sibling a summary follows (by id) -> the first summary written after it.
+        self.after: dict[str, TreeNode] = {}
+        candidates = tree.branch_summaries()
+        for index, node in enumerate(candidates):
+            from_id = (node.data or {}).get("fromId")
+            if from_id is None and node.messages:
+                from_id = node.messages[0].meta.get("from_id")
+            if isinstance(from_id, str):
+                self.by_from.setdefault(from_id, (index, node))
+        siblings: dict[str, list[tuple[int, TreeNode]]] = {}
+        for node in sorted(candidates, key=lambda n: n.order):
+            parent = tree.nodes.get(node.parent_id or "")
+            if parent is None:
+                continue
+            if parent.id not in siblings:
+                kept = [c for c in parent.children if c.kind != "branch_summary"]
+                siblings[parent.id] = sorted(((c.order, c) for c in kept), key=lambda t: t[0])
+            ordered = siblings[parent.id]
+            at = bisect_left(ordered, node.order, key=lambda t: t[0])
+            if at:
+                self.after.setdefault(ordered[at - 1][1].id, node)
+
+    def of(self, span: TimelineSpan) -> TreeNode | None:
+        """The session's own summary of ``span``'s branch, if it wrote one."""
+        messages = span.messages()
+        if not messages or not (self.by_from or self.after):
+            return None
+        named = [self.by_from[i] for m in messages for i in (m.id, m.group) if i in self.by_from]
+        if named:
+            return min(named, key=lambda t: t[0])[1]
+        fork = span.branched_from
+        first = self.tree.get(messages[0].id)
+        if fork is None or first is None:
+            return None
+        node = self.after.get(first.id)
+        return node if node is not None and node.parent_id == fork else None
 
 
 async def _llm_summary(
@@ -143,7 +167,18 @@ async def summarize_branches(
     if not spans:
         return []
     tree = tree if tree is not None else tree_of(session)
-    use_llm = ctx.provider.name != "offline"
+    own = _OwnSummaries(tree)
+    by_model: set[int] = set()
+    if ctx.provider.name != "offline":
+        longest = sorted(spans, key=lambda s: len(s.messages()), reverse=True)
+        by_model = {id(s) for s in longest[:MAX_LLM_BRANCHES]}
+        if len(spans) > MAX_LLM_BRANCHES:
+            log.warning(
+                "%d abandoned branches: the %d longest are summarized by the model, "
+                "the others by a digest",
+                len(spans),
+                MAX_LLM_BRANCHES,
+            )
     rows = []
     for span in spans:
         messages = span.messages()
@@ -162,13 +197,15 @@ async def summarize_branches(
             source="generated",
             summary="",
         )
-        own = _own_summary(span, tree)
+        written = own.of(span)
         text = None
-        if own is not None and own.messages:
-            text, row.source = own.messages[0].text, "session"
-        elif use_llm:
+        if written is not None and written.messages:
+            text, row.source = written.messages[0].text, "session"
+        elif id(span) in by_model:
             text = await _llm_summary(span, messages, ctx)
             row.source = "llm" if text else "generated"
+        elif by_model:
+            text = digest(messages) + _NOT_BY_MODEL.format(n=MAX_LLM_BRANCHES)
         row.summary = ctx.redact(text if text else digest(messages))
         rows.append(row)
     return rows
