@@ -540,3 +540,12 @@ def test_a_secret_found_in_the_decoded_view_goes_wherever_it_sits_encoded() -> N
     out = Redactor().redact(json.dumps({"file_path": "k8s.yaml", "content": manifest}))
     assert value not in out
     assert "[REDACTED:kubernetes-secret-yaml]" in out
+
+
+def test_a_quoted_value_in_a_json_pair_is_redacted_with_its_quotes() -> None:
+    # `{"HASHICORP_TF_PASSWORD": "\"…\""}`: our quoted rule once took the backslash
+    # before the inner quote for the value and left the password.
+    password = '"' + rep(LOWER_NUM, 14) + '"'
+    out, count = redact(json.dumps({"HASHICORP_TF_PASSWORD": password}))
+    assert password.strip('"') not in out
+    assert count == 1

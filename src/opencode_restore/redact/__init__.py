@@ -287,7 +287,9 @@ _CONTEXT: dict[str, str] = {
     "quoted": (
         # (a backslash before a quote: the same pair inside a JSON-encoded string)
         rf"(?P<keep>(?i:{_WORD_ALT})\\?[\"']?[ \t]*[:=][ \t]*(?P<q>\\?[\"']))"
-        r"(?P<value>[^\"'\n]+)(?P=q)"
+        # (not from an escaped quote: in `"PASSWORD": "\"pw\""` the value is `"pw"`,
+        # which the gitleaks rules find decoded, not the backslash before it)
+        r"(?P<value>(?!\\[\"'])[^\"'\n]+)(?P=q)"
     ),
     # NAME=value anywhere on a line (.env files, shells, INI, query strings), anchored on
     # the `=`; `_replace_value` checks the name. Lower-case names need a digit in the
