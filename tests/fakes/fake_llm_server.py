@@ -45,7 +45,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import signal
 import sys
 import threading
@@ -62,6 +61,7 @@ if TYPE_CHECKING or __package__:
     from .local_servers import PROFILES, LocalServer, auto_json, make_profile, tool_parameters
     from .sse import completion_events, wants_usage
     from .strict_api import anthropic_error, anthropic_refusal, openai_error, openai_refusal
+    from .tokens import CHARS_PER_TOKEN, text_chars, tokens
     from .wire_types import request_problems
 else:  # run as a script, or imported with tests/fakes on sys.path (bench/, batch helpers)
     from local_servers import PROFILES, LocalServer, auto_json, make_profile, tool_parameters
@@ -69,26 +69,9 @@ else:  # run as a script, or imported with tests/fakes on sys.path (bench/, batc
     from strict_api import anthropic_error, anthropic_refusal, openai_error, openai_refusal
     from wire_types import request_problems
 
-CHARS_PER_TOKEN = 3.5
+    from tokens import CHARS_PER_TOKEN, text_chars, tokens
+
 _SECRET_HEADERS = {"authorization", "x-api-key"}
-# Structural fields that a real tokenizer would barely see.
-_NOT_TEXT = {"type", "role", "cache_control"}
-
-
-def tokens(chars: int) -> int:
-    """The fake tokenizer: chars / 3.5, rounded up."""
-    return math.ceil(chars / CHARS_PER_TOKEN)
-
-
-def _text_chars(value: Any) -> int:
-    """Characters of the strings in a JSON value (keys and structural fields excluded)."""
-    if isinstance(value, str):
-        return len(value)
-    if isinstance(value, dict):
-        return sum(_text_chars(v) for k, v in value.items() if k not in _NOT_TEXT)
-    if isinstance(value, list):
-        return sum(_text_chars(v) for v in value)
-    return 0
 
 
 class FakeLLMServer:
@@ -287,11 +270,11 @@ class FakeLLMServer:
         message: dict[str, Any] = {"role": "assistant", "content": text}
         if tool_calls:
             message["tool_calls"] = tool_calls
-        prompt = tokens(_text_chars([body.get("messages"), body.get("tools")]))
+        prompt = tokens(text_chars([body.get("messages"), body.get("tools")]))
         if self.profile is not None:
             prompt = self.profile.reported_prompt_tokens(prompt)
         cached = self._openai_cached(body)
-        completion = tokens(len(text or "") + _text_chars(tool_calls))
+        completion = tokens(len(text or "") + text_chars(tool_calls))
         usage: dict[str, Any] = {
             "prompt_tokens": prompt,
             "completion_tokens": completion,
@@ -345,7 +328,7 @@ class FakeLLMServer:
         else:
             content.append({"type": "text", "text": "auto reply"})
         usage = self._anthropic_usage(body)
-        usage["output_tokens"] = tokens(_text_chars(content))
+        usage["output_tokens"] = tokens(text_chars(content))
         usage.update(step.get("usage", {}))
         return {
             "id": f"msg_fake_{number}",
@@ -368,7 +351,7 @@ class FakeLLMServer:
             content = message.get("content")
             parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
             blocks.extend({"role": message.get("role"), **part} for part in parts)
-        sizes = [tokens(_text_chars(block)) for block in blocks]
+        sizes = [tokens(text_chars(block)) for block in blocks]
         marks = [i for i, block in enumerate(blocks) if block.get("cache_control")]
         keys = [self._prefix_key(body, blocks[: i + 1]) for i in marks]
         read = write = 0

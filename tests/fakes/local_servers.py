@@ -25,12 +25,17 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, ClassVar, Literal, NotRequired
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NotRequired
 
 from pydantic import BaseModel, ValidationError
 from typing_extensions import TypedDict
 
 from opencode_restore.llm.schema_instance import minimal_instance
+
+if TYPE_CHECKING or __package__:
+    from .tokens import text_chars, tokens
+else:  # imported by fake_llm_server run as a script (tests/fakes on sys.path)
+    from tokens import text_chars, tokens
 
 #: (status, extra headers, JSON body or raw text): what `FakeLLMServer.handle` returns.
 Reply = tuple[int, dict[str, str], Any]
@@ -78,7 +83,7 @@ class LocalServer:
     def prompt_tokens(self, body: dict[str, Any]) -> int:
         """Prompt tokens of the request the model sees (messages, and tools if kept)."""
         seen = self.seen(body)
-        return _tokens(_text_chars([seen.get("messages"), seen.get("tools")]))
+        return tokens(text_chars([seen.get("messages"), seen.get("tools")]))
 
     def reported_prompt_tokens(self, prompt: int) -> int:
         """What `usage.prompt_tokens` says for a prompt of that many tokens."""
@@ -649,23 +654,3 @@ def _texts(messages: Any) -> list[str]:
         elif isinstance(content, list):
             texts += [p.get("text", "") for p in content if isinstance(p, dict)]
     return texts
-
-
-_CHARS_PER_TOKEN = 3.5
-_NOT_TEXT = {"type", "role", "cache_control"}
-
-
-def _tokens(chars: int) -> int:
-    # The fake server's tokenizer (fake_llm_server.tokens), repeated to keep this module
-    # importable from it without a cycle.
-    return -(-int(chars * 2) // int(_CHARS_PER_TOKEN * 2))
-
-
-def _text_chars(value: Any) -> int:
-    if isinstance(value, str):
-        return len(value)
-    if isinstance(value, dict):
-        return sum(_text_chars(v) for k, v in value.items() if k not in _NOT_TEXT)
-    if isinstance(value, list):
-        return sum(_text_chars(v) for v in value)
-    return 0

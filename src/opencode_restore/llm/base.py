@@ -150,3 +150,14 @@ class ToolsUnsupportedError(ProviderError):
     already switched its `supports_native_tools` to False, so the next request can be
     built correctly.
     """
+
+
+def error_body(exc: BaseException) -> dict[str, Any]:
+    """The error object of an SDK error's JSON body (``{"error": {...}}`` or the body
+    itself), or {} when it has none."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict):
+            return inner
+    return {}

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from opencode_restore.llm.base import error_body
 from opencode_restore.llm.retry import error_message, error_status
 
 RefusalKind = Literal["parameter", "value", "limit"]
@@ -89,15 +90,6 @@ class _Located:
     kind: RefusalKind
 
 
-def _body(exc: BaseException) -> dict[str, Any]:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict):
-            return inner
-    return {}
-
-
 def parse_refusal(exc: BaseException) -> Refusal | None:
     """The refused parameter of a 400/422/500 answer, or None when the error is another one."""
     if error_status(exc) not in _REFUSAL_STATUS:
@@ -107,7 +99,7 @@ def parse_refusal(exc: BaseException) -> Refusal | None:
         limit = pattern.search(message)
         if limit is not None:
             return Refusal(limit.group(1), "limit", message, int(limit.group(2)))
-    body = _body(exc)
+    body = error_body(exc)
     located = _validation_errors(body, message)
     if located:
         return _located_refusal(located)

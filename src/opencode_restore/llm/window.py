@@ -28,6 +28,8 @@ from typing import Any
 
 import httpx2
 
+from opencode_restore.llm.base import error_body
+
 #: Seconds each discovery request may take: the server is asked before any real work.
 DISCOVERY_TIMEOUT = 5.0
 #: ollama's window for a model whose Modelfile sets no ``num_ctx`` (and no
@@ -73,15 +75,6 @@ class Overflow:
     requested: int | None = None
 
 
-def _error_body(exc: BaseException) -> dict[str, Any]:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict):
-            return inner
-    return {}
-
-
 def _message(exc: BaseException, body: dict[str, Any]) -> str:
     message = body.get("message")
     return message if isinstance(message, str) else str(exc)
@@ -101,7 +94,7 @@ def _int(value: object) -> int | None:
 
 def parse_overflow(exc: BaseException) -> Overflow | None:
     """The context overflow ``exc`` reports, or None when it is another error."""
-    body = _error_body(exc)
+    body = error_body(exc)
     message = _message(exc, body)
     code = body.get("code") if isinstance(body.get("code"), str) else body.get("type")
     coded = code in _OVERFLOW_CODES or getattr(exc, "code", None) in _OVERFLOW_CODES
