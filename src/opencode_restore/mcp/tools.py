@@ -39,7 +39,7 @@ from ..pipeline.prompting.render import CHARS_PER_TOKEN
 from ..pipeline.restoration import Restoration
 from ..pipeline.run import RestoreOptions, restore_locked
 from ..pipeline.stages.turn_parser import parse_turns
-from ..redact import redact
+from ..redact import redact, redact_value
 from ..report.messages import message_record
 from ..report.summary import render_restoration, summary_markdown
 from ..since import SinceError, parse_since
@@ -570,7 +570,9 @@ def _record(m: Message, numbering: Numbering) -> dict[str, Any]:
         if isinstance(value, str):
             record[key] = redact(value)[0]
     if isinstance(record.get("tool_input"), dict):
-        record["tool_input"] = redact(str(record["tool_input"]))[0]
+        # Field by field with its name (redact_value): `{"DATADOG_APP_KEY": v}` is a secret
+        # by its key, which a repr of the whole dict would not show the rules.
+        record["tool_input"] = redact_value(record["tool_input"], lambda text: redact(text)[0])
     context = record.get("context")
     if isinstance(context, dict) and isinstance(context.get("text"), str):
         record["context"] = {**context, "text": redact(context["text"])[0]}
