@@ -272,6 +272,23 @@ def claude_branches_tree(root: Path, scale: float = 1.0) -> list[str]:
     return ["tree", *claude_branches(root, scale)[1:4]]
 
 
+def gemini_big_json(root: Path, scale: float = 1.0) -> list[str]:
+    """A 185 MB legacy Gemini CLI session (at scale 1): 120,000 messages and one of 40 MB
+    (2.2-3.3 GB and 68-120 s before)."""
+    path = root / "session-big.json"
+    count = max(2, int(120_000 * scale))
+    pad = "the build failed again, trying another flag " * 25
+    with path.open("w") as fh:
+        fh.write('{"sessionId": "g1", "startTime": "2025-01-01T00:00:00Z", "messages": [')
+        for n in range(count):
+            kind = "user" if n % 2 == 0 else "gemini"
+            text = "x" * int(40_000_000 * scale) if n == 1 else f"{n} {pad}"
+            rec = {"id": f"m{n}", "timestamp": "2025-01-01T00:00:01Z", "type": kind}
+            fh.write(("," if n else "") + json.dumps({**rec, "content": text}))
+        fh.write("]}")
+    return ["messages", str(path), "--agent", "gemini"]
+
+
 def bad_lines(root: Path, scale: float = 1.0) -> list[str]:
     """A Claude Code log of one good line and a million bad ones."""
     path = root / "bad.jsonl"
@@ -316,6 +333,7 @@ CASES: dict[str, Callable[[Path, float], list[str]]] = {
     "claude-deep-100k": claude_deep_100k,
     "claude-deep-1000": claude_deep_1000,
     "million-bad-lines": bad_lines,
+    "gemini-185mb-json": gemini_big_json,
     "claude-10k-branches": claude_branches,
     "claude-10k-branches-tree": claude_branches_tree,
     "dev-zero": dev_zero,

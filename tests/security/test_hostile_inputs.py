@@ -34,6 +34,7 @@ SCALE = {
     "million-bad-lines": 0.05,
     "opencode-600mb": 0.01,
     "claude-deep-100k": 0.5,
+    "gemini-185mb-json": 0.01,
 }
 ENV = {"OPENCODE_RESTORE_MAX_LINE_BYTES": "100000"}
 
@@ -86,6 +87,7 @@ EXPECTED = {
     "huge-user-message": "",
     "million-bad-lines": "more warnings not shown",
     "dev-zero": "not a regular file",
+    "gemini-185mb-json": "",
     "claude-10k-branches": "",
     "claude-10k-branches-tree": "",
     "terminal-cursor-30000": "",

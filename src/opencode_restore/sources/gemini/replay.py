@@ -16,9 +16,13 @@ import orjson
 
 from ...diagnostics import WarningSink
 from ...model import Compaction
-from ..base import iter_json_lines, load_json
+from ..base import iter_json_lines
+from ..jsonstream import json_start, stream_items, top_level
 
 #: Records that are notes to the user, never part of the model's context.
+#: Messages read from a legacy session: real ones hold thousands; a million tiny records
+#: is a memory bomb (every record is kept for the replay), not a session.
+MAX_LEGACY_MESSAGES = 500_000
 _NOTE_TYPES = frozenset({"info", "error", "warning"})
 _METADATA_KEYS = frozenset(
     {"sessionId", "projectHash", "startTime", "lastUpdated", "kind", "directories", "summary"}
@@ -284,15 +288,22 @@ class Replay:
     def read_legacy(self, path: Path, file_index: int) -> None:
         """Replay a legacy whole-object ``.json`` (entry index = position in ``messages``)."""
         self.path = path
-        doc = load_json(path, self.sink)
-        if not isinstance(doc, dict):
-            return  # load_json reported why
-        messages = doc.get("messages")
-        self.set_meta({k: v for k, v in doc.items() if k != "messages"}, file_index, 1)
-        if not isinstance(messages, list):
+        # Streamed: read whole, a 185 MB session took 2.2-3.3 GB (its bytes and every
+        # record built at once); the messages come one at a time, up to a cap.
+        start = json_start(path, self.sink)
+        meta = None if start is None else top_level(path, "messages", self.sink, start)
+        if start is None or meta is None:
+            return  # reported
+        listed = isinstance(meta.pop("messages", None), list)
+        self.set_meta(meta, file_index, 1)
+        if not listed:
             self.sink.warn(path, 1, "legacy session has no messages list")
             return
-        for n, rec in enumerate(messages, 1):
+        for n, rec in enumerate(stream_items(path, "messages.item", self.sink, start=start), 1):
+            if n > MAX_LEGACY_MESSAGES:
+                why = f"over {MAX_LEGACY_MESSAGES:,} messages; the rest skipped"
+                self.sink.warn(path, 0, why)
+                break
             if isinstance(rec, dict) and isinstance(rec.get("id"), str):
                 self.upsert(rec, file_index, n)
             else:

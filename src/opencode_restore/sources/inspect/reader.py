@@ -50,6 +50,7 @@ from ..base import (
     too_deep,
 )
 from ..discover import Discovery
+from ..jsonstream import stream_items
 from .builder import build_timeline
 from .events import chat_messages_to_messages, output_message
 from .outcome import outcome_messages
@@ -92,81 +93,6 @@ def _resolve(value: Any, attachments: dict[str, Any], missing: set[str]) -> Any:
     return value
 
 
-def _line_at(path: Path, offset: int) -> int:
-    """The 1-based line holding byte ``offset`` (counted in chunks, never all at once)."""
-    line, seen = 1, 0
-    with path.open("rb") as fh:
-        while seen < offset and (chunk := fh.read(min(1 << 20, offset - seen))):
-            line += chunk.count(b"\n")
-            seen += len(chunk)
-    return line
-
-
-class _TooDeep(ValueError):
-    """A JSON value nested deeper than `MAX_DEPTH`."""
-
-
-def _stream_items(path: Path, prefix: str, sink: WarningSink) -> Iterator[Any]:
-    """ijson items at ``prefix``; a parse error is reported (near its line) and ends them.
-
-    Built from ``basic_parse`` events rather than ``ijson.items``: items' event prefixes
-    grow with the nesting depth, so a value nested 100,000 deep took gigabytes; here the
-    depth is counted and a value deeper than `MAX_DEPTH` ends the stream with a warning.
-    """
-    assert ijson is not None
-    keys = prefix.split(".")
-    with path.open("rb") as fh:
-        try:
-            yield from _items(ijson.basic_parse(fh, use_float=True), keys)
-        except (ijson.JSONError, ValueError) as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            truncated = "premature eof" in reason.lower() or "incomplete" in reason.lower()
-            what = "truncated log" if truncated else "invalid JSON"
-            if isinstance(exc, _TooDeep):
-                what = "hostile JSON"
-            line = _line_at(path, fh.tell())
-            sink.warn(path, line, f"{what} ({reason}); later samples skipped")
-
-
-def _items(events: Iterator[tuple[str, Any]], keys: list[str]) -> Iterator[Any]:
-    """The values at ``keys`` (map keys, ``item`` for array elements) of an event stream."""
-    path: list[str] = []  # the keys of the open containers down to the current value
-    builder: Any = None
-    depth = 0  # open containers in the value being built
-    for event, value in events:
-        if builder is not None:
-            builder.event(event, value)
-            if event in ("start_map", "start_array"):
-                depth += 1
-                if depth > MAX_DEPTH:
-                    raise _TooDeep(f"nested more than {MAX_DEPTH} deep")
-            elif event in ("end_map", "end_array"):
-                depth -= 1
-            if depth == 0:
-                yield builder.value
-                builder = None
-            continue
-        if event == "map_key":
-            path[-1] = value
-            continue
-        if event in ("end_map", "end_array"):
-            path.pop()
-            continue
-        if path == keys:
-            builder = ijson.common.ObjectBuilder()
-            builder.event(event, value)
-            if event in ("start_map", "start_array"):
-                depth = 1
-                continue
-            yield builder.value
-            builder = None
-            continue
-        if event == "start_map":
-            path.append("")
-        elif event == "start_array":
-            path.append("item")
-
-
 def _json_samples(path: Path, sink: WarningSink) -> Iterator[_Sample]:
     samples: Iterator[Any]
     if ijson is None:
@@ -176,8 +102,8 @@ def _json_samples(path: Path, sink: WarningSink) -> Iterator[_Sample]:
         samples = iter(doc["samples"] if isinstance(doc.get("samples"), list) else [])
     else:
         quiet = WarningSink()  # the samples pass reports any damage once
-        spec = next(_stream_items(path, "eval", quiet), None)
-        samples = _stream_items(path, "samples.item", sink)
+        spec = next(stream_items(path, "eval", quiet), None)
+        samples = stream_items(path, "samples.item", sink, "later samples skipped")
     spec = spec if isinstance(spec, dict) else {}
     for n, sample in enumerate(samples, 1):
         yield spec, sample, f"{path}#sample{n}"
