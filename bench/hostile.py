@@ -1,4 +1,4 @@
-"""Peak RSS and wall time of the CLI on each hostile input of issue 14 (item 4).
+"""Peak RSS and wall time of the CLI on each hostile input of issues 14 and 31.
 
 Every case (tests/security/hostile_corpus.py) is generated in a temporary folder, then
 read by the real CLI in its own process; the peak RSS comes from ``wait4`` (that child's
@@ -6,12 +6,26 @@ read by the real CLI in its own process; the peak RSS comes from ``wait4`` (that
 regression fails fast instead of taking the machine.
 
 Target: every case under 1.5 GB peak RSS and 60 s, ending in output or a one-line error.
+For the sized inputs the ratio of peak RSS to input size shows the streaming: a reader
+that holds its input whole has a ratio of 2 to 20, a streamed one well under 1.
+
+Issue 31, before -> after (2 shared cores; peak RSS, wall time):
+
+    opencode-600mb (one 600 MB part)     3.5 GB, 17 s          -> 57 MB, 1 s (part skipped)
+    opencode-generated-session-id        7-300 s, 0.2-1.8 GB   -> refused at once
+    gemini-185mb-json (1M tiny records)  845 MB, 12 s (96 MB)  -> 541 MB, 9 s, capped
+    claude-deep-100k / claude-deep-1000  RecursionError        -> a warning, the line skipped
+    claude-10k-branches (restore)        21-100 s              -> 5.7 s, 20 model calls at most
+    claude-10k-branches-tree             36-100 s              -> 1.9 s
+    terminal-cursor-30000 (2.4 KB)       393 s of CPU          -> 1.4 s
+    terminal-script-20000 (1.8 KB)       112 s                 -> 1.5 s
 
     python bench/hostile.py [--full] [--smoke] [--case NAME]
 
-``--full`` grows the sized cases to the sizes the issue reported (1 GB zip member,
-900 MB line, 50 MB request); by default they are a third or so. The generated column
-stays at 200 MB a row: building a bigger one costs the generator itself gigabytes.
+``--full`` grows the sized cases to the sizes the issues reported (1 GB zip member,
+900 MB line, 50 MB request, 600 MB opencode.db, 185 MB Gemini session); by default they
+are a third or so. The generated column stays at 200 MB a row: building a bigger one
+costs the generator itself gigabytes.
 """
 
 from __future__ import annotations
@@ -33,17 +47,20 @@ from hostile_corpus import CASES, FULL_SCALE  # noqa: E402
 DEADLINE = 60.0
 ADDRESS_SPACE = 4 << 30
 TARGET_RSS_MB = 1536
+#: Default scale of the cases whose full size takes a while to generate.
+DEFAULT_SCALE = {"opencode-600mb": 0.3, "gemini-185mb-json": 0.3, "eval-120mb-member": 0.3}
 
 
 def _limit() -> None:  # runs in the child
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
 
 
-def run_case(name: str, scale: float) -> tuple[float, float, int, str]:
-    """(peak RSS in MB, seconds, exit code, last stderr line) of one case."""
+def run_case(name: str, scale: float) -> tuple[float, float, int, str, float]:
+    """(peak RSS in MB, seconds, exit code, last stderr line, input MB) of one case."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         args = CASES[name](root, scale)
+        size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) / 1e6
         env = {**os.environ, "OPENCODE_RESTORE_DATA_DIR": str(root / "data")}
         started = time.monotonic()
         with open(root / "stderr", "wb") as err:
@@ -67,7 +84,8 @@ def run_case(name: str, scale: float) -> tuple[float, float, int, str]:
         seconds = time.monotonic() - started
         proc.returncode = os.waitstatus_to_exitcode(status)
         lines = (root / "stderr").read_text(errors="replace").strip().splitlines()
-        return usage.ru_maxrss / 1024, seconds, proc.returncode, lines[-1] if lines else ""
+        last = lines[-1] if lines else ""
+        return usage.ru_maxrss / 1024, seconds, proc.returncode, last, size
 
 
 def main() -> int:
@@ -79,12 +97,16 @@ def main() -> int:
     worst = 0.0
     failed = False
     for name in opts.case or CASES:
-        scale = FULL_SCALE.get(name, 1.0) if opts.full else 0.05 if opts.smoke else 1.0
-        rss, seconds, code, last = run_case(name, scale)
+        scale = DEFAULT_SCALE.get(name, 1.0)
+        scale = FULL_SCALE.get(name, 1.0) if opts.full else 0.05 if opts.smoke else scale
+        rss, seconds, code, last, size = run_case(name, scale)
         worst = max(worst, rss)
-        ok = rss < TARGET_RSS_MB and seconds < DEADLINE and "Traceback" not in last
+        ok = rss < TARGET_RSS_MB and seconds < DEADLINE and not last.startswith("Traceback")
         failed |= not ok
-        print(f"{name:28} {rss:8.0f} MB {seconds:6.1f} s exit {code}  {last[:90]}")
+        ratio = f"{rss / size:6.2f}x" if size >= 1 else "      -"
+        print(f"{name:30} {size:8.1f} MB in {rss:7.0f} MB {ratio} {seconds:6.1f} s exit {code}")
+        if last:
+            print(f"{'':30} {last[:100]}")
     print(f"largest peak RSS: {worst:.0f} MB (target < {TARGET_RSS_MB} MB)")
     return 1 if failed else 0
 

@@ -68,6 +68,23 @@ def eval_zip_bomb(root: Path, scale: float = 1.0) -> list[str]:
     return ["messages", str(path), "--agent", "inspect"]
 
 
+def eval_big_member(root: Path, scale: float = 1.0) -> list[str]:
+    """An ``.eval`` archive whose one sample member unpacks to 120 MB of 280,000 messages
+    (at scale 1), under the member cap and the zip-bomb ratio."""
+    path = root / "big.eval"
+    count = max(2, int(280_000 * scale))
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        zf.writestr("header.json", json.dumps({"eval": {"eval_id": "e1", "task": "t"}}))
+        with zf.open("samples/1_epoch_1.json", "w", force_zip64=True) as fh:
+            fh.write(b'{"id": 1, "epoch": 1, "events": [], "messages": [')
+            for n in range(count):
+                role = "user" if n % 2 == 0 else "assistant"
+                msg = {"role": role, "content": f"message {n} " + "z" * 400}
+                fh.write((b"," if n else b"") + json.dumps(msg).encode())
+            fh.write(b"]}")
+    return ["messages", str(path), "--agent", "inspect"]
+
+
 def _opencode_db(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path)
     conn.executescript(OPENCODE_SCHEMA)
@@ -323,6 +340,7 @@ def terminal_script_geometry(root: Path, scale: float = 1.0) -> list[str]:
 CASES: dict[str, Callable[[Path, float], list[str]]] = {
     "inspect-deep-100k": inspect_deep,
     "eval-zip-bomb": eval_zip_bomb,
+    "eval-120mb-member": eval_big_member,
     "opencode-generated-column": opencode_generated_column,
     "opencode-duplicate-ids": opencode_duplicate_ids,
     "opencode-generated-session-id": opencode_generated_session_id,
@@ -342,6 +360,10 @@ CASES: dict[str, Callable[[Path, float], list[str]]] = {
 }
 #: Scale that grows each sized case to the size issue 14 reported.
 FULL_SCALE = {
+    "eval-120mb-member": 1.0,
+    "opencode-600mb": 1.0,
+    "gemini-185mb-json": 1.0,
+    "claude-10k-branches": 1.0,
     "eval-zip-bomb": 3.4,
     "opencode-generated-column": 1.0,
     "opencode-duplicate-ids": 1.0,

@@ -35,6 +35,7 @@ SCALE = {
     "opencode-600mb": 0.01,
     "claude-deep-100k": 0.5,
     "gemini-185mb-json": 0.01,
+    "eval-120mb-member": 0.01,
 }
 ENV = {"OPENCODE_RESTORE_MAX_LINE_BYTES": "100000"}
 
@@ -79,6 +80,7 @@ EXPECTED = {
     "claude-deep-100k": "deep.jsonl:2: JSON nested more than 128 deep; skipped",
     "claude-deep-1000": "deep.jsonl:2: JSON nested more than 128 deep; skipped",
     "eval-zip-bomb": "archive member",
+    "eval-120mb-member": "",
     "opencode-generated-column": "",
     "opencode-duplicate-ids": "2999 messages repeat an earlier id; skipped",
     "opencode-generated-session-id": "message.session_id is missing or not a stored column",
