@@ -22,7 +22,7 @@ import orjson
 from ...diagnostics import WarningSink
 from ...fields import parse_timestamp
 from ...model import Message
-from ..base import Checkpoint, is_complete_line, loads_capped
+from ..base import LINE_BUFFER, Checkpoint, is_complete_line, iter_lines, loads_capped
 from .convert import Converter, attach_summaries
 from .line import DECODER, NOISE, PROMPT, Line, classify, coerce
 
@@ -50,15 +50,20 @@ def line_facts(raw: bytes) -> tuple[float | None, bool]:
     return (ts.timestamp() if ts is not None else None), start
 
 
-def _lines(path: Path, start: Checkpoint) -> Iterator[tuple[int, bytes]]:
-    """Complete lines from ``start`` on, with their 1-based line numbers."""
-    with path.open("rb") as fh:
+def _lines(path: Path, start: Checkpoint, sink: WarningSink) -> Iterator[tuple[int, bytes]]:
+    """Complete lines from ``start`` on, with their 1-based line numbers.
+
+    A line over the line cap is reported to ``sink`` and skipped, never held whole.
+    """
+    with path.open("rb", buffering=LINE_BUFFER) as fh:
         fh.seek(start.offset)
-        for lineno, raw in enumerate(fh, start.lines_before + 1):
+        for n, raw, _ in iter_lines(fh, path, sink):
+            if not raw:
+                continue  # over the cap
             if not raw.endswith(b"\n") and not is_complete_line(raw):
                 return  # still being written
             if raw.strip():
-                yield lineno, raw
+                yield start.lines_before + n, raw
 
 
 def _decode(raw: bytes) -> Line | None:
@@ -121,7 +126,7 @@ def _plain_continuation(
     for path, start in zip(files, starts, strict=True):
         if start is None:
             continue
-        for lineno, raw in _lines(path, start):
+        for lineno, raw in _lines(path, start, sink):
             line = _decode(raw)
             if line is None:
                 sink.warn(path, lineno, "invalid JSON; skipped")
@@ -146,11 +151,13 @@ def read_tail(
 def _messages(files: Sequence[Path], starts: Sequence[Checkpoint | None]) -> Iterator[Message]:
     conv = Converter()
     emitted: set[str] = set()
-    loads = orjson.loads
+    loads = loads_capped
+    # Pass 1 reported every line skipped or refused here.
+    quiet = WarningSink()
     for fi, (path, start) in enumerate(zip(files, starts, strict=True)):
         if start is None:
             continue
-        for lineno, raw in _lines(path, start):
+        for lineno, raw in _lines(path, start, quiet):
             try:
                 obj = loads(raw)
             except orjson.JSONDecodeError:
