@@ -342,16 +342,21 @@ def max_line_bytes() -> int:
 
 
 def iter_lines(
-    fh: IO[bytes], path: str | Path, sink: WarningSink, limit: int | None = None
+    fh: IO[bytes],
+    path: str | Path,
+    sink: WarningSink,
+    limit: int | None = None,
+    lines_before: int = 0,
 ) -> Iterator[tuple[int, bytes, int]]:
-    """``(line number, raw line, its size in bytes)`` of ``fh``.
+    """``(line number, raw line, its size in bytes)`` of ``fh``, numbered after
+    ``lines_before`` (the lines before where ``fh`` stands).
 
     A line over ``limit`` bytes is reported and comes as ``b""`` with its real size (it is
     counted in chunks, never read whole), so sizes still add up to byte offsets.
     """
     cap = max_line_bytes() if limit is None else limit
     readline = fh.readline
-    lineno = 0
+    lineno = lines_before
     while raw := readline(cap + 1):
         lineno += 1
         if len(raw) <= cap or raw.endswith(b"\n"):

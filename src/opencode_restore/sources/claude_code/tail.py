@@ -57,13 +57,13 @@ def _lines(path: Path, start: Checkpoint, sink: WarningSink) -> Iterator[tuple[i
     """
     with path.open("rb", buffering=LINE_BUFFER) as fh:
         fh.seek(start.offset)
-        for n, raw, _ in iter_lines(fh, path, sink):
+        for lineno, raw, _ in iter_lines(fh, path, sink, lines_before=start.lines_before):
             if not raw:
                 continue  # over the cap
             if not raw.endswith(b"\n") and not is_complete_line(raw):
                 return  # still being written
             if raw.strip():
-                yield start.lines_before + n, raw
+                yield lineno, raw
 
 
 def _decode(raw: bytes) -> Line | None:
