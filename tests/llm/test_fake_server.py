@@ -27,7 +27,8 @@ from opencode_restore.llm.base import (
 from opencode_restore.llm.registry import close_provider, get_provider
 from opencode_restore.llm.retry import RetryPolicy, call_with_retry
 from opencode_restore.llm.settings import ProviderSettings
-from tests.fakes.fake_llm_server import FakeLLMServer, running, tokens
+from tests.fakes.fake_llm_server import FakeLLMServer, running
+from tests.fakes.tokens import tokens
 from tests.llm.conftest import SleepLog
 
 pytestmark = pytest.mark.anyio

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from opencode_restore.pipeline.evidence.credentials import is_credential_path
 from opencode_restore.pipeline.evidence.log_search import Limits
 from opencode_restore.pipeline.evidence.sandbox import (
     Matcher,
@@ -22,7 +23,6 @@ from opencode_restore.pipeline.evidence.sandbox import (
     _kind_refusal,
     clip_line,
     grep,
-    is_credential_path,
     open_regular,
     root_refusal,
 )
