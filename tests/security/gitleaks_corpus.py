@@ -45,7 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from re import _constants as _sre_constants  # type: ignore[attr-defined]
+from re import _constants as _sre_constants  # type: ignore[attr-defined, unused-ignore]
 from typing import Any
 
 FIXTURE = Path(__file__).with_name("fixtures") / "gitleaks_corpus.json"
