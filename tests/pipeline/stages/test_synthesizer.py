@@ -24,10 +24,12 @@ from opencode_restore.pipeline.stages.synthesizer import (
     candidate_chars,
     candidates,
     candidates_json,
+    has_citation,
     merge_deterministic,
     offer,
 )
 from opencode_restore.report.summary import summary_markdown
+from opencode_restore.timeline.numbering import cited_labels
 from tests.pipeline.helpers import make_session
 
 # -- hand-made summaries ----------------------------------------------------------------
@@ -154,8 +156,8 @@ def test_unknown_and_repeated_ids_are_ignored_and_noted() -> None:
         {
             "goal": "g [M1]",
             "rejected_candidates": [
-                {"id": "c4", "reason": "echo of the log"},
-                {"id": "C4", "reason": "again"},
+                {"id": "c4", "reason": "echo of the log [M9]"},
+                {"id": "C4", "reason": "again [M9]"},
                 {"id": "C99", "reason": "no such candidate"},
                 {"id": "Turn 2", "reason": "a done line cannot be rejected"},
             ],
@@ -168,10 +170,38 @@ def test_unknown_and_repeated_ids_are_ignored_and_noted() -> None:
     assert out.progress.done == FOUND["progress"]["done"]
 
 
+def test_a_rejection_must_cite_a_message_of_the_session() -> None:
+    # A 135M model rejected "ruled out: hash() is salted per process" with a reason that
+    # read like a sentence and cited nothing: the fact must stay.
+    f = found()
+    model = SessionSummary.model_validate(
+        {
+            "goal": "g [M1]",
+            "rejected_candidates": [
+                {"id": "C2", "reason": "This decision is not relevant to the session."},
+                {"id": "C4", "reason": "The loader was fixed later [M404]."},
+                {"id": "C3", "reason": "The README question was answered in [M12]."},
+            ],
+        }
+    )
+    issued = {"M1", "M9", "M10", "M12"}
+    out = merge_deterministic(
+        model, f, candidates(f), cites=lambda text: bool(set(cited_labels(text)) & issued)
+    )
+    assert [r.id for r in out.rejected_candidates] == ["C3"]
+    assert [r.id for r in out.ignored_rejections] == ["C2", "C4"]
+    assert [d.decision for d in out.key_decisions] == ["Use argparse rather than click [M10]"]
+    assert out.findings == FOUND["findings"]
+    assert out.open_questions == []
+    # Without a resolver, any label counts (the default a hand-made merge uses).
+    assert has_citation("superseded [M404]")
+    assert not has_citation("superseded")
+
+
 def test_a_long_reason_is_cut_to_one_line() -> None:
     f = found()
     model = SessionSummary.model_validate(
-        {"goal": "g [M1]", "rejected_candidates": [{"id": "C1", "reason": "why\n" * 200}]}
+        {"goal": "g [M1]", "rejected_candidates": [{"id": "C1", "reason": "why [M4]\n" * 200}]}
     )
     [r] = merge_deterministic(model, f, candidates(f)).rejected_candidates
     assert "\n" not in r.reason
@@ -184,7 +214,7 @@ def test_a_candidate_not_offered_cannot_be_rejected() -> None:
     offered = offer(everything, len(candidates_json(everything[:1])) + 10)
     assert [c.id for c in offered] == ["C1"]
     model = SessionSummary.model_validate(
-        {"goal": "g [M1]", "rejected_candidates": [{"id": "C2", "reason": "r"}]}
+        {"goal": "g [M1]", "rejected_candidates": [{"id": "C2", "reason": "r [M10]"}]}
     )
     out = merge_deterministic(model, f, offered)
     assert [r.id for r in out.ignored_rejections] == ["C2"]
@@ -431,7 +461,7 @@ def test_the_model_rejects_one_candidate_with_a_reason(offline: Restoration) -> 
     answer = {
         "goal": "Add a --shout flag [M1]",
         "rejected_candidates": [
-            {"id": decision["id"], "reason": "not a decision: the user only said to commit"},
+            {"id": decision["id"], "reason": "not a decision: the user only said to commit [M11]"},
             {"id": "C999", "reason": "no such candidate"},
         ],
     }
@@ -441,7 +471,7 @@ def test_the_model_rejects_one_candidate_with_a_reason(offline: Restoration) -> 
     assert r.summary.key_decisions == []
     [rejected] = r.summary.rejected_candidates
     assert rejected.id == decision["id"]
-    assert rejected.reason == "not a decision: the user only said to commit"
+    assert rejected.reason == "not a decision: the user only said to commit [M11]"
     assert rejected.section == "key_decisions"
     assert [i.id for i in r.summary.ignored_rejections] == ["C999"]
     [left_out] = offline.summary.key_decisions

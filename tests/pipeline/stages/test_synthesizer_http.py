@@ -75,7 +75,9 @@ def test_the_model_rejects_a_candidate_over_http(kind: str, listed: list[dict[st
     decision = next(c for c in listed if c["section"] == "key_decisions")
     answer = {
         "goal": "Add a --shout flag to greet.py [M1]",
-        "rejected_candidates": [{"id": decision["id"], "reason": "the user only said commit"}],
+        "rejected_candidates": [
+            {"id": decision["id"], "reason": "the user only said commit [M11]"}
+        ],
     }
     with FakeLLMServer([{}, {}, {"json": answer}], strict=True) as server:
         r = restore_over_http(kind, server)
@@ -99,7 +101,7 @@ def test_the_model_rejects_a_candidate_over_http(kind: str, listed: list[dict[st
     assert not r.failed_turns
     assert r.summary.key_decisions == []
     [rejected] = r.summary.rejected_candidates
-    assert (rejected.id, rejected.reason) == (decision["id"], "the user only said commit")
+    assert (rejected.id, rejected.reason) == (decision["id"], "the user only said commit [M11]")
     offline = restore(OfflineProvider()).summary
     got = texts(r.summary)
     for item in texts(offline):

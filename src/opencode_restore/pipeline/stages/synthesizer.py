@@ -182,7 +182,13 @@ async def synthesize(
     assert isinstance(answer, SummaryFields)
     summary = SessionSummary.model_validate(answer.model_dump())
     if found is not None and fallback_reason is None:
-        summary = merge_deterministic(summary, found, offered, rejection_labels(parsed))
+        summary = merge_deterministic(
+            summary,
+            found,
+            offered,
+            rejection_labels(parsed),
+            cites=lambda text: bool(ctx.numbering.resolve(text).refs),
+        )
     return summary, fallback_reason
 
 
@@ -323,8 +329,13 @@ def _merge_step(model: str, found: str) -> str:
     return _merge_text(model, found)
 
 
+def has_citation(text: str) -> bool:
+    """True when ``text`` cites a message label (``[M#]``), issued or not."""
+    return bool(cited_labels(text, limit=1))
+
+
 def _rejections(
-    model: SessionSummary, offered: Sequence[Candidate]
+    model: SessionSummary, offered: Sequence[Candidate], cites: Callable[[str], bool]
 ) -> tuple[dict[str, RejectedCandidate], list[RejectedCandidate]]:
     """The model's rejections of offered candidates (by id), and the ones ignored."""
     by_id = {c.id: c for c in offered}
@@ -333,10 +344,11 @@ def _rejections(
     for r in model.rejected_candidates:
         key = r.id.strip().upper()
         c = by_id.get(key)
-        # A rejection must say why: one whose reason states nothing ("C1", "") is no
-        # judgement of the candidate, and a model that fills every field with labels
-        # would otherwise drop every fact offered to it.
-        if c is None or key in honoured or not is_statement(r.reason):
+        # A rejection must say why and point at the message that shows the candidate
+        # wrong or stale: a reason that states nothing ("C1", "") or cites nothing is no
+        # judgement of the log, and a weak model that rejects at random would otherwise
+        # drop true facts (a missing fact is the lesser harm only when the log says so).
+        if c is None or key in honoured or not is_statement(r.reason) or not cites(r.reason):
             ignored.append(
                 RejectedCandidate(id=short(r.id, 40), reason=short(r.reason, REASON_CHARS))
             )
@@ -381,6 +393,8 @@ def merge_deterministic(
     found: SessionSummary,
     offered: Sequence[Candidate] = (),
     rejections: AbstractSet[str] = frozenset(),
+    *,
+    cites: Callable[[str], bool] = has_citation,
 ) -> SessionSummary:
     """The model's summary with what the rules found in the log merged in.
 
@@ -391,14 +405,16 @@ def merge_deterministic(
     decisions, open questions, findings, constraints, a next step) are added the same way,
     except the ``offered`` ones the model rejected by id: those are left out and listed,
     with the model's reason, in ``rejected_candidates``. A rejection of an id not offered
-    is ignored and listed in ``ignored_rejections``, as is one that gives no reason. A
+    is ignored and listed in ``ignored_rejections``, as is one that gives no reason or
+    whose reason cites no message (``cites``: by default any ``[M#]``; a restore asks
+    that the label names a message of the session). A
     model that rejects nothing loses nothing. Texts of the model that state nothing are
     left out first (``statements_only``): the rules' goal, current work and next step stand
     in for blank ones, listed in ``stood_in``.
     """
     model = statements_only(model)
     out = model.model_copy(deep=True)
-    honoured, ignored = _rejections(model, offered)
+    honoured, ignored = _rejections(model, offered, cites)
     out.rejected_candidates = list(honoured.values())
     out.ignored_rejections = ignored
     kept = [c for c in candidates(found, rejections) if c.id not in honoured]
