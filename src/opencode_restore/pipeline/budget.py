@@ -280,15 +280,14 @@ class Window:
         over = self.estimator.tokens(chars) - self.budget
         if over > 0 and refit is not None:
             # The current turn alone is too big: cut its transcript (marked in the middle).
-            excess = math.ceil(over * CHARS_PER_TOKEN / self.estimator.factor) + 200
+            excess = self.chars(over) + 200
             prompt = refit(excess)
             request = await self._render(prompt, self._base(prompt, stage, facts, schema), notes)
             chars = request_chars(request)
             if self.estimator.tokens(chars) > self.budget and self.ctx.context_window:
                 # Still too big for the model's window with the transcript at its floor:
                 # the state and the facts of a long session or a huge turn are cut too.
-                cap = int(self.budget * JSON_SHARE * CHARS_PER_TOKEN / self.estimator.factor)
-                with capped_json(max(MIN_JSON_CHARS, cap)):
+                with capped_json(self.json_chars):
                     prompt = refit(excess)
                 request = await self._render(
                     prompt, self._base(prompt, stage, facts, schema), notes
@@ -305,6 +304,26 @@ class Window:
 
         self._rendered = (request, again)
         return request
+
+    @property
+    def json_chars(self) -> int:
+        """Characters each ``*_json`` value of a prompt may take when the request must
+        shrink into the model's window (the state and facts of a long session)."""
+        cap = int(self.budget * JSON_SHARE * CHARS_PER_TOKEN / self.estimator.factor)
+        return max(MIN_JSON_CHARS, cap)
+
+    def chars(self, tokens: int) -> int:
+        """The characters that make about ``tokens`` tokens by the current estimate."""
+        return math.ceil(tokens * CHARS_PER_TOKEN / self.estimator.factor)
+
+    def excess(self, request: LLMRequest) -> int:
+        """Estimated tokens of ``request`` beyond the budget (0 or less when it fits)."""
+        return self.estimator.tokens(request_chars(request)) - self.budget
+
+    def fit_output(self, request: LLMRequest) -> None:
+        """A request rendered outside `request` (the evidence conversation) gets the
+        output room its prompt leaves in a known window."""
+        self._fit_output(request, self.estimator.tokens(request_chars(request)), False)
 
     def _fit_output(self, request: LLMRequest, tokens: int, at_floor: bool) -> None:
         """Within a known window, leave the prompt's ``tokens`` and an answer room: the

@@ -352,7 +352,7 @@ class _Run:
 
 
 async def _evidence(
-    run: _Run, turns: list[Turn], options: RestoreOptions, config: Config
+    run: _Run, turns: list[Turn], options: RestoreOptions, config: Config, window: Window
 ) -> tuple[list[EvidenceItem], list[str]]:
     saved = run.reused("evidence")
     if saved is not None:
@@ -369,6 +369,7 @@ async def _evidence(
                 max_searches=options.max_searches or config.restore.max_searches,
                 workspace=options.workspace or config.restore.workspace,
             ),
+            window,
         )
         items, warnings = found.items, found.warnings
     journal = run.journal
@@ -542,7 +543,7 @@ async def _run_stages(
     )
     if bodies is not None:
         bodies.rewind()
-    evidence, evidence_warnings = await _evidence(run, turns, options, config)
+    evidence, evidence_warnings = await _evidence(run, turns, options, config, window)
     raw_summary, fallback = await _synthesis(run, turns, window, evidence)
     summary, turn_summaries, stats = clean_outputs(raw_summary, state, ctx.numbering)
     files = [

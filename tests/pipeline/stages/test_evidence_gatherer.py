@@ -21,10 +21,14 @@ from opencode_restore.llm.base import (
 from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.llm.scripted import ScriptedProvider, ScriptedStatusError
 from opencode_restore.model import Session, Turn
+from opencode_restore.pipeline.budget import TokenEstimator, Window
 from opencode_restore.pipeline.evidence.sandbox import Workspace
+from opencode_restore.pipeline.journal.data import Journal
 from opencode_restore.pipeline.run import RestoreOptions, make_context, restore_session
 from opencode_restore.pipeline.stages.evidence_gatherer import (
+    ELIDED,
     ERROR_PATTERN,
+    ROUND_MAX_TOKENS,
     EvidenceOptions,
     EvidenceRun,
     gather_evidence,
@@ -431,3 +435,60 @@ def test_skip_evidence_search(fixtures: Path, skip: bool) -> None:
     )
     assert ("evidence" in [q.stage for q in provider.requests]) is not skip
     assert r.summary is not None
+
+
+def windowed_evidence(
+    session: Session, provider: Provider, context_window: int | None, **options: Any
+) -> tuple[EvidenceRun, Window]:
+    """The loop as a restore runs it: with the run's `Window` and a known model window."""
+    cfg = config()
+    cfg.llm.context_window = context_window
+    ctx = make_context(session, cfg, provider)
+    ctx.context_window = context_window
+    window = Window(Journal(session, "fingerprint"), ctx, TokenEstimator())
+    turns = parse_turns(session)
+    state = RestoreState()
+
+    async def go() -> EvidenceRun:
+        for turn in turns:
+            await ctx.numbering.messages_as_str(turn.messages)
+            label_of = {m.id: lab for m in turn.messages if (lab := ctx.numbering.label_for(m.id))}
+            state.add_parsed_turn(turn, label_of)
+        return await gather_evidence(turns, state, ctx, EvidenceOptions(**options), window)
+
+    return anyio.run(go), window
+
+
+def test_each_round_fits_a_small_window_by_leaving_out_earlier_results(
+    fixtures: Path, tmp_path: Path
+) -> None:
+    # A real SmolLM2 server (8k window) got a 9,831-token evidence request: every round
+    # sent all the earlier tool results again.
+    ws = greet_workspace(tmp_path)
+    (ws / "big.py").write_text("".join(f"line_{n} = {n}  # padding\n" for n in range(3000)))
+    reads = [call("READ_FILE", n, path="big.py", start_line=200 * n) for n in range(1, 6)]
+    provider = ScriptedProvider([*reads, call("COMPLETE_EVIDENCE_SEARCH", 9, findings="x")])
+    run, window = windowed_evidence(
+        session_of(fixtures), provider, 4096, workspace=str(ws), max_searches=8
+    )
+    assert run.calls == 5
+    for request in provider.requests:
+        assert window.excess(request) <= 0
+        assert request.max_tokens <= ROUND_MAX_TOKENS
+        assert request.window_room is not None
+    last = provider.requests[-1].messages
+    tools = [m for m in last if m.role == "tool"]
+    assert len(tools) == 5  # every call is still answered, so the conversation is valid
+    assert tools[0].content == ELIDED
+    assert tools[-1].content != ELIDED
+    assert "line_1000" in tools[-1].content
+
+
+def test_without_a_known_window_a_round_still_has_its_output_cap(
+    fixtures: Path, tmp_path: Path
+) -> None:
+    provider = ScriptedProvider([call("COMPLETE_EVIDENCE_SEARCH", 1, findings="x")])
+    windowed_evidence(session_of(fixtures), provider, None, workspace=str(tmp_path))
+    [request] = provider.requests
+    assert request.max_tokens == ROUND_MAX_TOKENS < config().llm.max_tokens
+    assert all(m.content != ELIDED for m in request.messages)

@@ -23,12 +23,14 @@ import orjson
 from ...errors import ProviderError, RestoreError
 from ...facts.statement import is_statement
 from ...facts.text import content_words
+from ...facts.turn import cap_middle
 from ...fields import one_line
 from ...llm.base import ChatMessage, LLMRequest, LLMResult, ToolCallRequest, ToolsUnsupportedError
 from ...llm.retry import call_with_retry
 from ...llm.settings import ToolMode
 from ...model import Turn
 from ...timeline.numbering import uncite
+from ..budget import Window
 from ..context import StageContext
 from ..evidence.log_search import line_addressed
 from ..evidence.sandbox import Refused, Workspace
@@ -44,7 +46,7 @@ from ..evidence.tools import (
     arguments_from_text,
     canonical_name,
 )
-from ..prompting.prompts import quote_log, render
+from ..prompting.prompts import capped_json, quote_log, render
 from ..prompting.render import redact_request
 from ..restoration import EVIDENCE_STOPPED_WARNING, EvidenceItem
 from ..state import RestoreState
@@ -62,6 +64,13 @@ ERROR_PATTERN = (
     r"|\bFAILED\b|\bfatal:|command not found|exit (?:code|status):? [1-9]"
     r"|\"(?:is_error|isError)\": ?true\b)"
 )
+#: Output tokens a round may take: a reply is tool calls or the findings, a few hundred
+#: tokens. A slow local model that writes prose instead of a call would otherwise spend
+#: the whole output limit (minutes on a CPU) on every round.
+ROUND_MAX_TOKENS = 1024
+#: What an earlier tool result becomes when the conversation must shrink into the
+#: model's context window (the newest round's results are always kept whole).
+ELIDED = "(an earlier tool result, left out to fit the model's context window)"
 _NUDGE = (
     "No tool call was found in your reply. Call a tool, or finish with "
     "COMPLETE_EVIDENCE_SEARCH and your findings."
@@ -118,8 +127,13 @@ async def gather_evidence(
     state: RestoreState,
     ctx: StageContext,
     options: EvidenceOptions | None = None,
+    window: Window | None = None,
 ) -> EvidenceRun:
-    """evidence_gatherer's entry point; never raises for provider or tool failures."""
+    """evidence_gatherer's entry point; never raises for provider or tool failures.
+
+    With a ``window`` whose model window is known, each round's request is fitted into
+    it: earlier tool results are left out first, then the state and summaries are cut.
+    """
     options = options or EvidenceOptions()
     run = EvidenceRun()
     if options.max_searches < 1:
@@ -130,7 +144,7 @@ async def gather_evidence(
         # one line (the folder's name may hold a line break).
         _warn(run, one_line(workspace.why_none))
     tools = EvidenceTools(ctx.session, turns, state, ctx.numbering, workspace, ctx.redact)
-    loop = _Loop(ctx, tools, options, run, turns, state)
+    loop = _Loop(ctx, tools, options, run, turns, state, window)
     try:
         await loop.run()
     except (ProviderError, RestoreError) as exc:
@@ -162,8 +176,10 @@ class _Loop:
         run: EvidenceRun,
         turns: list[Turn],
         state: RestoreState,
+        window: Window | None = None,
     ) -> None:
         self.ctx = ctx
+        self.window = window
         self.tools = tools
         self.options = options
         self.run_ = run
@@ -181,6 +197,47 @@ class _Loop:
         return self.mode == "native"
 
     def _request(self) -> LLMRequest:
+        """This round's request, within the model's known window and `ROUND_MAX_TOKENS`."""
+        request = self._rendered()
+        window = self.window
+        if window is not None and self.ctx.context_window is not None:
+            while window.excess(request) > 0 and self._elide_oldest():
+                request = self._rendered()
+            if window.excess(request) > 0:
+                with capped_json(window.json_chars):
+                    request = self._rendered()
+                    if (over := window.excess(request)) > 0 and self._cut_newest(
+                        window.chars(over) + 200
+                    ):
+                        request = self._rendered()
+            window.fit_output(request)
+        request.max_tokens = min(request.max_tokens, ROUND_MAX_TOKENS)
+        return request
+
+    def _elide_oldest(self) -> bool:
+        """Leave out the oldest tool result still whole, except the newest round's."""
+        last = max((i for i, m in enumerate(self.history) if m.role == "assistant"), default=0)
+        for i, message in enumerate(self.history[:last]):
+            if message.role in ("tool", "user") and len(message.content) > len(ELIDED):
+                self.history[i] = replace(message, content=ELIDED)
+                return True
+        return False
+
+    def _cut_newest(self, chars: int) -> bool:
+        """Cut ``chars`` from the middle of the longest tool result (the newest round's,
+        as the older ones are left out by then)."""
+        answers = [i for i, m in enumerate(self.history) if m.role in ("tool", "user")]
+        if not answers:
+            return False
+        i = max(answers, key=lambda n: len(self.history[n].content))
+        text = self.history[i].content
+        limit = max(len(ELIDED), len(text) - chars)
+        if limit >= len(text):
+            return False
+        self.history[i] = replace(self.history[i], content=cap_middle(text, limit, "this result"))
+        return True
+
+    def _rendered(self) -> LLMRequest:
         session = self.ctx.session
         raw = any(line_addressed(session, f) for f in session.files)
         prompt = render(
