@@ -48,7 +48,12 @@ DEADLINE = 60.0
 ADDRESS_SPACE = 4 << 30
 TARGET_RSS_MB = 1536
 #: Default scale of the cases whose full size takes a while to generate.
-DEFAULT_SCALE = {"opencode-600mb": 0.3, "gemini-185mb-json": 0.3, "eval-120mb-member": 0.3}
+DEFAULT_SCALE = {
+    "opencode-600mb": 0.3,
+    "gemini-185mb-json": 0.3,
+    "eval-120mb-member": 0.3,
+    "eval-120mb-member-restore": 0.3,
+}
 
 
 def _limit() -> None:  # runs in the child

@@ -74,6 +74,9 @@ class LLMConfig(_Section):
 
 class RestoreConfig(_Section):
     max_turns: int | None = None
+    #: A session with more turns is refused unless ``--max-turns`` says how many to take:
+    #: a log of 140,000 tiny turns (a generated ``.eval``) would run for an hour.
+    max_session_turns: int = Field(default=2000, ge=1)
     max_searches: int = 8
     skip_evidence_search: bool = False
     redact: bool = True

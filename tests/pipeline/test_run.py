@@ -4,8 +4,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 
 from opencode_restore.config import load_config
+from opencode_restore.errors import UsageError
 from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.llm.scripted import ScriptedProvider, ScriptedStatusError
 from opencode_restore.pipeline.journal.lock import journal_lock
@@ -153,6 +155,26 @@ def test_max_turns_limits_the_work() -> None:
     r = run(provider, max_turns=1)
     assert r.turn_count == 1
     assert [q.stage for q in provider.requests] == ["turn_summary", "synthesis"]
+
+
+def test_a_session_over_the_turn_limit_is_refused_before_any_call() -> None:
+    # A generated .eval of 140,000 tiny turns ran past 130 s; one line says what to do.
+    config = load_config(env={})
+    config.restore.max_session_turns = 1
+    provider = ScriptedProvider(auto=True)
+    session = two_turn_session()
+    with pytest.raises(UsageError) as caught:
+        anyio.run(lambda: restore_session(session, config, provider))
+    message = str(caught.value)
+    assert message.startswith(f"{session.files[0]}: the session has 2 turns")
+    assert "restore.max_session_turns (1)" in message
+    assert "--max-turns N" in message
+    assert "\n" not in message
+    assert provider.requests == []
+    # Asked for its first turns, it is restored.
+    options = RestoreOptions(max_turns=1, skip_evidence_search=True)
+    r = anyio.run(lambda: restore_session(session, config, provider, options=options))
+    assert r.turn_count == 1
 
 
 def test_offline_provider_cites_parsed_facts() -> None:

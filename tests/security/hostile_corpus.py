@@ -87,6 +87,12 @@ def eval_big_member(root: Path, scale: float = 1.0) -> list[str]:
     return ["messages", str(path), "--agent", "inspect"]
 
 
+def eval_big_member_restore(root: Path, scale: float = 1.0) -> list[str]:
+    """``restore`` of that archive: 140,000 tiny turns (at scale 1) ran past 130 s; a
+    session over ``restore.max_session_turns`` is refused with one line after reading."""
+    return ["restore", *eval_big_member(root, scale)[1:], "--fresh", "-q"]
+
+
 def _opencode_db(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path)
     conn.executescript(OPENCODE_SCHEMA)
@@ -343,6 +349,7 @@ CASES: dict[str, Callable[[Path, float], list[str]]] = {
     "inspect-deep-100k": inspect_deep,
     "eval-zip-bomb": eval_zip_bomb,
     "eval-120mb-member": eval_big_member,
+    "eval-120mb-member-restore": eval_big_member_restore,
     "opencode-generated-column": opencode_generated_column,
     "opencode-duplicate-ids": opencode_duplicate_ids,
     "opencode-generated-session-id": opencode_generated_session_id,
@@ -363,6 +370,7 @@ CASES: dict[str, Callable[[Path, float], list[str]]] = {
 #: Scale that grows each sized case to the size issue 14 reported.
 FULL_SCALE = {
     "eval-120mb-member": 1.0,
+    "eval-120mb-member-restore": 1.0,
     "opencode-600mb": 1.0,
     "gemini-185mb-json": 1.0,
     "claude-10k-branches": 1.0,

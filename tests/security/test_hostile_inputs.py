@@ -36,6 +36,7 @@ SCALE = {
     "claude-deep-100k": 0.5,
     "gemini-185mb-json": 0.01,
     "eval-120mb-member": 0.01,
+    "eval-120mb-member-restore": 0.02,
 }
 ENV = {"OPENCODE_RESTORE_MAX_LINE_BYTES": "100000"}
 
@@ -81,6 +82,7 @@ EXPECTED = {
     "claude-deep-1000": "deep.jsonl:2: JSON nested more than 128 deep; skipped",
     "eval-zip-bomb": "archive member",
     "eval-120mb-member": "",
+    "eval-120mb-member-restore": "the session has 2,800 turns, more than restore.max_session_turns",
     "opencode-generated-column": "",
     "opencode-duplicate-ids": "2999 messages repeat an earlier id; skipped",
     "opencode-generated-session-id": "message.session_id is missing or not a stored column",

@@ -15,6 +15,7 @@ from typing import Any, TextIO
 import httpx2
 
 from ..config import Config
+from ..errors import UsageError
 from ..facts.turn import MAX_REQUEST_CHARS, cap_middle, compaction_text, turn_facts
 from ..heap import give_back
 from ..llm.base import Provider
@@ -483,6 +484,13 @@ async def _run_stages(
     if session.bodies is not None:
         bodies = Bodies(session, ctx.redactor.redact if config.restore.redact else None)
     turns, hashes = _parse(session, bodies, keep)
+    if options.max_turns is None and len(turns) > config.restore.max_session_turns:
+        where = session.files[0] if session.files else session.id
+        raise UsageError(
+            f"{where}: the session has {len(turns):,} turns, more than "
+            f"restore.max_session_turns ({config.restore.max_session_turns:,}); "
+            "restore its first N with --max-turns N, or raise the limit in the config"
+        )
     limited = options.max_turns is not None and len(turns) > options.max_turns
     if options.max_turns is not None:
         turns, hashes = turns[: options.max_turns], hashes[: options.max_turns]
