@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from opencode_restore.config import load_config
 from opencode_restore.errors import UsageError
@@ -258,3 +261,49 @@ def test_without_resume_nothing_is_locked_or_saved(tmp_path: Path) -> None:
     assert restoration.timeline is not None
     assert restoration.timeline.path is None
     assert list(tmp_path.iterdir()) == []
+
+
+SECRETS = [
+    "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcd",
+    "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+    "AKIA" + "IOSFODNN7EXAMPLE",
+    "xoxb-" + "123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    placements=st.lists(
+        st.tuples(st.integers(0, 5), st.sampled_from(SECRETS)), min_size=1, max_size=4
+    )
+)
+def test_the_offline_request_skips_a_second_redaction_and_changes_nothing(
+    placements: list[tuple[int, str]],
+) -> None:
+    # The offline provider's per-turn request is not redacted again (the session was, at
+    # read): pinned to the plain path, which a debug view of the requests still takes.
+    def session() -> Any:
+        s = two_turn_session()
+        texts = [m for m in s.messages() if m.text]
+        for where, secret in placements:
+            message = texts[where % len(texts)]
+            message.text = f"{message.text} token={secret} and {secret[:12]}"
+        return s
+
+    config = load_config(env={})
+
+    def restored(debug: io.StringIO | None) -> Any:
+        options = RestoreOptions(skip_evidence_search=True, debug_render=debug)
+        return anyio.run(
+            lambda: restore_session(session(), config, OfflineProvider(), options=options)
+        )
+
+    debug = io.StringIO()
+    fast, plain = restored(None), restored(debug)
+    assert debug.getvalue()  # the plain path ran
+    assert summary_markdown(fast) == summary_markdown(plain)
+    assert turns_summary_markdown(fast) == turns_summary_markdown(plain)
+    assert fast.usage == plain.usage
+    for _, secret in placements:
+        assert secret not in summary_markdown(fast)
+        assert secret not in debug.getvalue()
