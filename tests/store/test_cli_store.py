@@ -8,9 +8,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from opencode_restore.api.schemas import SessionOut
 from opencode_restore.api.security import is_loopback
 from opencode_restore.cli import cli
+from opencode_restore.config import load_config
+from opencode_restore.mcp.tools import HistoryTools
 from opencode_restore.store import open_store
+from opencode_restore.store.lookup import candidate_lines
 from tests.store.builders import HOOKS, fake_home
 
 
@@ -113,3 +117,36 @@ def test_loopback_detection() -> None:
     assert is_loopback("[::1]")
     assert not is_loopback("192.168.1.4")
     assert not is_loopback("example.com")
+
+
+def test_a_hook_registered_cwd_and_title_are_redacted_wherever_served(
+    runner: CliRunner, data_dir: Path, tmp_path: Path
+) -> None:
+    # A hook stores the cwd as the agent sent it (`--latest --cwd` matches on it); every
+    # place that serves the store redacts it: CLI list (text and JSON), API, MCP.
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    cwd = tmp_path / f"work-{token}"
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("")
+    payload = {
+        "session_id": "s-cwd",
+        "transcript_path": str(transcript),
+        "cwd": str(cwd),
+        "hook_event_name": "SessionStart",
+    }
+    assert runner.invoke(cli, ["hook"], input=json.dumps(payload)).exit_code == 0
+    store = open_store(data_dir)
+    row = store.session("s-cwd")
+    assert row is not None
+    assert row.cwd == str(cwd)  # kept as registered
+    served = [
+        runner.invoke(cli, ["sessions", "list"]).output,
+        runner.invoke(cli, ["sessions", "list", "--format", "json"]).output,
+        SessionOut.of(row).model_dump_json(),
+        "\n".join(candidate_lines([row])),
+        HistoryTools(load_config()).list_sessions().model_dump_json(),
+    ]
+    for text in served:
+        assert "s-cwd" in text
+        assert token not in text
+        assert "work-" in text  # the rest of the path is still there

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..redact import redact_optional
 from ..store.store import RunRow, SessionRow
 
 
@@ -47,8 +48,10 @@ class SessionOut(BaseModel):
             id=row.id,
             agent=row.agent,
             native_log_file=row.native_log_file,
-            cwd=row.cwd,
-            title=row.title,
+            # The store keeps them as registered (a hook's cwd is raw: matching `--cwd`
+            # needs it); served, they are redacted like every other string.
+            cwd=redact_optional(row.cwd),
+            title=redact_optional(row.title),
             created_at=row.created_at,
             updated_at=row.updated_at,
             last_event=row.last_event,

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ..errors import UsageError
+from ..redact import redact_optional
 from ..since import Since
 from ..store.discovery import AGENTS
 from .exits import friendly_errors
@@ -131,15 +132,16 @@ def list_cmd(
                     "files": r.file_count,
                     "size": chain_size(full),
                     "native_log_file": r.native_log_file,
-                    "cwd": r.cwd,
-                    "title": r.title,
+                    "cwd": redact_optional(r.cwd),
+                    "title": redact_optional(r.title),
                 }
             )
         click.echo(orjson.dumps({"sessions": out, "total": total}).decode())
         return
     for r in rows:
         when = r.updated_at[:16].replace("T", " ")
-        click.echo(f"{when}  {r.agent:<11} {r.id:<38} {r.cwd or '-'}  {r.title or ''}".rstrip())
+        shown = f"{redact_optional(r.cwd) or '-'}  {redact_optional(r.title) or ''}"
+        click.echo(f"{when}  {r.agent:<11} {r.id:<38} {shown}".rstrip())
     click.echo(f"{len(rows)} of {total} sessions")
 
 

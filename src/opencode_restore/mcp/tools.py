@@ -39,7 +39,7 @@ from ..pipeline.prompting.render import CHARS_PER_TOKEN
 from ..pipeline.restoration import Restoration
 from ..pipeline.run import RestoreOptions, restore_locked
 from ..pipeline.stages.turn_parser import parse_turns
-from ..redact import redact, redact_value
+from ..redact import redact, redact_optional, redact_value
 from ..report.messages import message_record
 from ..report.summary import render_restoration, summary_markdown
 from ..since import SinceError, parse_since
@@ -274,8 +274,8 @@ class HistoryTools:
             SessionInfo(
                 id=r.id,
                 agent=r.agent,
-                title=redact(r.title)[0] if r.title else None,
-                cwd=r.cwd,
+                title=redact_optional(r.title),
+                cwd=redact_optional(r.cwd),
                 last_activity=r.updated_at,
                 turns=turns.get(r.id),
                 current=r.id == mine,

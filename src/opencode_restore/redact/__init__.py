@@ -627,6 +627,11 @@ def redact(text: str) -> tuple[str, int]:
     return redactor.redact(text), redactor.count
 
 
+def redact_optional(text: str | None) -> str | None:
+    """``text`` redacted; None and "" as they are (a session's cwd or title)."""
+    return redact(text)[0] if text else text
+
+
 def redact_value(value: Any, redact: Callable[[str], str]) -> Any:
     """``value`` with every string in it redacted; dicts, lists and tuples are walked.
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..diagnostics import WarningSink
 from ..errors import UsageError
+from ..redact import redact_optional
 from .discovery import AGENTS, scan
 from .store import SessionRow, Store
 from .transcript_paths import read_refusal
@@ -76,10 +77,12 @@ def human_size(size: int) -> str:
 
 
 def candidate_lines(rows: list[SessionRow]) -> list[str]:
-    """One line per session: id, agent, cwd, last activity, title, size."""
+    """One line per session: id, agent, cwd, last activity, title, size (the cwd and
+    title redacted: a hook registers them raw)."""
     return [
-        f"  {r.id}  {r.agent}  {r.cwd or '-'}  {r.updated_at[:19].replace('T', ' ')}"
-        f"  {r.title or '(no title)'!r}  {human_size(chain_size(r))}"
+        f"  {r.id}  {r.agent}  {redact_optional(r.cwd) or '-'}"
+        f"  {r.updated_at[:19].replace('T', ' ')}"
+        f"  {redact_optional(r.title) or '(no title)'!r}  {human_size(chain_size(r))}"
         for r in rows
     ]
 
