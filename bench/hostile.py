@@ -19,6 +19,10 @@ Issue 31, before -> after (2 shared cores; peak RSS, wall time):
     claude-10k-branches-tree             36-100 s              -> 1.9 s
     terminal-cursor-30000 (2.4 KB)       393 s of CPU          -> 1.4 s
     terminal-script-20000 (1.8 KB)       112 s                 -> 1.5 s
+    eval-120mb-member-restore            > 130 s               -> 30 s to a one-line error
+                                                                  (140,000 turns > 2,000)
+    terminal-full-screen-60mb            ~60 s (1 MB/s, pyte)  -> 27 s, the last 16.8 MB
+                                                                  replayed, with a warning
 
     python bench/hostile.py [--full] [--smoke] [--case NAME]
 
@@ -53,6 +57,7 @@ DEFAULT_SCALE = {
     "gemini-185mb-json": 0.3,
     "eval-120mb-member": 0.3,
     "eval-120mb-member-restore": 0.3,
+    "terminal-full-screen-60mb": 0.5,
 }
 
 

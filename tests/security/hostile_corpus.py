@@ -345,6 +345,27 @@ def terminal_script_geometry(root: Path, scale: float = 1.0) -> list[str]:
     return ["messages", str(path), "--agent", "terminal"]
 
 
+#: A real full-screen capture (opencode 1.18's TUI, recorded for the fixtures).
+OPENCODE_TUI = Path(__file__).resolve().parents[2] / "fixtures/terminal/real/opencode-tui"
+
+
+def terminal_full_screen(root: Path, scale: float = 1.0) -> list[str]:
+    """A 60 MB full-screen capture (at scale 1): the real opencode TUI's frames drawn
+    again and again. pyte replays about 1 MB/s, so it ran over a minute; its last
+    ``MAX_REPLAY_BYTES`` are replayed, with a warning."""
+    data = (OPENCODE_TUI / "tui.typescript").read_bytes()
+    start = data.index(b"\x1b[?1049h") + 8
+    end = data.rindex(b"\x1b[?1049l")
+    body = data[start:end]
+    path = root / "tui.typescript"
+    with path.open("wb") as fh:
+        fh.write(data[:start])
+        for _ in range(max(1, int(60_000_000 * scale) // len(body))):
+            fh.write(body)
+        fh.write(data[end:])
+    return ["messages", str(path), "--agent", "terminal"]
+
+
 CASES: dict[str, Callable[[Path, float], list[str]]] = {
     "inspect-deep-100k": inspect_deep,
     "eval-zip-bomb": eval_zip_bomb,
@@ -366,9 +387,11 @@ CASES: dict[str, Callable[[Path, float], list[str]]] = {
     "dev-zero": dev_zero,
     "terminal-cursor-30000": terminal_cursor_bomb,
     "terminal-script-20000": terminal_script_geometry,
+    "terminal-full-screen-60mb": terminal_full_screen,
 }
 #: Scale that grows each sized case to the size issue 14 reported.
 FULL_SCALE = {
+    "terminal-full-screen-60mb": 1.0,
     "eval-120mb-member": 1.0,
     "eval-120mb-member-restore": 1.0,
     "opencode-600mb": 1.0,

@@ -37,6 +37,7 @@ SCALE = {
     "gemini-185mb-json": 0.01,
     "eval-120mb-member": 0.01,
     "eval-120mb-member-restore": 0.02,
+    "terminal-full-screen-60mb": 0.01,
 }
 ENV = {"OPENCODE_RESTORE_MAX_LINE_BYTES": "100000"}
 
@@ -96,6 +97,7 @@ EXPECTED = {
     "claude-10k-branches-tree": "",
     "terminal-cursor-30000": "",
     "terminal-script-20000": "",
+    "terminal-full-screen-60mb": "",
 }
 
 

@@ -10,6 +10,7 @@ import pytest
 from opencode_restore.diagnostics import WarningSink
 from opencode_restore.model import Message
 from opencode_restore.sources import detect
+from opencode_restore.sources.terminal import screen
 from opencode_restore.sources.terminal.reader import READER
 
 FIX = Path(__file__).resolve().parents[3] / "fixtures" / "terminal"
@@ -365,3 +366,29 @@ def test_any_text_file_is_no_terminal_log_unless_forced(tmp_path: Path, text: st
 
 def test_detect_picks_terminal_for_a_capture() -> None:
     assert detect(FIX / "seed_multi.log").name == "terminal"
+
+
+# -- a capture too long to replay whole --------------------------------------------------
+
+
+@pytest.mark.parametrize("tui", ["opencode-tui", "claude-tui"])
+def test_a_long_capture_replays_its_end_and_says_what_it_left_out(
+    tui: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pyte replays about 1 MB/s: a capture of hours would take minutes. Only its last
+    # MAX_REPLAY_BYTES are replayed; the lines keep their numbers in the file.
+    path = REAL / tui / "tui.typescript"
+    full = read(path)
+    size = path.stat().st_size
+    monkeypatch.setattr(screen, "MAX_REPLAY_BYTES", size // 3)
+    sink = WarningSink()
+    tail = list(READER.iter_messages([path], sink))
+    [warning] = [str(w) for w in sink.warnings]
+    assert "only its last" in warning
+    assert f"{size / 1e6:,.1f} MB screen capture" in warning
+    assert humans(tail)[-1] == humans(full)[-1]
+    assert len(humans(tail)) < len(humans(full))
+    # The raw line a message cites is counted from the file's start, not the replay's.
+    [last] = [m for m in tail if m.is_human and m.text == humans(full)[-1]]
+    [same] = [m for m in full if m.is_human and m.text == humans(full)[-1]]
+    assert last.id.split(".")[0] == same.id.split(".")[0]

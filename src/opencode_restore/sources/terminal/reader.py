@@ -19,6 +19,7 @@ message starts on, so a log search can cite ``file:line``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
@@ -99,9 +100,18 @@ class TerminalReader(Discovery):
         full_screen = _ALT_SCREEN in head
         if full_screen or screen.is_inline_redraw(head):
             if screen.available():
+                skip = screen.replay_skip(os.fstat(stream.fileno()).st_size)
+                if skip:
+                    sink.warn(
+                        path,
+                        1,
+                        f"a {_mb(skip + screen.MAX_REPLAY_BYTES)} screen capture: only its last "
+                        f"{_mb(screen.MAX_REPLAY_BYTES)} are replayed (the {_mb(skip)} before "
+                        "are left out of the transcript)",
+                    )
                 if full_screen:
-                    return _batched(screen.iter_screen_lines(stream, self.patterns))
-                return _batched(screen.iter_inline_lines(stream))
+                    return _batched(screen.iter_screen_lines(stream, self.patterns, skip))
+                return _batched(screen.iter_inline_lines(stream, skip))
             sink.warn(
                 path,
                 1,
@@ -133,6 +143,10 @@ class TerminalReader(Discovery):
             model=model,
             warnings=list(sink.warnings),
         )
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1e6:,.1f} MB"
 
 
 def _batched(lines: Iterator[tuple[int, str]], size: int = 4096) -> Iterator[Block]:

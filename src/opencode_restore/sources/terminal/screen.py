@@ -53,6 +53,10 @@ MAX_LINES = 500
 #: big screen render again, so frames that come faster than their bytes pay for them are
 #: merged into the next one (the rows' final text is the same).
 WORK_PER_BYTE = 256
+#: The bytes of a capture an emulator replays: its last ones. pyte reads about 1 MB/s,
+#: so a bigger capture (hours of a TUI) would take minutes; the end holds the session's
+#: last screens and turns, and the reader says what was left out.
+MAX_REPLAY_BYTES = 16 * 1024 * 1024
 _FIRST_ALLOWANCE = 4_000_000
 
 
@@ -225,8 +229,35 @@ def _width(line: Any, columns: int) -> int:
     return min(columns, max(line) + 1) if line else 0
 
 
-def iter_screen_lines(fh: BinaryIO, patterns: TerminalPatterns) -> Iterator[tuple[int, str]]:
-    """Yield ``(raw_line, text)`` transcript rows of a full-screen stream."""
+def replay_skip(size: int) -> int:
+    """The bytes at the start of a capture of ``size`` bytes that are not replayed."""
+    return max(0, size - MAX_REPLAY_BYTES)
+
+
+def _skip(fh: BinaryIO, skip: int) -> tuple[int, bool]:
+    """Read past the first ``skip`` bytes: their line breaks, and whether the alternate
+    screen is on where the replay starts."""
+    fh.seek(0)
+    newlines = 0
+    alt = False
+    done = 0
+    while done < skip:
+        data = fh.read(min(16 * _CHUNK, skip - done))
+        if not data:
+            break
+        newlines += data.count(b"\n")
+        on, off = data.rfind(_ALT_ON), data.rfind(_ALT_OFF)
+        if on != off:  # both -1 when the chunk switches neither way
+            alt = on > off
+        done += len(data)
+    return newlines, alt
+
+
+def iter_screen_lines(
+    fh: BinaryIO, patterns: TerminalPatterns, skip: int = 0
+) -> Iterator[tuple[int, str]]:
+    """Yield ``(raw_line, text)`` transcript rows of a full-screen stream, replayed from
+    byte ``skip`` on (`replay_skip`; the geometry still comes from the header)."""
     import pyte  # an optional dependency: checked by available()
 
     head = fh.read(_CHUNK)
@@ -240,6 +271,9 @@ def iter_screen_lines(fh: BinaryIO, patterns: TerminalPatterns) -> Iterator[tupl
     alt = False
     allowance = _FIRST_ALLOWANCE
     chunk = head
+    if skip:
+        newlines, alt = _skip(fh, skip)
+        chunk = fh.read(_CHUNK)
     while chunk:
         pos = 0
         while pos < len(chunk):
@@ -279,7 +313,7 @@ def _frame(
         yield line, text
 
 
-def iter_inline_lines(fh: BinaryIO) -> Iterator[tuple[int, str]]:
+def iter_inline_lines(fh: BinaryIO, skip: int = 0) -> Iterator[tuple[int, str]]:
     """Yield ``(raw_line, text)`` rows of an inline (main-screen) TUI stream.
 
     Inline UIs (Claude Code's Ink renderer) redraw their live area with cursor-up and
@@ -295,6 +329,9 @@ def iter_inline_lines(fh: BinaryIO) -> Iterator[tuple[int, str]]:
     stream: Any = pyte.ByteStream(screen)
     newlines = 0
     chunk = head
+    if skip:
+        newlines, _ = _skip(fh, skip)
+        chunk = fh.read(_CHUNK)
     while chunk:
         for start in range(0, len(chunk), _INLINE_STEP):
             piece = chunk[start : start + _INLINE_STEP]
