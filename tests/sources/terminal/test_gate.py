@@ -371,7 +371,7 @@ def test_gate_without_literals_goes_by_the_first_character(pattern: str, yes: st
 
 
 def test_gate_first_character_of_unknown_class_is_admitted() -> None:
-    from re import _constants as sc
+    from re import _constants as sc  # type: ignore[attr-defined, unused-ignore]
 
     from opencode_restore.sources.terminal.gate import _admits
 
