@@ -185,10 +185,15 @@ def test_unreadable_inputs_exit_2(tmp_path: Path) -> None:
 
 def test_a_forced_format_that_finds_nothing_says_what_the_file_is(fixtures: Path) -> None:
     log = fixtures / "claude-code/recorded/tui-compact/e57fea98-e10e-4cce-a470-5de2e7413154.jsonl"
-    code, out, err = invoke("messages", str(log), "--agent", "codex")
-    assert code == 0
-    assert out == ""
-    assert f"warning: {log}: read as codex, nothing found; it looks like a claude-code log" in err
+    # Exit 2 with one line, in every command (a wrong --agent summarized raw JSON lines as
+    # a terminal capture, or wrote an empty summary, and reset the session's journal).
+    for command, agent in (("messages", "codex"), ("restore", "terminal"), ("turns", "gemini")):
+        code, out, err = invoke(command, str(log), "--agent", agent)
+        assert (code, out) == (2, ""), err
+        assert err.strip().splitlines() == [
+            f"error: {log}: not a {agent} log: it looks like a claude-code log "
+            "(drop --agent, or use --agent claude-code)"
+        ]
     code, out, err = invoke("messages", str(log), "--agent", "claude-code")
     assert out
     assert "looks like" not in err

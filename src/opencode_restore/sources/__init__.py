@@ -128,7 +128,29 @@ def resolve(paths: Sequence[Path], agent: str | None) -> Reader:
         raise SourceError("-", "no input files given")
     for p in paths:
         _check_readable(p)
-    return get_reader(agent) if agent else detect(paths[0])
+    if not agent:
+        return detect(paths[0])
+    reader = get_reader(agent)
+    _check_forced(paths[0], reader)
+    return reader
+
+
+def _check_forced(path: Path, reader: Reader) -> None:
+    """A format forced with --agent on a file that another reader recognises and the
+    forced one does not (a Claude Code JSONL read as a terminal capture summarized raw
+    JSON lines): refused. A file no reader recognises may be forced."""
+    if reader.sniff(path, _head(path)) > 0:
+        return
+    try:
+        detected = detect(path).name
+    except SourceError:
+        return
+    if detected != reader.name:
+        raise SourceError(
+            str(path),
+            f"not a {reader.name} log: it looks like a {detected} log "
+            f"(drop --agent, or use --agent {detected})",
+        )
 
 
 def open_session(
@@ -157,7 +179,7 @@ def open_session(
         if session is not None:
             _check_named(paths, result.id, session)
     if agent and not result.messages():
-        _warn_forced(paths, reader, sink)
+        _refuse_empty(paths, reader, result.warnings)
     if result.cwd:  # a path, never needed whole to restore: a token in it is redacted always
         from ..redact import redact  # (here: a command that reads no session skips its import)
 
@@ -204,20 +226,26 @@ def _checked(
         empty = False
         yield message
     if empty:
-        _warn_forced(paths, reader, sink)
+        _refuse_empty(paths, reader, sink.warnings)
 
 
-def _warn_forced(paths: Sequence[Path], reader: Reader, sink: WarningSink) -> None:
-    """A format forced with --agent found nothing: say what the file looks like instead."""
+def _refuse_empty(paths: Sequence[Path], reader: Reader, warnings: Sequence[object]) -> None:
+    """A format forced with --agent found nothing: an error (exit 2) saying what the
+    file looks like (or why nothing was read), never an empty summary that resets the
+    session's journal."""
     for path in paths:
         try:
             detected = detect(path).name
         except SourceError:
             continue
         if detected != reader.name:
-            sink.warn(
-                path, 0, f"read as {reader.name}, nothing found; it looks like a {detected} log"
+            raise SourceError(
+                str(path),
+                f"read as {reader.name}, nothing found; it looks like a {detected} log "
+                f"(drop --agent, or use --agent {detected})",
             )
+    why = f" ({warnings[0]})" if warnings else ""
+    raise SourceError(str(paths[-1]), f"no messages could be read{why}")
 
 
 def filter_messages(
