@@ -8,6 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.sources import get_reader
 from opencode_restore.sources.base import Found
 from opencode_restore.store.discovery import scan
@@ -99,10 +100,15 @@ def test_latest_prefers_the_current_directory_then_any(
             _touch(p, 1_700_000_000 + k * 100)
     pi_file = home["pi"][0]
     _touch(pi_file, 1_600_000_000)  # the oldest of all
-    assert latest_session(store, here="/work/demo").id == "sess-tree-0001"
-    # A directory without sessions does not narrow anything.
-    newest = latest_session(store, here="/nowhere")
+    sink = WarningSink()
+    assert latest_session(store, here="/work/demo", sink=sink).id == "sess-tree-0001"
+    assert sink.warnings == []
+    # A directory without sessions does not narrow anything, and the fallback is said.
+    newest = latest_session(store, here="/nowhere", sink=sink)
     assert newest.agent != "pi"
+    [said] = [str(w) for w in sink.warnings]
+    assert said.startswith("/nowhere: no session recorded in this folder; --latest took")
+    assert f"{newest.id} ({newest.agent}, in " in said
     assert latest_session(store, agent="pi").id == "sess-tree-0001"
     with pytest.raises(SessionNotFound, match="no pi session recorded in /nowhere"):
         latest_session(store, cwd="/nowhere", agent="pi")

@@ -180,4 +180,15 @@ def latest_session(
         raise SessionNotFound(
             f"no {agent or 'agent'} sessions found in the store or the default locations"
         )
-    return _target(store, rows[0], sink)
+    row = rows[0]
+    if here is not None and sink is not None:
+        # Another project's context could otherwise be restored (and injected into an
+        # agent) without anyone noticing: say which session was taken, and from where.
+        where = redact_optional(row.cwd) or "an unknown folder"
+        sink.warn(
+            here,
+            0,
+            f"no session recorded in this folder; --latest took the newest of any project: "
+            f"{row.id} ({row.agent}, in {where}); narrow it with --cwd DIR",
+        )
+    return _target(store, row, sink)
