@@ -68,10 +68,18 @@ def greet_workspace(tmp_path: Path) -> Path:
 
 
 def evidence(
-    session: Session, provider: Provider, cfg: Config | None = None, **options: Any
+    session: Session,
+    provider: Provider,
+    cfg: Config | None = None,
+    *,
+    window: bool = False,
+    **options: Any,
 ) -> tuple[EvidenceRun, list[Turn], Any]:
-    """Number and summarize nothing (state from the parser only), then run the loop."""
+    """Number and summarize nothing (state from the parser only), then run the loop;
+    with ``window``, with the run's `Window` as a restore runs it (see `windowed`)."""
     ctx = make_context(session, cfg or config(), provider)
+    ctx.context_window = ctx.config.llm.context_window
+    fitted = Window(Journal(session, "fingerprint"), ctx, TokenEstimator()) if window else None
     turns = parse_turns(session)
     state = RestoreState()
 
@@ -80,7 +88,7 @@ def evidence(
             await ctx.numbering.messages_as_str(turn.messages)
             label_of = {m.id: lab for m in turn.messages if (lab := ctx.numbering.label_for(m.id))}
             state.add_parsed_turn(turn, label_of)
-        return await gather_evidence(turns, state, ctx, EvidenceOptions(**options))
+        return await gather_evidence(turns, state, ctx, EvidenceOptions(**options), fitted)
 
     return anyio.run(go), turns, ctx
 
@@ -440,23 +448,10 @@ def test_skip_evidence_search(fixtures: Path, skip: bool) -> None:
 def windowed_evidence(
     session: Session, provider: Provider, context_window: int | None, **options: Any
 ) -> tuple[EvidenceRun, Window]:
-    """The loop as a restore runs it: with the run's `Window` and a known model window."""
-    cfg = config()
-    cfg.llm.context_window = context_window
-    ctx = make_context(session, cfg, provider)
-    ctx.context_window = context_window
-    window = Window(Journal(session, "fingerprint"), ctx, TokenEstimator())
-    turns = parse_turns(session)
-    state = RestoreState()
-
-    async def go() -> EvidenceRun:
-        for turn in turns:
-            await ctx.numbering.messages_as_str(turn.messages)
-            label_of = {m.id: lab for m in turn.messages if (lab := ctx.numbering.label_for(m.id))}
-            state.add_parsed_turn(turn, label_of)
-        return await gather_evidence(turns, state, ctx, EvidenceOptions(**options), window)
-
-    return anyio.run(go), window
+    """The loop with the run's `Window` and a known model window (or none)."""
+    cfg = config(context_window=context_window)
+    run, _, ctx = evidence(session, provider, cfg, window=True, **options)
+    return run, Window(Journal(session, "fingerprint"), ctx, TokenEstimator())
 
 
 def test_each_round_fits_a_small_window_by_leaving_out_earlier_results(
