@@ -21,6 +21,11 @@ MAX_FIELD_CHARS = 300
 _INVISIBLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]+")
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and ``noun`` in its number: "1 session", "2 sessions", "1 evidence item"."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def flatten(value: object) -> str:
     """``value`` as one line: controls and line breaks become single spaces."""
     return " ".join(_INVISIBLE.sub(" ", str(value)).split())

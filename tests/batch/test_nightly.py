@@ -133,7 +133,7 @@ def test_dry_run_lists_and_writes_nothing(env: dict[str, str], tmp_path: Path) -
     before = _snapshot(tmp_path)
     code, output = _nightly(env, tmp_path, "--dry-run")
     assert code == 0
-    assert f"would restore 1 sessions ({len(FILES) - 1} unchanged)" in output
+    assert f"would restore 1 session ({len(FILES) - 1} unchanged)" in output
     assert "changed" in output
     assert _snapshot(tmp_path) == before
 

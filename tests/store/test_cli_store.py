@@ -45,10 +45,10 @@ def test_sessions_scan_and_list(
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert "claude-code  2 sessions" in lines
-    assert "gemini       1 sessions" in lines
+    assert "gemini       1 session" in lines
     assert lines[-1] == "7 sessions found, 8 new transcript files registered"
     result = runner.invoke(cli, ["sessions", "scan", "--agent", "pi"])
-    assert result.output.splitlines()[-1] == "1 sessions found, 0 new transcript files registered"
+    assert result.output.splitlines()[-1] == "1 session found, 0 new transcript files registered"
 
     result = runner.invoke(cli, ["sessions", "list"])
     assert result.exit_code == 0
@@ -74,8 +74,8 @@ def test_scan_root_and_bad_agent(runner: CliRunner, data_dir: Path, tmp_path: Pa
         cli, ["sessions", "scan", "--agent", "gemini", "--root", str(tmp_path / "backup")]
     )
     assert result.output.splitlines() == [
-        "gemini       1 sessions",
-        "1 sessions found, 2 new transcript files registered",
+        "gemini       1 session",
+        "1 session found, 2 new transcript files registered",
     ]
     result = runner.invoke(cli, ["sessions", "scan", "--agent", "emacs"])
     assert result.exit_code == 2

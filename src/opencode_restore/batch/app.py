@@ -15,6 +15,7 @@ from .. import event_loop
 from ..command_sink import command_sink
 from ..consoles import console as make_console
 from ..errors import UsageError
+from ..fields import counted
 from ..llm.registry import close_provider
 from ..since import Since, parse_since
 from ..store.paths import db_path
@@ -106,7 +107,7 @@ def run_batch(
 
 def _plan_lines(items: list[BatchItem], reasons: dict[str, str], unchanged: int) -> list[str]:
     """One line per session (why, agent, key, files): easy to read and to grep."""
-    lines = [f"would restore {len(items)} sessions ({unchanged} unchanged)"]
+    lines = [f"would restore {counted(len(items), 'session')} ({unchanged} unchanged)"]
     for item in items:
         files = " ".join(str(p) for p in item.files)
         lines.append(f"  {reasons.get(item.key, ''):<8} {item.agent:<12} {item.key}  {files}")
@@ -166,7 +167,7 @@ def run_nightly(
             if not settings.quiet:
                 click.echo(
                     f"nothing changed since {p.cutoff.isoformat(timespec='seconds')}: "
-                    f"{len(p.unchanged)} sessions up to date"
+                    f"{counted(len(p.unchanged), 'session')} up to date"
                 )
             return 0
         run_id = store.create_run(None, RUN_KIND)

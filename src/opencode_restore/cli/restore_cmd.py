@@ -19,6 +19,7 @@ from ..atomic import write_output
 from ..command_sink import command_sink
 from ..config import load_config
 from ..consoles import console as make_console
+from ..fields import counted
 from ..heap import hold_thresholds
 from ..llm.registry import close_provider, get_provider
 from ..llm.settings import ProviderSettings
@@ -216,14 +217,15 @@ def run_restore(
                 console.print(f"warning: {warning}", highlight=False, markup=False, soft_wrap=True)
         failed = len(restoration.failed_turns)
         note = (
-            f"{restoration.turn_count} turns, {usage_note(restoration.usage, restoration.provider)}"
+            f"{counted(restoration.turn_count, 'turn')}, "
+            f"{usage_note(restoration.usage, restoration.provider)}"
         )
         if restoration.evidence:
-            note += f", {len(restoration.evidence)} evidence items"
+            note += f", {counted(len(restoration.evidence), 'evidence item')}"
         if restoration.redactions:
-            note += f", {restoration.redactions} secrets redacted"
+            note += f", {counted(restoration.redactions, 'secret')} redacted"
         if failed:
-            note += f"; {failed} turns FAILED"
+            note += f"; {counted(failed, 'turn')} FAILED"
         console.print(f"[dim]{note}[/]")
         if restoration.timeline is not None and restoration.timeline.path:
             console.print(

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ..errors import UsageError
+from ..fields import counted
 from ..redact import redact_optional
 from ..since import Since
 from ..store.discovery import AGENTS
@@ -70,9 +71,10 @@ def scan_cmd(agent: str | None, root: Path | None) -> None:
     for item in result.found:
         per_agent.setdefault(item.agent, set()).add(item.session_id)
     for name, ids in sorted(per_agent.items()):
-        click.echo(f"{name:<12} {len(ids)} sessions")
+        click.echo(f"{name:<12} {counted(len(ids), 'session')}")
     total = sum(len(ids) for ids in per_agent.values())
-    click.echo(f"{total} sessions found, {result.appended} new transcript files registered")
+    files = counted(result.appended, "new transcript file")
+    click.echo(f"{counted(total, 'session')} found, {files} registered")
 
 
 @sessions.command("list")
@@ -142,7 +144,7 @@ def list_cmd(
         when = r.updated_at[:16].replace("T", " ")
         shown = f"{redact_optional(r.cwd) or '-'}  {redact_optional(r.title) or ''}"
         click.echo(f"{when}  {r.agent:<11} {r.id:<38} {shown}".rstrip())
-    click.echo(f"{len(rows)} of {total} sessions")
+    click.echo(f"{len(rows)} of {counted(total, 'session')}")
 
 
 @click.command()
