@@ -236,3 +236,14 @@ def test_opencode_sessions_and_vanished_files(
     code, output = _nightly(env, tmp_path)
     assert code == 0
     assert f"{FILES[0].stem}: no transcript file of this session exists any more" in output
+
+
+def test_the_report_is_titled_nightly_and_names_the_output_folder(
+    env: dict[str, str], tmp_path: Path, clock: Clock
+) -> None:
+    code, output = _nightly(env, tmp_path)
+    assert code == 0, output
+    lines = output.splitlines()
+    assert any(line.strip() == "nightly" for line in lines), output
+    assert not any(line.strip() == "batch" for line in lines)
+    assert f"outputs: {tmp_path / 'out' / _day(clock)}" in output

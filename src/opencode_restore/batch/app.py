@@ -34,7 +34,7 @@ def clock() -> datetime:
     return datetime.now(UTC)
 
 
-def _execute(job: BatchJob, settings: RunSettings) -> BatchReport:
+def _execute(job: BatchJob, settings: RunSettings, title: str = "batch") -> BatchReport:
     """Run ``job`` with a progress bar on stderr; the provider closes inside the loop."""
     console = make_console(stderr=True)
     show = not settings.quiet and sys.stderr.isatty()
@@ -49,7 +49,7 @@ def _execute(job: BatchJob, settings: RunSettings) -> BatchReport:
     with progress_for(job, console, show):
         report = event_loop.run(main)
     if not settings.quiet:
-        print_report(report, make_console())
+        print_report(report, make_console(), job.out_dir, title)
     return report
 
 
@@ -89,7 +89,7 @@ def run_batch(
         with dask_client(dask) as client:
             report = run_on_dask(items, out, settings, client)
         if not settings.quiet:
-            print_report(report, make_console())
+            print_report(report, make_console(), out)
         return report.exit_code
     job = BatchJob(
         items,
@@ -184,7 +184,7 @@ def run_nightly(
             mirror=Manifest(p.out_dir / MANIFEST_NAME, sink),
             journals=journal_store(config),
         )
-        report = _execute(job, settings)
+        report = _execute(job, settings, RUN_KIND)
         failed = len(report.failed)
         store.update_run(
             run_id,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import (
@@ -82,7 +83,7 @@ def _short(text: str | None) -> str:
     return text if len(text) <= _MAX_ERROR else text[: _MAX_ERROR - 1] + "…"
 
 
-def report_table(report: BatchReport) -> Table:
+def report_table(report: BatchReport, title: str = "batch") -> Table:
     """Counts, usage and time, then one row per session that did not succeed.
 
     With the offline provider the caption says "offline rules: no model called" where
@@ -90,7 +91,7 @@ def report_table(report: BatchReport) -> Table:
     """
     offline = is_offline(report.provider)
     table = Table(
-        title="batch",
+        title=title,
         caption=OFFLINE_NOTE if offline else None,
         show_header=True,
         header_style="bold",
@@ -126,9 +127,10 @@ def failures_table(report: BatchReport) -> Table | None:
     return table
 
 
-def print_report(report: BatchReport, console: Console) -> None:
-    """The final tables."""
-    console.print(report_table(report))
+def print_report(report: BatchReport, console: Console, out: Path, title: str = "batch") -> None:
+    """The final tables, titled by the command, and where the outputs are."""
+    console.print(report_table(report, title))
     failures = failures_table(report)
     if failures is not None:
         console.print(failures)
+    console.print(f"outputs: {out}", highlight=False, markup=False, soft_wrap=True)
