@@ -141,16 +141,20 @@ def _check_forced(path: Path, reader: Reader) -> None:
     JSON lines): refused. A file no reader recognises may be forced."""
     if reader.sniff(path, _head(path)) > 0:
         return
+    other = _looks_like(path, reader)
+    if other is not None:
+        raise SourceError(str(path), f"not a {reader.name} log: {other}")
+
+
+def _looks_like(path: Path, reader: Reader) -> str | None:
+    """What ``path`` looks like when another reader than the forced one claims it."""
     try:
         detected = detect(path).name
     except SourceError:
-        return
-    if detected != reader.name:
-        raise SourceError(
-            str(path),
-            f"not a {reader.name} log: it looks like a {detected} log "
-            f"(drop --agent, or use --agent {detected})",
-        )
+        return None
+    if detected == reader.name:
+        return None
+    return f"it looks like a {detected} log (drop --agent, or use --agent {detected})"
 
 
 def open_session(
@@ -234,16 +238,9 @@ def _refuse_empty(paths: Sequence[Path], reader: Reader, warnings: Sequence[obje
     file looks like (or why nothing was read), never an empty summary that resets the
     session's journal."""
     for path in paths:
-        try:
-            detected = detect(path).name
-        except SourceError:
-            continue
-        if detected != reader.name:
-            raise SourceError(
-                str(path),
-                f"read as {reader.name}, nothing found; it looks like a {detected} log "
-                f"(drop --agent, or use --agent {detected})",
-            )
+        other = _looks_like(path, reader)
+        if other is not None:
+            raise SourceError(str(path), f"read as {reader.name}, nothing found; {other}")
     why = f" ({warnings[0]})" if warnings else ""
     raise SourceError(str(paths[-1]), f"no messages could be read{why}")
 

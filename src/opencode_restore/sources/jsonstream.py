@@ -31,6 +31,17 @@ class _TooDeep(ValueError):
     """A JSON value nested deeper than `MAX_JSON_DEPTH`."""
 
 
+def _deeper(event: str, depth: int) -> int:
+    """``depth`` (open containers) after ``event``; past `MAX_JSON_DEPTH` raises."""
+    if event in ("start_map", "start_array"):
+        depth += 1
+        if depth > MAX_JSON_DEPTH:
+            raise _TooDeep(f"nested more than {MAX_JSON_DEPTH} deep")
+    elif event in ("end_map", "end_array"):
+        depth -= 1
+    return depth
+
+
 def stream_items(
     path: Path, prefix: str, sink: WarningSink, rest: str = "the rest skipped", start: int = 0
 ) -> Iterator[Any]:
@@ -64,12 +75,7 @@ def _items(events: Iterator[tuple[str, Any]], keys: list[str]) -> Iterator[Any]:
     for event, value in events:
         if builder is not None:
             builder.event(event, value)
-            if event in ("start_map", "start_array"):
-                depth += 1
-                if depth > MAX_JSON_DEPTH:
-                    raise _TooDeep(f"nested more than {MAX_JSON_DEPTH} deep")
-            elif event in ("end_map", "end_array"):
-                depth -= 1
+            depth = _deeper(event, depth)
             if depth == 0:
                 yield builder.value
                 builder = None
@@ -137,12 +143,7 @@ def top_level(path: Path, skip: str, sink: WarningSink, start: int = 0) -> dict[
                         builder.event(event, value)
                     elif not depth:
                         out[key] = [] if event == "start_array" else None
-                    if event in ("start_map", "start_array"):
-                        depth += 1
-                        if depth > MAX_JSON_DEPTH:
-                            raise _TooDeep(f"nested more than {MAX_JSON_DEPTH} deep")
-                    elif event in ("end_map", "end_array"):
-                        depth -= 1
+                    depth = _deeper(event, depth)
                     if depth == 0:
                         break
                 if builder is not None:

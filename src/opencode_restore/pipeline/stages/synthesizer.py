@@ -407,10 +407,10 @@ def merge_deterministic(
     with the model's reason, in ``rejected_candidates``. A rejection of an id not offered
     is ignored and listed in ``ignored_rejections``, as is one that gives no reason or
     whose reason cites no message (``cites``: by default any ``[M#]``; a restore asks
-    that the label names a message of the session). A
-    model that rejects nothing loses nothing. Texts of the model that state nothing are
-    left out first (``statements_only``): the rules' goal, current work and next step stand
-    in for blank ones, listed in ``stood_in``.
+    that the label names a message of the session). A model that rejects nothing loses
+    nothing. Texts of the model that state nothing are left out first
+    (``statements_only``): the rules' goal, current work and next step stand in for
+    blank ones, listed in ``stood_in``.
     """
     model = statements_only(model)
     out = model.model_copy(deep=True)
