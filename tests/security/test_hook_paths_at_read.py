@@ -33,15 +33,6 @@ MARKER = "OUTSIDE-THE-HOME-FOLDER-7731"
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    h = tmp_path / "home" / "me"
-    (h / ".claude" / "projects" / "-w").mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(h))
-    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    return h
-
-
-@pytest.fixture
 def outside(tmp_path: Path) -> Path:
     """A well-formed Claude Code transcript outside the home folder, carrying the marker."""
     path = tmp_path / "elsewhere" / "private.jsonl"

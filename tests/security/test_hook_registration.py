@@ -27,16 +27,6 @@ SID = "e57fea98-e10e-4cce-a470-5de2e7413154"
 DEADLINE = 60
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    h = tmp_path / "home" / "me"
-    (h / ".claude" / "projects" / "-w").mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(h))
-    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    monkeypatch.delenv("CODEX_HOME", raising=False)
-    return h
-
-
 def _fifo(home: Path) -> str:
     path = home / ".claude" / "projects" / "-w" / "pipe.jsonl"
     os.mkfifo(path)
