@@ -12,10 +12,12 @@ from hypothesis import strategies as st
 from opencode_restore.model import Message, Role
 from opencode_restore.timeline.numbering import (
     Citations,
+    Labeler,
     Numbering,
     Reference,
     message_numbering,
     messages_as_str,
+    parse_label,
 )
 from opencode_restore.timeline.preprocess import MessagesPreprocessor
 
@@ -305,3 +307,33 @@ def test_uncite_turns_what_the_parser_would_cite_into_parentheses() -> None:
     text = "done [M2] and [see M3-M5], keep [draft] and [SUM3]"
     assert uncite(text) == "done (M2) and (see M3-M5), keep [draft] and [SUM3]"
     assert Numbering().resolve(uncite(text)).unknown == []
+
+
+async def test_a_labeler_issues_the_labels_a_numbering_issues() -> None:
+    # A system prompt and an empty text get no label; a tool call, a result and
+    # thinking do. The labeler counts across its calls as the numbering does across spans.
+    messages = [
+        Message("s", "system", "text", "You are an agent."),
+        *conversation("a", 2),
+        Message("empty", "assistant", "text", "  "),
+        Message("call", "assistant", "tool_use", "", tool_name="Bash", tool_input={"cmd": "ls"}),
+        Message("out", "tool", "tool_result", "", tool_name="Bash"),
+        Message("think", "assistant", "thinking", ""),
+        *conversation("b", 2),
+    ]
+    numbering = Numbering()
+    await numbering.messages_as_str(messages[:4])
+    await numbering.messages_as_str(messages[4:])
+    labeler = Labeler()
+    labels = {m.id: label for m in messages if (label := labeler.label(m)) is not None}
+    assert labels == {ref.id: ref.label for ref in numbering}
+    assert list(labels) == ["a-0", "a-1", "call", "out", "think", "b-0", "b-1"]
+    assert labeler.issued == len(numbering) == 7
+
+
+@pytest.mark.parametrize(
+    ("text", "label"),
+    [("M22", "M22"), ("[M22]", "M22"), (" m7 ", "M7"), ("M0", None), ("M2-M4", None), ("22", None)],
+)
+def test_parse_label(text: str, label: str | None) -> None:
+    assert parse_label(text) == label

@@ -4,6 +4,7 @@
 continues where the previous one stopped (M1..M12, then M13..M20, ...), so a label is
 unique across every span scanned and `Numbering.extract_references` resolves a citation
 from any of them. `message_numbering` is the functional form the design seed describes.
+`Labeler` issues the same labels to a stream read once, for the reading commands.
 
 Citations are read from bracket groups: ``[M14]``, ``[M3, M7]``, ``[M3-M5]`` (expanded
 to M3, M4, M5), ``[M2, M4-M6]``, also inside prose (``[see M3 and M9]``). Labels that were
@@ -105,7 +106,7 @@ class Numbering:
     def _label(self, message: Message) -> str:
         if self.reuse_labels and (label := self._label_of.get(message.id)) is not None:
             return label
-        label = f"M{len(self._refs) + 1}"
+        label = label_name(len(self._refs) + 1)
         self._refs.append(Reference.of(label, message))
         self._label_of.setdefault(message.id, label)
         return label
@@ -200,6 +201,43 @@ class Numbering:
             raise ValueError(f"bad numbering entry for {label}: {entry!r}") from exc
         self._refs.append(ref)
         self._label_of.setdefault(ref.id, label)
+
+
+class Labeler:
+    """The labels a `Numbering` issues to messages shown once each, in order, kept as a
+    count only: a stream of any length is labelled in constant memory (a `Numbering`
+    keeps a reference per label).
+
+    A restore renders the active conversation turn by turn, in log order, before any
+    branch; so labelling that conversation's messages in order here gives each the label
+    the restoration cites. A message gets one when `message_as_str` shows it (the rule
+    `Numbering.messages_as_str` applies); the pipeline's transform only quotes text, it
+    never empties a message, so the default preprocessor decides alike.
+    """
+
+    __slots__ = ("issued", "preprocessor")
+
+    def __init__(self) -> None:
+        self.preprocessor = DEFAULT_PREPROCESSOR
+        self.issued = 0
+
+    def label(self, message: Message) -> str | None:
+        """The next label for ``message``, or None when a restore shows it no label."""
+        if message_as_str(message, self.preprocessor) is None:
+            return None
+        self.issued += 1
+        return label_name(self.issued)
+
+
+def label_name(number: int) -> str:
+    """The label numbered ``number``: ``"M14"``."""
+    return f"M{number}"
+
+
+def parse_label(text: str) -> str | None:
+    """``text`` as a label (``"M14"``, also ``"[M14]"`` or ``"m14"``), or None if it is none."""
+    label = text.strip().strip("[]").strip().upper()
+    return label if _number(label) is not None else None
 
 
 def message_numbering(
