@@ -52,7 +52,7 @@ def test_messages_json_and_markdown(fixtures: Path) -> None:
         "messages", str(fixtures / EXPORT), "--format", "markdown", "--include-tools"
     )
     assert code == 0
-    assert "### User" in out
+    assert "### [M1] User" in out  # each heading starts with its [M#] label
     assert "```json" in out
 
 

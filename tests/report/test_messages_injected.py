@@ -65,8 +65,8 @@ def test_cli_json_and_jsonl() -> None:
 
 def test_cli_markdown_folds_nothing_but_says_what_is_context() -> None:
     out = CliRunner().invoke(cli, ["messages", str(LOG), "--format", "markdown"]).stdout
-    assert "### User · context (recommended_plugins)" in out
-    assert "### User · context (interrupt)" in out
+    assert "### [M1] User · context (recommended_plugins)" in out
+    assert "### [M4] User · context (interrupt)" in out
     assert "> context (ide_context):\n> # Context from my IDE setup:" in out
     assert f"\n{REQUEST}\n" in out
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from itertools import repeat
+from typing import Any
 
 import orjson
 
@@ -73,12 +74,17 @@ def injected_of(m: Message) -> tuple[str | None, dict[str, str] | None]:
 JSONL_BATCH = 256
 
 
-def iter_jsonl(messages: Iterable[Message]) -> Iterator[bytes]:
-    """One JSON document per line, yielded in chunks of up to :data:`JSONL_BATCH` lines."""
-    dumps, record, newline = orjson.dumps, message_record, orjson.OPT_APPEND_NEWLINE
+def iter_jsonl(
+    messages: Iterable[Message], labels: Iterable[str | None] | None = None
+) -> Iterator[bytes]:
+    """One JSON document per line, yielded in chunks of up to :data:`JSONL_BATCH` lines.
+
+    With ``labels`` (one per message, in order) each record carries its ``label``.
+    """
+    dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
     batch: list[bytes] = []
-    for m in messages:
-        batch.append(dumps(record(m), option=newline))
+    for rec in _records(messages, labels):
+        batch.append(dumps(rec, option=newline))
         if len(batch) >= JSONL_BATCH:
             yield b"".join(batch)
             batch.clear()
@@ -86,24 +92,45 @@ def iter_jsonl(messages: Iterable[Message]) -> Iterator[bytes]:
         yield b"".join(batch)
 
 
-def iter_json(header: dict[str, Any], messages: Iterable[Message]) -> Iterator[bytes]:
-    """``{...header, "messages": [...]}``, streamed piece by piece (never built in memory)."""
+def iter_json(
+    header: dict[str, Any],
+    messages: Iterable[Message],
+    labels: Iterable[str | None] | None = None,
+) -> Iterator[bytes]:
+    """``{...header, "messages": [...]}``, streamed piece by piece (never built in memory);
+    ``labels`` as in `iter_jsonl`."""
     head = orjson.dumps(header)
     yield head[:-1] + (b',"messages":[' if len(header) else b'"messages":[')
     first = True
-    for m in messages:
-        yield (b"" if first else b",") + orjson.dumps(message_record(m))
+    for rec in _records(messages, labels):
+        yield (b"" if first else b",") + orjson.dumps(rec)
         first = False
     yield b"]}\n"
+
+
+def _records(
+    messages: Iterable[Message], labels: Iterable[str | None] | None
+) -> Iterator[dict[str, Any]]:
+    if labels is None:
+        yield from map(message_record, messages)
+        return
+    for m, label in zip(messages, labels, strict=True):
+        rec = message_record(m)
+        rec["label"] = label
+        yield rec
 
 
 _LABEL = {"user": "User", "assistant": "Assistant", "system": "System", "tool": "Tool"}
 
 
-def write_markdown(out: TextIO, messages: Iterable[Message]) -> None:
-    """A readable transcript, one heading per message."""
-    for m in messages:
-        label = _LABEL[m.role]
+def iter_markdown(
+    messages: Iterable[Message], labels: Iterable[str | None] | None = None
+) -> Iterator[str]:
+    """A readable transcript in pieces, one heading per message (``[M#]`` first, with
+    ``labels`` as in `iter_jsonl`)."""
+    shown = repeat(None) if labels is None else labels
+    for m, label in zip(messages, shown, strict=labels is not None):
+        role = _LABEL[m.role]
         kind = "" if m.type == "text" else f" · {m.type}"
         if m.tool_name:
             kind += f" `{m.tool_name}`"
@@ -111,11 +138,12 @@ def write_markdown(out: TextIO, messages: Iterable[Message]) -> None:
         if injected is not None:
             kind += f" · context ({injected})"
         ts = iso(m.timestamp) or ""
-        out.write(f"### {label}{kind} — file {m.file_index} entry {m.entry_index} {ts}\n\n")
+        cite = f"[{label}] " if label else ""
+        yield f"### {cite}{role}{kind} — file {m.file_index} entry {m.entry_index} {ts}\n\n"
         if context is not None:
             quoted = "\n".join("> " + line for line in context["text"].splitlines())
-            out.write(f"> context ({context['kind']}):\n{quoted}\n\n")
+            yield f"> context ({context['kind']}):\n{quoted}\n\n"
         if m.tool_input is not None:
-            out.write("```json\n" + orjson.dumps(m.tool_input).decode() + "\n```\n\n")
+            yield "```json\n" + orjson.dumps(m.tool_input).decode() + "\n```\n\n"
         if m.text:
-            out.write(m.text.rstrip() + "\n\n")
+            yield m.text.rstrip() + "\n\n"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -253,11 +253,20 @@ def filter_messages(
     include_thinking: bool = False,
 ) -> Iterator[Message]:
     """Apply the messages API filters: time, tool blocks and thinking blocks."""
-    for m in messages:
-        if not include_tools and m.type in ("tool_use", "tool_result", "file_changes"):
-            continue
-        if not include_thinking and m.type == "thinking":
-            continue
-        if since is not None and (m.timestamp is None or m.timestamp <= since):
-            continue
-        yield m
+    return filter(message_filter(since, include_tools, include_thinking), messages)
+
+
+def message_filter(
+    since: datetime | None = None, include_tools: bool = False, include_thinking: bool = False
+) -> Callable[[Message], bool]:
+    """`filter_messages`'s test of one message: True when it is kept."""
+    hidden = set() if include_tools else {"tool_use", "tool_result", "file_changes"}
+    if not include_thinking:
+        hidden.add("thinking")
+
+    def keep(m: Message) -> bool:
+        if m.type in hidden:
+            return False
+        return since is None or (m.timestamp is not None and m.timestamp > since)
+
+    return keep

@@ -104,6 +104,8 @@ def test_browser_score_in_the_messages_command_and_the_api_shape() -> None:
     # The API/MCP record is the same shape as any other message's.
     messages = _read(BROWSER)
     assert set(message_record(messages[-1])) == set(message_record(messages[0]))
+    # ... plus its [M#] label: none, as a restore never shows a system message.
+    assert last.pop("label") is None
     assert orjson.loads(b"".join(iter_jsonl(messages[-1:]))) == last
     # A system text survives the default filters (no tools, no thinking).
     assert list(filter_messages(messages))[-1] is messages[-1]
