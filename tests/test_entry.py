@@ -128,3 +128,63 @@ def test_a_commands_help_imports_no_sdk(tmp_path: Path, name: str) -> None:
     modules, out = _imported(tmp_path, name, "--help")
     assert f"opencode-restore {name}" in out
     assert not _top(modules) & set(SDKS)
+
+
+# --- a reader that stops early --------------------------------------------------------------
+
+SPOTTER = Path(__file__).parent.parent / (
+    "fixtures/claude-code/spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+)
+
+
+def _buffered_env() -> dict[str, str]:
+    """The environment without PYTHONUNBUFFERED, so stdout is buffered as for a user."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+
+
+def test_head_one_ends_messages_quietly_with_141() -> None:
+    # `messages ... | head -1`: 0.7 MB of JSON lines into a pipe whose reader takes one line
+    # and closes it, so the writer is still writing when the pipe breaks.
+    args = ["messages", "--include-tools", "--format", "jsonl", str(SPOTTER)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "opencode_restore", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_buffered_env(),
+    )
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == entry.EXIT_PIPE_CLOSED
+    assert json.loads(first)["role"] == "user"
+    assert err == b""
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (("messages", str(SPOTTER)), entry.EXIT_PIPE_CLOSED),  # friendly_errors' command
+        (("tree", str(SPOTTER)), entry.EXIT_PIPE_CLOSED),  # flushed only at exit before
+        (("--help",), entry.EXIT_PIPE_CLOSED),  # written by click while parsing
+        (("--version",), entry.EXIT_PIPE_CLOSED),
+        (("hook", "--help"), 0),  # the hook's status is its contract with the agent
+    ],
+    ids=["messages", "tree", "help", "version", "hook"],
+)
+def test_a_closed_stdout_is_one_exit_code_and_no_noise(args: tuple[str, ...], code: int) -> None:
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first byte
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "opencode_restore", *args],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            env=_buffered_env(),
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write)
+    assert (proc.returncode, proc.stderr) == (code, b"")

@@ -12,7 +12,9 @@ about half a second of CPU). `COMMANDS` lists each command with its short help f
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
@@ -119,9 +121,43 @@ COMMANDS: dict[str, LazyCommand] = {
 }
 
 
+class _PipeClosed(Exception):
+    """A `BrokenPipeError` carried past click's ``main``, which would end the run with
+    status 1 itself; `main` raises it again for the entry point, which ends every closed
+    pipe the same way."""
+
+    def __init__(self, error: BrokenPipeError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+@contextmanager
+def _past_click() -> Iterator[None]:
+    """Re-raise a `BrokenPipeError` as `_PipeClosed`, which click lets through."""
+    try:
+        yield
+    except BrokenPipeError as exc:
+        raise _PipeClosed(exc) from exc
+
+
 class LazyGroup(click.Group):
     """A group whose commands are imported on first use (click's documented lazy-loading
     pattern); listing them, in ``--help`` and in completion, reads `COMMANDS` instead."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        # Parsing prints --help and --version: their reader may be gone too.
+        with _past_click():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with _past_click():
+            return super().invoke(ctx)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -181,5 +217,8 @@ def cli(ctx: click.Context, color: bool | None) -> None:
 
 
 def main() -> None:
-    """Console-script entry point."""
-    cli(prog_name="opencode-restore")
+    """Run the CLI; a closed stdout reaches the caller as the `BrokenPipeError` it was."""
+    try:
+        cli(prog_name="opencode-restore")
+    except _PipeClosed as closed:
+        raise closed.error from None
