@@ -188,3 +188,14 @@ def test_a_closed_stdout_is_one_exit_code_and_no_noise(args: tuple[str, ...], co
     finally:
         os.close(write)
     assert (proc.returncode, proc.stderr) == (code, b"")
+
+
+def test_no_stdout_at_all_is_no_traceback() -> None:
+    # `opencode-restore --version >&-`: Python starts with sys.stdout None.
+    proc = subprocess.run(
+        ["sh", "-c", 'exec "$@" >&-', "sh", sys.executable, "-m", "opencode_restore", "--version"],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert (proc.returncode, proc.stderr) == (0, b"")

@@ -29,8 +29,10 @@ def main() -> None:
             _dispatch()
         finally:
             # Flushed here rather than at interpreter exit, so a closed pipe is met inside
-            # this try and not reported by the interpreter as an ignored exception.
-            sys.stdout.flush()
+            # this try and not reported by the interpreter as an ignored exception. (None:
+            # started with no stdout at all, ``>&-``.)
+            if sys.stdout is not None:
+                sys.stdout.flush()
     except BrokenPipeError:
         _discard_stdout()
         sys.exit(EXIT_PIPE_CLOSED)
