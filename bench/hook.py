@@ -14,7 +14,12 @@ compact/clear restored with the offline provider <= 1.5 s wall.
   the background); an automatic compression appended to the chat file (no hook ran) and the
   BeforeAgent that finds it, restores and delivers within its budget.
 
-Then the time added to each Gemini model request: Gemini CLI 0.61 runs BeforeModel,
+Then the start-ups a user waits for (issue 27): ``--version``, ``--help`` and one TAB of
+bash completion, which import no command module (target <= 150 ms CPU, user+sys of the
+child by ``wait4``), and a TAB that completes an option of ``restore`` (its module is
+imported: shown without a target).
+
+And the time added to each Gemini model request: Gemini CLI 0.61 runs BeforeModel,
 AfterModel, BeforeToolSelection and PreCompress(auto) around every request and waits for
 them; the line counts the groups ``install gemini`` writes that match those (a
 PreCompress group with matcher "manual" does not), times the nothing-to-do wall. BeforeAgent
@@ -55,12 +60,34 @@ CLAUDE_LOG = (
 )
 CLAUDE_ID = CLAUDE_LOG.stem
 GEMINI_LOG = FIXTURES / "gemini/own/compression.jsonl"
-HOOK = [sys.executable, "-m", "opencode_restore", "hook"]
+CLI = [sys.executable, "-m", "opencode_restore"]
+HOOK = [*CLI, "hook"]
 #: Gemini CLI 0.61's events around every model request (AfterModel: every streamed chunk).
 PER_REQUEST = ("BeforeModel", "AfterModel", "BeforeToolSelection", "PreCompress")
 TURN_REQUESTS = 6
 NOTHING_MS = 100.0
 RESTORE_MS = 1500.0
+#: CPU (user+sys) of a start-up that imports no command module (issue 27: --version).
+STARTUP_CPU_MS = 150.0
+
+
+def _tab(words: str) -> dict[str, str]:
+    """The variables of the completion request bash sends for a TAB after ``words``."""
+    return {
+        "_OPENCODE_RESTORE_COMPLETE": "bash_complete",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(len(words.split()) - 1),
+    }
+
+
+#: Start-ups a user waits for: name, arguments, environment, CPU target (None: shown only).
+#: A completion request is what one TAB in bash sends (``bash_complete``).
+STARTUPS: list[tuple[str, list[str], dict[str, str], float | None]] = [
+    ("--version", ["--version"], {}, STARTUP_CPU_MS),
+    ("--help", ["--help"], {}, STARTUP_CPU_MS),
+    ("TAB: opencode-restore re", [], _tab("opencode-restore re"), STARTUP_CPU_MS),
+    ("TAB: opencode-restore restore --la", [], _tab("opencode-restore restore --la"), None),
+]
 #: A turn the chat file gains: the prompt, the reply, their ``lastUpdated`` lines.
 TURN_LINES = [
     {"id": "u-{n}", "timestamp": "2026-02-04T07:20:00Z", "type": "user", "content": "go on {n}"},
@@ -70,11 +97,14 @@ TURN_LINES = [
 ]
 
 
-def _hook(payload: dict[str, Any], env: dict[str, str], *args: str) -> tuple[float, float, str]:
-    """Wall seconds, CPU seconds (with the children it waited for) and stdout of one hook."""
+def _child(
+    what: str, cmd: list[str], env: dict[str, str], stdin: bytes = b""
+) -> tuple[float, float, str]:
+    """Wall seconds, CPU seconds (with the children it waited for) and stdout of one
+    process fed ``stdin``; a non-zero exit ends the bench with ``what`` and its stderr."""
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [*HOOK, *args],
+        cmd,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -82,7 +112,7 @@ def _hook(payload: dict[str, Any], env: dict[str, str], *args: str) -> tuple[flo
     )
     assert proc.stdin is not None
     assert proc.stdout is not None
-    proc.stdin.write(json.dumps(payload).encode())
+    proc.stdin.write(stdin)
     proc.stdin.close()
     out = proc.stdout.read()
     err = proc.stderr.read() if proc.stderr is not None else b""
@@ -91,11 +121,14 @@ def _hook(payload: dict[str, Any], env: dict[str, str], *args: str) -> tuple[flo
     proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - start
     if proc.returncode != 0:
-        sys.exit(
-            f"hook exited with {proc.returncode} on {payload['hook_event_name']}:"
-            f" {err.decode(errors='replace')[-2000:]}"
-        )
+        sys.exit(f"{what} exited with {proc.returncode}: {err.decode(errors='replace')[-2000:]}")
     return wall, usage.ru_utime + usage.ru_stime, out.decode()
+
+
+def _hook(payload: dict[str, Any], env: dict[str, str], *args: str) -> tuple[float, float, str]:
+    """Wall seconds, CPU seconds (with the children it waited for) and stdout of one hook."""
+    what = f"hook on {payload['hook_event_name']}"
+    return _child(what, [*HOOK, *args], env, json.dumps(payload).encode())
 
 
 class Hooks:
@@ -250,6 +283,32 @@ def real_gemini(binary: str, runs: int) -> None:
         )
 
 
+def time_startups(env: dict[str, str], runs: int) -> dict[str, tuple[list[float], list[float]]]:
+    """Wall and CPU seconds of each of `STARTUPS`, ``runs`` fresh processes each, interleaved."""
+    times: dict[str, tuple[list[float], list[float]]] = {}
+    for _ in range(runs):
+        for name, args, extra, _target in STARTUPS:
+            wall, cpu, out = _child(name, [*CLI, *args], {**env, **extra})
+            assert out.strip(), f"{name} printed nothing"
+            walls, cpus = times.setdefault(name, ([], []))
+            walls.append(wall)
+            cpus.append(cpu)
+    return times
+
+
+def print_startups(times: dict[str, tuple[list[float], list[float]]]) -> None:
+    """The medians of `time_startups` against their CPU targets. The first three import no
+    command module; completing an option of ``restore`` imports that command's module
+    (its options are defined there), so it is shown without a target."""
+    print(f"{'start-up (one process)':<40} {'wall ms':>8} {'cpu ms':>8} {'cpu target':>10}")
+    for name, _args, _extra, target in STARTUPS:
+        walls, cpus = times[name]
+        wall, cpu = 1000 * statistics.median(walls), 1000 * statistics.median(cpus)
+        shown = "-" if target is None else f"{target:.0f}"
+        mark = "  over" if target is not None and cpu > target else ""
+        print(f"{name:<40} {wall:8.1f} {cpu:8.1f} {shown:>10}{mark}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=7)
@@ -341,6 +400,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             assert "Restored context" in out, "the compression was not delivered: see hook.log"
         per_request = _installed_per_request(Path(tmp))
+        startups = time_startups(env, runs)
         log = h.data / "hook.log"
         problems = log.read_text().strip() if log.exists() else ""
     print(f"{'event (one hook process)':<40} {'wall ms':>8} {'cpu ms':>8} {'target':>8}")
@@ -362,6 +422,7 @@ def main(argv: list[str] | None = None) -> int:
         f" {nothing / TURN_REQUESTS:.1f} ms per request of a {TURN_REQUESTS}-request turn"
     )
     print(f"median of {runs} runs each; hook.log: {problems if problems else 'empty'}")
+    print_startups(startups)
     if args.gemini:
         real_gemini(args.gemini, runs)
     return 1 if problems else 0

@@ -25,7 +25,7 @@ def friendly_errors(fn: F) -> F:
             click.echo(f"error: {exc}", err=True)
             sys.exit(exc.exit_code)
         except BrokenPipeError:
-            sys.exit(0)
+            raise  # the reader went away: the entry point ends every command the same way
         except OSError as exc:  # a full disk, a vanished folder: one line, not a traceback
             where = exc.filename if exc.filename is not None else "output"
             line = _data_dir_error(exc) or f"{where}: {exc.strerror or exc}"
