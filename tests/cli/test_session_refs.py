@@ -35,7 +35,7 @@ def test_restore_by_id_prefix_equals_restore_by_path(home: dict[str, list[Path]]
     assert f"session `{CLAUDE_ID}`" in by_id.output
 
 
-@pytest.mark.parametrize("command", ["messages", "turns", "report"])
+@pytest.mark.parametrize("command", ["messages", "turns", "report", "tree"])
 def test_other_commands_take_an_id(command: str, home: dict[str, list[Path]]) -> None:
     result = CliRunner().invoke(cli, [command, "sess-tree"])
     assert result.exit_code == 0, result.output
@@ -56,6 +56,9 @@ def test_latest_in_a_directory_and_by_agent(
     result = runner.invoke(cli, ["messages", "--latest", "--cwd", "/work/demo"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output.splitlines()[0])["id"] == "a1000001"  # the pi session
+    result = runner.invoke(cli, ["tree", "--latest", "--cwd", "/work/demo"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("a1000001 ")
     result = runner.invoke(cli, ["turns", "--latest", "--agent", "codex", "--format", "json"])
     assert result.exit_code == 0, result.output
     monkeypatch.chdir(tmp_path)  # a folder with no sessions: any folder counts
