@@ -102,6 +102,10 @@ def test_sessions_list_titles_cwd_limit_json(home: dict[str, list[Path]]) -> Non
     result = runner.invoke(cli, ["sessions", "list", "--cwd", "/home/dev/src/greet-cli"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
+    assert lines[0].split() == ["updated", "agent", "id", "cwd", "title"]
+    # The header's columns start where the rows' do.
+    assert lines[0].index("agent") == lines[1].index("codex")
+    assert lines[0].index(" id ") + 1 == lines[1].index("01a1fde")
     assert lines[-1] == "5 of 5 sessions"
     assert any(
         "codex" in x
@@ -122,4 +126,4 @@ def test_sessions_list_titles_cwd_limit_json(home: dict[str, list[Path]]) -> Non
 
 def test_sessions_list_without_scan_lists_the_store_alone(home: dict[str, list[Path]]) -> None:
     result = CliRunner().invoke(cli, ["sessions", "list", "--no-scan"])
-    assert result.output.splitlines()[-1] == "0 of 0 sessions"
+    assert result.output.splitlines() == ["0 of 0 sessions"]  # no header over no rows
