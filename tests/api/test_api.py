@@ -107,6 +107,61 @@ def test_get_session_with_chain(client: TestClient, store: Store) -> None:
     assert "nope" in r.json()["detail"]
 
 
+def test_every_session_route_takes_a_unique_id_prefix(
+    client: TestClient, store: Store, tmp_path: Path
+) -> None:
+    store.register(SID, "claude-code", str(copy_to(CLAUDE_COMPACT, tmp_path)))
+    store.register("e5-other", "codex", str(CODEX_RESUME))
+    assert client.get("/sessions/e57f").json()["id"] == SID
+    assert _messages(client, "e57fea98")["session_id"] == SID
+    r = client.get("/sessions/e57/summary")
+    assert r.status_code == 404
+    assert r.json()["detail"] == f"session {SID!r} has no restoration yet"
+    job = _wait(client, client.post("/sessions/e57f/restore", json={}).json()["id"])
+    assert (job["status"], job["session_id"]) == ("done", SID)
+    assert client.get("/sessions/e57f/summary").json()["session_id"] == SID
+    r = client.get("/sessions/e6")
+    assert r.status_code == 404
+    assert r.json()["detail"] == "unknown session 'e6': no stored session id starts with it"
+
+
+def test_an_ambiguous_prefix_is_a_409_listing_the_candidates(
+    client: TestClient, store: Store
+) -> None:
+    store.register(SID, "claude-code", str(CLAUDE_COMPACT))
+    store.register("e5-other", "codex", str(CODEX_RESUME))
+    for method, path in (
+        ("GET", "/sessions/e5"),
+        ("GET", "/sessions/e5/messages"),
+        ("GET", "/sessions/e5/summary"),
+        ("POST", "/sessions/e5/restore"),
+    ):
+        r = client.request(method, path, json={} if method == "POST" else None)
+        assert r.status_code == 409, (path, r.text)
+        detail = r.json()["detail"]
+        assert detail.startswith("session id prefix 'e5' matches 2 sessions; give more of the id:")
+        assert f"{SID} (claude-code)" in detail
+        assert "e5-other (codex)" in detail
+    # An id that is whole wins over the longer ids it is a prefix of.
+    store.register("e5", "gemini", str(GEMINI_LEGACY))
+    assert client.get("/sessions/e5").json()["id"] == "e5"
+
+
+def test_messages_limit_and_offset(client: TestClient, store: Store) -> None:
+    store.register(SID, "claude-code", str(CLAUDE_COMPACT))
+    every = _messages(client, SID)["messages"]
+    assert len(every) > 5
+    assert _messages(client, SID, limit=3)["messages"] == every[:3]
+    assert _messages(client, SID, offset=2, limit=3)["messages"] == every[2:5]
+    assert _messages(client, SID, offset=len(every) - 1)["messages"] == every[-1:]
+    assert _messages(client, SID, offset=len(every))["messages"] == []
+    # Past every filter: the page of the messages since a time is taken from those.
+    since = every[3]["timestamp"]
+    later = _messages(client, SID, since=since)["messages"]
+    assert _messages(client, SID, since=since, limit=1)["messages"] == later[:1]
+    assert client.get(f"/sessions/{SID}/messages", params={"limit": 0}).status_code == 422
+
+
 def test_messages_of_a_claude_session(client: TestClient, store: Store) -> None:
     store.register(SID, "claude-code", str(CLAUDE_COMPACT))
     body = _messages(client, SID)

@@ -35,7 +35,7 @@ def test_restore_by_id_prefix_equals_restore_by_path(home: dict[str, list[Path]]
     assert f"session `{CLAUDE_ID}`" in by_id.output
 
 
-@pytest.mark.parametrize("command", ["messages", "turns", "report"])
+@pytest.mark.parametrize("command", ["messages", "turns", "report", "tree"])
 def test_other_commands_take_an_id(command: str, home: dict[str, list[Path]]) -> None:
     result = CliRunner().invoke(cli, [command, "sess-tree"])
     assert result.exit_code == 0, result.output
@@ -56,6 +56,9 @@ def test_latest_in_a_directory_and_by_agent(
     result = runner.invoke(cli, ["messages", "--latest", "--cwd", "/work/demo"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output.splitlines()[0])["id"] == "a1000001"  # the pi session
+    result = runner.invoke(cli, ["tree", "--latest", "--cwd", "/work/demo"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("a1000001 ")
     result = runner.invoke(cli, ["turns", "--latest", "--agent", "codex", "--format", "json"])
     assert result.exit_code == 0, result.output
     monkeypatch.chdir(tmp_path)  # a folder with no sessions: any folder counts
@@ -99,6 +102,10 @@ def test_sessions_list_titles_cwd_limit_json(home: dict[str, list[Path]]) -> Non
     result = runner.invoke(cli, ["sessions", "list", "--cwd", "/home/dev/src/greet-cli"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
+    assert lines[0].split() == ["updated", "agent", "id", "cwd", "title"]
+    # The header's columns start where the rows' do.
+    assert lines[0].index("agent") == lines[1].index("codex")
+    assert lines[0].index(" id ") + 1 == lines[1].index("01a1fde")
     assert lines[-1] == "5 of 5 sessions"
     assert any(
         "codex" in x
@@ -119,4 +126,4 @@ def test_sessions_list_titles_cwd_limit_json(home: dict[str, list[Path]]) -> Non
 
 def test_sessions_list_without_scan_lists_the_store_alone(home: dict[str, list[Path]]) -> None:
     result = CliRunner().invoke(cli, ["sessions", "list", "--no-scan"])
-    assert result.output.splitlines()[-1] == "0 of 0 sessions"
+    assert result.output.splitlines() == ["0 of 0 sessions"]  # no header over no rows

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import time
@@ -152,6 +153,30 @@ async def test_delay_beyond_the_timeout(server: FakeLLMServer) -> None:
     server.script = [{"delay": 0.6}]
     with pytest.raises(ProviderError, match="timed out"):
         await call_with_retry(openai(server, timeout=0.1), ask(), RetryPolicy(max_attempts=1))
+
+
+def _closed_port() -> int:
+    # Bound, then closed: nothing listens there, so a connection is refused at once.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+async def test_a_refused_connection_names_the_address_not_a_timeout(
+    kind: str, sleeps: SleepLog
+) -> None:
+    port = _closed_port()
+    base_url = f"http://127.0.0.1:{port}" + ("/v1" if kind == "openai" else "")
+    OPENED.append(get_provider(f"{kind}:m", ProviderSettings(base_url=base_url)))
+    with pytest.raises(ProviderError) as info:
+        await call_with_retry(OPENED[-1], ask(), RetryPolicy(max_attempts=2, sleep=sleeps))
+    message = str(info.value)
+    assert f"connection refused by 127.0.0.1:{port}" in message
+    # The aiohttp transport's own words: a timeout, and TLS on a plain-http URL.
+    assert "timed out" not in message
+    assert "ssl" not in message
+    assert len(sleeps.waits) == 1  # still retried: the server may be starting
 
 
 async def test_anthropic_cache_accounting(server: FakeLLMServer) -> None:

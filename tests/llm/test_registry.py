@@ -34,6 +34,33 @@ def test_unknown_provider(spec: str) -> None:
         parse_spec(spec)
 
 
+@pytest.mark.parametrize(
+    ("spec", "guess"),
+    [
+        ("gpt-4o", "openai:gpt-4o"),
+        ("o3-mini", "openai:o3-mini"),
+        ("o1", "openai:o1"),
+        (" claude-sonnet-4-5", "anthropic:claude-sonnet-4-5"),
+        ("qwen3:8b", "openai:qwen3:8b with --base-url of its server"),
+        ("gpt-oss:20b", "openai:gpt-oss:20b with --base-url of its server"),
+        ("ollama:qwen3:8b", "openai:qwen3:8b --base-url http://127.0.0.1:11434/v1"),
+        ("LMStudio:gemma-3", "openai:gemma-3 --base-url http://127.0.0.1:1234/v1"),
+    ],
+)
+def test_a_bare_model_name_gets_its_provider_suggested(spec: str, guess: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_spec(spec)
+    assert f"unknown LLM provider {spec!r}: did you mean {guess}" in str(info.value)
+    assert str(info.value).endswith("(use one of openai:MODEL, anthropic:MODEL, offline)")
+
+
+@pytest.mark.parametrize("spec", ["gemini:pro", "ollama:", "o", "o3x"])
+def test_no_suggestion_for_a_name_that_says_nothing(spec: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_spec(spec)
+    assert "did you mean" not in str(info.value)
+
+
 def test_the_scripted_test_double_is_hidden_from_users() -> None:
     with pytest.raises(ConfigError) as info:
         parse_spec("scripted")

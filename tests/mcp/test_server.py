@@ -179,7 +179,10 @@ def test_an_ambiguous_prefix_lists_the_candidates(home: Path) -> None:
             answer = await client.call_tool("restore_session", {"session": SESSION[:4]})
         assert answer.is_error
         assert isinstance(answer.content[0], TextContent)
-        assert "matches 2 sessions" in answer.content[0].text
+        text = answer.content[0].text
+        assert "matches 2 sessions" in text
+        assert f"{SESSION} (claude-code)" in text
+        assert f"{SESSION[:4]}x-twin (claude-code)" in text
 
     run(main)
 

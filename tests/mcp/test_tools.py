@@ -53,6 +53,38 @@ def test_list_notes_what_the_limit_left_out(tools: HistoryTools) -> None:
         tools.list_sessions(limit=0)
 
 
+def test_list_takes_since_as_the_cli_does(tools: HistoryTools) -> None:
+    assert [s.id for s in tools.list_sessions(since="36500d").sessions] == [SESSION]
+    later = tools.list_sessions(since="2100-01-01T00:00:00Z")
+    assert (later.sessions, later.total) == ([], 0)
+    with pytest.raises(ToolFailure, match="since 'yesterday'"):
+        tools.list_sessions(since="yesterday")
+
+
+def test_an_ambiguous_prefix_names_every_candidate_in_one_line(tools: HistoryTools) -> None:
+    twin = f"{SESSION[:4]}x-twin"
+    folder = Path(os.environ["HOME"]) / ".claude" / "projects" / "-home-dev-p"
+    (folder / f"{twin}.jsonl").write_text(CLAUDE_3_TURNS.read_text().replace(SESSION, twin))
+
+    async def main() -> None:
+        for call in (
+            lambda: tools.restore_session(SESSION[:4]),
+            lambda: tools.get_messages(SESSION[:4]),
+            lambda: tools.search_log(SESSION[:4], "greet"),
+        ):
+            with pytest.raises(ToolFailure) as info:
+                await call()
+            text = str(info.value)
+            assert "\n" not in text
+            assert text.startswith(f"session id prefix {SESSION[:4]!r} matches 2 sessions")
+            assert f"{SESSION} (claude-code)" in text
+            assert f"{twin} (claude-code)" in text
+        restored = await tools.restore_session(SESSION[:5])  # one more character: unique
+        assert restored.session == SESSION
+
+    anyio.run(main)
+
+
 def test_messages_since_and_filters(tools: HistoryTools) -> None:
     async def main() -> None:
         every = await tools.get_messages(SESSION, limit=200, include_tools=True)

@@ -15,6 +15,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from ..config import Config
 from ..since import SinceError, parse_since
+from ..store.lookup import AmbiguousSession, SessionNotFound, match_session
 from ..store.store import SessionRow, Store
 from .jobs import JobQueue
 
@@ -25,7 +26,11 @@ BEARER = HTTPBearer(
 UNAUTHORIZED: dict[int | str, dict[str, Any]] = {
     401: {"description": "Missing or wrong bearer token"}
 }
-NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "Unknown session"}}
+#: The answers of a session id (or prefix) that names no one session.
+SESSION_LOOKUP: dict[int | str, dict[str, Any]] = {
+    404: {"description": "Unknown session"},
+    409: {"description": "The id prefix matches several sessions (the detail lists them)"},
+}
 #: Time parameters: an ISO 8601 time or a span back from now, as ``--since`` takes.
 TIME_OR_SPAN: dict[str, Any] = {"examples": ["2026-02-11T10:30:00Z", "24h"]}
 _JSON_MEDIA = "application/json"
@@ -37,7 +42,12 @@ MAX_NAME_CHARS = 64
 MAX_TIME_CHARS = 64
 #: A session id in the path.
 SessionId = Annotated[
-    str, Path(min_length=1, max_length=MAX_ID_CHARS, description="A stored session's id")
+    str,
+    Path(
+        min_length=1,
+        max_length=MAX_ID_CHARS,
+        description="A stored session's id, or a prefix of one id",
+    ),
 ]
 #: A job id in the path.
 JobId = Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS, description="A job's id")]
@@ -92,15 +102,21 @@ JobsDep = Annotated[JobQueue, Depends(_jobs)]
 
 
 def session_or_404(store: Store, session_id: str) -> SessionRow:
-    """The stored session, or 404.
+    """The stored session whose id is ``session_id`` or the one starting with it, as the
+    command line finds one (the store only: no discovery); 404, or 409 for a prefix of
+    several ids (the detail lists them).
 
     Called inside the handlers, not as a dependency: a dependency would answer 404
     before the query and body are validated, and an invalid request must stay a 422.
     """
-    row = store.session(session_id)
-    if row is None:
-        raise HTTPException(404, detail=f"unknown session {session_id!r}")
-    return row
+    try:
+        return match_session(store, session_id, discover=False)
+    except AmbiguousSession as exc:
+        raise HTTPException(409, detail=exc.one_line()) from None
+    except SessionNotFound:
+        raise HTTPException(
+            404, detail=f"unknown session {session_id!r}: no stored session id starts with it"
+        ) from None
 
 
 def query_time(name: str, value: str | None) -> datetime | None:

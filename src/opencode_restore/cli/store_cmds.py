@@ -77,6 +77,11 @@ def scan_cmd(agent: str | None, root: Path | None) -> None:
     click.echo(f"{counted(total, 'session')} found, {files} registered")
 
 
+def _list_line(when: str, agent: str, session_id: str, cwd: str, title: str) -> str:
+    """One row of ``sessions list`` (the header row too, so the columns line up)."""
+    return f"{when:<16}  {agent:<11} {session_id:<38} {cwd}  {title}".rstrip()
+
+
 @sessions.command("list")
 @click.option(
     "--agent", type=click.Choice(AGENTS), default=None, help="Only this agent's sessions."
@@ -140,10 +145,12 @@ def list_cmd(
             )
         click.echo(orjson.dumps({"sessions": out, "total": total}).decode())
         return
+    if rows:
+        click.echo(_list_line("updated", "agent", "id", "cwd", "title"))
     for r in rows:
         when = r.updated_at[:16].replace("T", " ")
-        shown = f"{redact_optional(r.cwd) or '-'}  {redact_optional(r.title) or ''}"
-        click.echo(f"{when}  {r.agent:<11} {r.id:<38} {shown}".rstrip())
+        cwd_shown = redact_optional(r.cwd) or "-"
+        click.echo(_list_line(when, r.agent, r.id, cwd_shown, redact_optional(r.title) or ""))
     click.echo(f"{len(rows)} of {counted(total, 'session')}")
 
 

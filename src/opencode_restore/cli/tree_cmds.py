@@ -13,14 +13,7 @@ from ..errors import UsageError
 from ..sources import get_reader, open_session, resolve
 from ..sources.base import TreeReader
 from .exits import friendly_errors
-from .options import (
-    agent_option,
-    merge_option,
-    output_option,
-    paths_argument,
-    refuse_input_as_output,
-    session_option,
-)
+from .options import agent_option, output_option, refuse_input_as_output
 from .targets import input_options
 
 leaf_option = click.option(
@@ -116,18 +109,15 @@ def report(
 
 
 @click.command()
-@paths_argument
-@agent_option
-@session_option
-@merge_option
+@input_options
 @friendly_errors
-def tree(paths: tuple[Path, ...], agent: str | None, session_id: str | None, merge: bool) -> None:
-    """Print a session's tree: entries by depth, labels, branch points, the leaf."""
-    from ..sources.chain import check_chain
+def tree(paths: tuple[Path, ...], agent: str | None, session_id: str | None) -> None:
+    """Print a session's tree: entries by depth, labels, branch points, the leaf.
+
+    The session is its files (oldest first), its id (or a unique prefix), or --latest.
+    """
     from ..tree import tree_of
 
-    if not merge:
-        check_chain(paths, resolve(paths, agent))
     session = open_session(list(paths), command_sink(), agent, session_id)
     t = tree_of(session)
     if not len(t):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING
 
 from opencode_restore.errors import ConfigError
@@ -17,8 +18,46 @@ PROVIDERS = ("openai", "anthropic", "offline")
 #: The scripted provider answers from a script or fills schemas with placeholders: a test
 #: double, accepted only when the test suite sets this variable, never offered to users.
 SCRIPTED_VARIABLE = "OPENCODE_RESTORE_SCRIPTED_PROVIDER"
+#: Bare model names by the provider that serves them (name pattern, provider, how to
+#: reach it): a model given without its provider is answered with a suggestion.
+_MODEL_NAMES = (
+    # Open-weight models (gpt-oss too) are served by OpenAI-compatible local servers.
+    (
+        re.compile(
+            r"(?:llama|qwen|qwq|mistral|mixtral|gemma|phi|deepseek|codellama|granite|smollm"
+            r"|gpt-oss)",
+            re.IGNORECASE,
+        ),
+        "openai",
+        " with --base-url of its server (Ollama: http://127.0.0.1:11434/v1)",
+    ),
+    (re.compile(r"(?:gpt-|chatgpt-|o\d+(?:-|$)|ft:gpt-)", re.IGNORECASE), "openai", ""),
+    (re.compile(r"claude-", re.IGNORECASE), "anthropic", ""),
+)
+#: Local servers named as if they were providers (``ollama:qwen3``): their usual URL.
+_LOCAL_SERVERS = {
+    "ollama": "http://127.0.0.1:11434/v1",
+    "vllm": "http://127.0.0.1:8000/v1",
+    "llama.cpp": "http://127.0.0.1:8080/v1",
+    "llamacpp": "http://127.0.0.1:8080/v1",
+    "lmstudio": "http://127.0.0.1:1234/v1",
+}
 # Local OpenAI-compatible servers ignore the key, but the SDK insists on one.
 _LOCAL_DUMMY_KEY = "not-needed"
+
+
+def _did_you_mean(spec: str) -> str | None:
+    """The provider spec a bare model name (``gpt-4o``, ``claude-sonnet-4-5``, ``qwen3:8b``)
+    or a local server's name (``ollama:qwen3``) most likely meant, with how to reach it;
+    None when the name says nothing."""
+    name = spec.strip()
+    server, _, model = name.partition(":")
+    if model and server.lower() in _LOCAL_SERVERS:
+        return f"openai:{model} --base-url {_LOCAL_SERVERS[server.lower()]}"
+    for pattern, kind, how in _MODEL_NAMES:
+        if pattern.match(name):
+            return f"{kind}:{name}{how}"
+    return None
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
@@ -27,9 +66,13 @@ def parse_spec(spec: str) -> tuple[str, str]:
     kind = kind.lower()
     scripted = kind == "scripted" and os.environ.get(SCRIPTED_VARIABLE) == "1"
     if kind not in PROVIDERS and not scripted:
-        raise ConfigError(
-            f"unknown LLM provider {spec!r}: use one of openai:MODEL, anthropic:MODEL, offline"
-        )
+        choices = "openai:MODEL, anthropic:MODEL, offline"
+        guess = _did_you_mean(spec)
+        if guess is not None:
+            raise ConfigError(
+                f"unknown LLM provider {spec!r}: did you mean {guess}? (use one of {choices})"
+            )
+        raise ConfigError(f"unknown LLM provider {spec!r}: use one of {choices}")
     if kind in KEY_VARIABLES and not model:
         raise ConfigError(f"LLM provider {spec!r} needs a model, e.g. {kind}:MODEL")
     return kind, model

@@ -19,9 +19,10 @@ output tokens and seconds go to `RetryPolicy.speed`.
 from __future__ import annotations
 
 import email.utils
+import errno
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,18 +81,47 @@ def is_read_timeout(exc: BaseException) -> bool:
     (``ConnectionError``) or an ``httpx2.ConnectTimeout`` never reached a busy server.
     """
     timed_out = False
-    seen: BaseException | None = exc
-    for _ in range(32):  # a chain is short; the bound only guards against a cycle
-        if seen is None:
-            break
+    for seen in _chain(exc):
         if isinstance(seen, ConnectionError | httpx2.ConnectTimeout | httpx2.ConnectError):
             return False
         if isinstance(seen, TimeoutError | httpx2.TimeoutException) or (
             type(seen).__name__ == "APITimeoutError"
         ):
             timed_out = True
-        seen = seen.__cause__ or seen.__context__
     return timed_out
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and the exceptions under it (its cause, else its context), outermost first."""
+    seen: BaseException | None = exc
+    for _ in range(32):  # a chain is short; the bound only guards against a cycle
+        if seen is None:
+            return
+        yield seen
+        seen = seen.__cause__ or seen.__context__
+
+
+def _refused_address(exc: BaseException) -> str | None:
+    """``host:port`` (or "the server" when no request names it) when ``exc`` is a
+    connection the server refused; None for any other failure."""
+    chain = list(_chain(exc))
+    if not any(
+        isinstance(e, ConnectionRefusedError)
+        or (isinstance(e, OSError) and e.errno == errno.ECONNREFUSED)
+        for e in chain
+    ):
+        return None
+    for e in chain:
+        try:
+            request = getattr(e, "request", None)
+        except RuntimeError:  # httpx2's errors raise it when made without a request
+            continue
+        if isinstance(request, httpx2.Request):
+            url = request.url
+            port = url.port or {"http": 80, "https": 443}.get(url.scheme)
+            host = f"[{url.host}]" if ":" in url.host else url.host
+            return f"{host}:{port}" if port else host
+    return "the server"
 
 
 def retry_after_seconds(exc: BaseException, now: float | None = None) -> float | None:
@@ -129,6 +159,11 @@ def error_message(exc: BaseException) -> str:
             return str(inner["message"])
         if isinstance(inner, str):
             return inner
+    where = _refused_address(exc)
+    if where is not None:
+        # The aiohttp transport calls a refused port "Request timed out." and even an
+        # http:// URL "ssl:default": say what happened, and where.
+        return f"connection refused by {where} (is a server running there? check the base URL)"
     message = str(exc) or type(exc).__name__
     # The SDKs say only "Connection error." or (aiohttp transport, even for a refused
     # port) "Request timed out."; the OSError underneath is what tells a user which.

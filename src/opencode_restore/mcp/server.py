@@ -108,6 +108,11 @@ def build_server(config: Config) -> MCPServer[Any]:
             None, description="Only this agent: claude-code, codex, gemini, opencode, pi."
         ),
         limit: int = Field(DEFAULT_SESSIONS, ge=1, le=MAX_SESSIONS),
+        since: str | None = Field(
+            None,
+            description="Only sessions active after this ISO 8601 time, or within this span "
+            "back from now (90m, 24h, 7d).",
+        ),
         ctx: Context[Any, Any] | None = None,
     ) -> SessionList:
         """List coding-agent sessions, most recently active first: id, agent, title (the
@@ -116,7 +121,7 @@ def build_server(config: Config) -> MCPServer[Any]:
         caller = caller_of(ctx)
 
         async def call() -> SessionList:
-            return tools.list_sessions(cwd, agent, limit, caller)
+            return tools.list_sessions(cwd, agent, limit, caller, since)
 
         return await answer(call)
 

@@ -45,8 +45,9 @@ from ..report.summary import render_restoration, summary_markdown
 from ..since import SinceError, parse_since
 from ..sources import filter_messages, open_session
 from ..store import open_store
+from ..store.db import iso_utc
 from ..store.inputs import resolve_inputs
-from ..store.lookup import cwd_variants
+from ..store.lookup import AmbiguousSession, cwd_variants
 from ..store.store import SessionRow, Store
 from ..store.transcript_paths import read_refusal
 from ..timeline.numbering import Numbering
@@ -128,6 +129,8 @@ class ToolFailure(RestoreError):
 
 
 def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, AmbiguousSession):
+        return exc.one_line()  # the candidates, which its first line alone leaves out
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
 
@@ -254,17 +257,20 @@ class HistoryTools:
         agent: str | None = None,
         limit: int | None = None,
         caller: Caller | None = None,
+        since: str | None = None,
     ) -> SessionList:
         """Sessions, most recently active first: id, agent, title, cwd, last activity, turns,
-        and which one is the caller's own."""
+        and which one is the caller's own; ``since`` as ``sessions list --since`` takes it."""
         from ..store.discovery import scan
 
         count = _clamp(limit, DEFAULT_SESSIONS, MAX_SESSIONS, "limit")
+        since_ts = _since(since)
         store = self._store()
         try:
             scan(store, agent=agent, sink=WarningSink())
             cwds = cwd_variants(cwd) if cwd else None
-            rows, total = store.sessions(agent=agent, cwds=cwds, limit=count)
+            after = iso_utc(since_ts) if since_ts is not None else None
+            rows, total = store.sessions(agent=agent, cwds=cwds, since=after, limit=count)
             turns = store.restored_turns([r.id for r in rows])
             newest, _ = store.sessions(limit=LATEST_CANDIDATES)
             mine = (caller or Caller()).which(newest, store)

@@ -46,6 +46,7 @@ class AmbiguousSession(UsageError):
     """Several sessions match: the message lists them."""
 
     def __init__(self, what: str, rows: list[SessionRow]) -> None:
+        self.what = what
         self.rows = rows
         lines = [f"{what} matches {len(rows)} sessions; give more of the id:"]
         lines += candidate_lines(rows[:_SHOWN])
@@ -53,6 +54,13 @@ class AmbiguousSession(UsageError):
             more = len(rows) - _SHOWN
             lines.append(f"  ... and {more} more (see `opencode-restore sessions list`)")
         super().__init__("\n".join(lines))
+
+    def one_line(self) -> str:
+        """The error in one line, the candidates by id and agent (an MCP tool error, an
+        HTTP error's detail)."""
+        shown = ", ".join(f"{r.id} ({r.agent})" for r in self.rows[:_SHOWN])
+        more = f" and {len(self.rows) - _SHOWN} more" if len(self.rows) > _SHOWN else ""
+        return f"{self.what} matches {len(self.rows)} sessions; give more of the id: {shown}{more}"
 
 
 def chain_size(row: SessionRow) -> int:
@@ -132,6 +140,20 @@ def find_session(
     discover: bool = True,
 ) -> Target:
     """The session whose id is ``ref`` or starts with it (the store, then discovery)."""
+    row = match_session(store, ref, agent=agent, sink=sink, discover=discover)
+    return _target(store, row, sink)
+
+
+def match_session(
+    store: Store,
+    ref: str,
+    *,
+    agent: str | None = None,
+    sink: WarningSink | None = None,
+    discover: bool = True,
+) -> SessionRow:
+    """The stored row whose id is ``ref`` or the one id starting with it (the store, then
+    discovery unless ``discover`` is False); `SessionNotFound` or `AmbiguousSession`."""
     if not ref.strip():
         raise SessionNotFound("an empty session id")
     rows = _matches(store, ref, agent)
@@ -147,7 +169,7 @@ def find_session(
     if len(rows) > 1:
         shown = [store.session(r.id) or r for r in rows[:_SHOWN]] + rows[_SHOWN:]
         raise AmbiguousSession(f"session id prefix {ref!r}", shown)
-    return _target(store, rows[0], sink)
+    return store.session(rows[0].id) or rows[0]  # with its files (a prefix match has none)
 
 
 def latest_session(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -13,7 +14,14 @@ from ...diagnostics import WarningSink
 from ...errors import SourceError
 from ...report.messages import iter_json
 from ...store.fetch import session_messages
-from ..deps import SessionId, StoreDep, query_time, session_or_404, time_query
+from ..deps import (
+    SESSION_LOOKUP,
+    SessionId,
+    StoreDep,
+    query_time,
+    session_or_404,
+    time_query,
+)
 from ..schemas import MessagesOut
 
 #: Bytes gathered before a chunk of the messages body is sent.
@@ -41,7 +49,7 @@ def _chunks(parts: Iterator[bytes]) -> Iterator[bytes]:
     response_class=StreamingResponse,
     responses={
         200: {"model": MessagesOut, "content": {"application/json": {}}},
-        404: {"description": "Unknown session"},
+        **SESSION_LOOKUP,
         410: {"description": "No file of the session's chain exists any more"},
     },
 )
@@ -56,9 +64,16 @@ def get_messages(
     raw: Annotated[
         bool, Query(description="Serve secrets unredacted (redacted unless asked)")
     ] = False,
+    limit: Annotated[
+        int | None, Query(ge=1, le=2**62, description="At most this many messages (default all)")
+    ] = None,
+    offset: Annotated[
+        int, Query(ge=0, le=2**62, description="Skip this many messages first (after filters)")
+    ] = 0,
 ) -> StreamingResponse:
     """The session's messages stitched across its chain, oldest first (streamed JSON).
 
+    ``since`` and the ``include_*`` filters apply first, then ``offset`` and ``limit``.
     Secrets in every string are redacted unless ``raw=true`` is asked for.
     """
     row = session_or_404(store, session_id)
@@ -75,7 +90,10 @@ def get_messages(
         )
     except SourceError as exc:
         raise HTTPException(410, detail=exc.reason) from exc
-    body = _chunks(iter_json({"session_id": row.id, "agent": row.agent}, fetch.messages))
+    # islice takes no index past sys.maxsize; no session comes near it.
+    stop = None if limit is None else min(offset + limit, sys.maxsize)
+    page = itertools.islice(fetch.messages, offset, stop)
+    body = _chunks(iter_json({"session_id": row.id, "agent": row.agent}, page))
     try:
         # Read the first chunk before answering: a file that fails as it is opened
         # gets a JSON error, not a cut stream (past the first chunk, nothing can).

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, HTTPException, Response
 from starlette.concurrency import run_in_threadpool
 
 from ..deps import (
-    NOT_FOUND,
+    SESSION_LOOKUP,
     UNAUTHORIZED,
     ConfigDep,
     JobId,
@@ -25,14 +25,14 @@ router = APIRouter(tags=["restorations"])
 
 @router.get(
     "/sessions/{session_id}/summary",
-    responses={404: {"description": "Unknown session, or never restored"}},
+    responses={**SESSION_LOOKUP, 404: {"description": "Unknown session, or never restored"}},
 )
 def get_summary(session_id: SessionId, store: StoreDep) -> SummaryOut:
     """The latest restoration of the session."""
-    session_or_404(store, session_id)
-    r = store.latest_restoration(session_id)
+    row = session_or_404(store, session_id)
+    r = store.latest_restoration(row.id)
     if r is None:
-        raise HTTPException(404, detail=f"session {session_id!r} has no restoration yet")
+        raise HTTPException(404, detail=f"session {row.id!r} has no restoration yet")
     return SummaryOut(
         id=r.id,
         session_id=r.session_id,
@@ -52,7 +52,7 @@ def get_summary(session_id: SessionId, store: StoreDep) -> SummaryOut:
     # FastAPI runs the (cached) check once.
     dependencies=[Depends(authorize), Depends(json_content)],
     responses={
-        **NOT_FOUND,
+        **SESSION_LOOKUP,
         **UNAUTHORIZED,
         200: {"model": JobOut, "description": "The session's job already queued or running"},
         202: {"model": JobOut, "description": "A new job, queued"},

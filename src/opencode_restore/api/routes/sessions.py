@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from ...store.db import iso_utc
 from ..deps import (
     MAX_NAME_CHARS,
-    NOT_FOUND,
+    SESSION_LOOKUP,
     SessionId,
     StoreDep,
     query_time,
@@ -46,7 +46,7 @@ def list_sessions(
     )
 
 
-@router.get("/sessions/{session_id}", responses=NOT_FOUND)
+@router.get("/sessions/{session_id}", responses=SESSION_LOOKUP)
 def get_session(session_id: SessionId, store: StoreDep) -> SessionOut:
     """One session with its transcript chain, oldest file first."""
     return SessionOut.of(session_or_404(store, session_id), with_files=True)
