@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import shlex
+import sys
+from collections.abc import Sequence
+
 
 class RestoreError(Exception):
     """Base of every error this package raises on purpose."""
@@ -55,3 +59,13 @@ class ProviderError(RestoreError):
 
 class OutputValidationError(RestoreError):
     """The model's reply did not match the expected structure, even after repair."""
+
+
+def missing_packages_hint(what: str, requirements: Sequence[str]) -> str:
+    """One line saying ``what`` needs ``requirements`` (part of the default install) and the
+    command that adds them to this very installation: its interpreter's pip, which works in
+    a venv, in ``install.sh``'s and in pipx's (a wrong package name or ``pipx install``
+    over an existing install did nothing)."""
+    names = ", ".join(r.split(">")[0].split("<")[0] for r in requirements)
+    command = shlex.join([sys.executable, "-m", "pip", "install", *requirements])
+    return f"{what} needs {names}, missing from this installation; add them with: {command}"

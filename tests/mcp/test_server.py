@@ -257,5 +257,5 @@ def test_without_the_extra_the_command_says_how_to_install_it(
     monkeypatch.delitem(sys.modules, "opencode_restore.mcp.server", raising=False)
     result = CliRunner().invoke(cli, ["mcp"])
     assert result.exit_code == 2
-    assert "pip install 'opencode-restore[mcp]'" in result.output
+    assert f"{sys.executable} -m pip install 'mcp>=2.3,<3'" in result.output
     assert "Traceback" not in result.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import click
@@ -20,8 +21,9 @@ scope_option = click.option(
     "--project/--user",
     "project",
     default=False,
-    help="The current project's settings (.claude/, .gemini/, .opencode/, .pi/) or the user's "
-    "(default).",
+    help="The current project's settings (.claude/, .gemini/, .opencode/, .pi/; they run "
+    "`opencode-restore` from PATH, so a team can commit them) or the user's (default; they "
+    "name this installation).",
 )
 dry_run_option = click.option(
     "--dry-run", is_flag=True, help="Print the change as a diff; write nothing."
@@ -33,6 +35,7 @@ def _run(agent: str, project: bool, dry_run: bool, remove: bool, mcp: bool) -> N
     from ..errors import UsageError
     from ..integrations.install import (
         CODEX_TRUST_NOTE,
+        PORTABLE_ARGV,
         companion_paths,
         companion_still_needed,
         default_project,
@@ -49,11 +52,14 @@ def _run(agent: str, project: bool, dry_run: bool, remove: bool, mcp: bool) -> N
     main = where(agent, scope, Path.home(), default_project())
     action = uninstall if remove else install
     data_dir = load_config().data_dir
-    for path in [main] + ([] if mcp else companion_paths(agent, main, Path.home())):
+    paths = [main] + ([] if mcp else companion_paths(agent, main, Path.home()))
+    # Taken out in the reverse order: the folders the first file's install made go last,
+    # once the files put in them are gone.
+    for path in reversed(paths) if remove else paths:
         if remove and path != main and companion_still_needed(path, Path.home(), data_dir, main):
             click.echo(f"{agent}: kept {path} (another opencode plugin of ours uses it)")
             continue
-        change = action(agent, path, data_dir, dry_run=dry_run, mcp=mcp)
+        change = action(agent, path, data_dir, dry_run=dry_run, mcp=mcp, portable=project)
         if dry_run:
             click.echo(change.diff() or f"{path}: no change", nl=False)
             if not change.diff():
@@ -64,6 +70,12 @@ def _run(agent: str, project: bool, dry_run: bool, remove: bool, mcp: bool) -> N
         click.echo(f"{agent}: {verb} {path}" + (f" ({what})" if what else ""))
         if agent == "codex" and not mcp and not remove:
             click.echo(f"codex: {CODEX_TRUST_NOTE}")
+    if project and not remove and shutil.which(PORTABLE_ARGV[0]) is None:
+        click.echo(
+            f"{agent}: note: the project's files run `{PORTABLE_ARGV[0]}` from PATH (so they "
+            "work for everyone who commits them), and this PATH has none: add ~/.local/bin "
+            "to PATH (./install.sh links it there)"
+        )
 
 
 @click.command("install")
@@ -94,5 +106,6 @@ def install_cmd(agent: str, project: bool, dry_run: bool, mcp: bool) -> None:
 @mcp_option
 @friendly_errors
 def uninstall_cmd(agent: str, project: bool, dry_run: bool, mcp: bool) -> None:
-    """Take out exactly what `install AGENT` added (the file's earlier bytes when unchanged)."""
+    """Take out exactly what `install AGENT` added (the file's earlier bytes when unchanged),
+    its backup and the folders it made."""
     _run(agent, project, dry_run, remove=True, mcp=mcp)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import UsageError
+from ..errors import UsageError, missing_packages_hint
 from ..fields import counted
 from ..redact import redact_optional
 from ..since import Since
@@ -15,12 +15,9 @@ from ..store.discovery import AGENTS
 from .exits import friendly_errors
 from .options import SINCE
 
-#: The import names of the ``api`` extra's packages (and what they bring: starlette).
+#: The import names of the packages ``serve`` needs (and what they bring: starlette).
 API_EXTRA = {"fastapi", "starlette", "uvicorn", "fastapi_offline"}
-SERVE_INSTALL_HINT = (
-    "serve needs the api extra: pip install 'opencode-restore[api]' "
-    "(or: pipx inject opencode-restore fastapi uvicorn fastapi-offline)"
-)
+SERVE_INSTALL_HINT = missing_packages_hint("serve", ["fastapi", "uvicorn", "fastapi-offline"])
 
 
 @click.command(context_settings={"ignore_unknown_options": True})

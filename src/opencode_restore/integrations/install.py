@@ -4,11 +4,20 @@
 Settings files are merged (``settings_json``), never replaced: the file before the first
 change is kept as ``settings.json.bak`` (``.bak.N`` when taken), and each install is
 recorded in ``DATA_DIR/installs.json``. ``uninstall`` puts back the exact bytes the file
-had before when nobody changed it since; otherwise it takes out our entries alone. The
-plugin and the extension are one file each, removed only while still the one we copied.
+had before when nobody changed it since; otherwise it takes out our entries alone (keeping
+the file's final newline, or its absence: Gemini CLI writes none). Either way the backup
+goes, and so do the folders the install made once they are empty, and the manifest with its
+folders once it records nothing: install then uninstall leaves no trace. The plugin and the
+extension are one file each, removed only while still the one we copied.
+
 opencode also gets two lines in its config folder's ``.npmrc`` (``NPMRC_LINES``), and an
 empty ``package.json`` there when it has none (so npm reads that ``.npmrc``). Every
 write is atomic: a failure (a read-only folder) leaves the old file whole.
+
+A project's files are committed and shared by a team, so they run ``opencode-restore`` as
+each user's ``PATH`` finds it (``PORTABLE_ARGV``), never this machine's absolute path; a
+user's own files name this installation, found when an agent's ``PATH`` may lack it (an
+agent started from a desktop launcher).
 """
 
 from __future__ import annotations
@@ -49,6 +58,11 @@ NPMRC_END = "# <<< opencode-restore"
 PACKAGE_JSON = "package.json"
 EMPTY_PACKAGE = b"{}\n"
 MANIFEST = "installs.json"
+#: The manifest's entry listing the folders made for the manifest itself (the data folder
+#: and the parents it lacked), deepest first; every other entry is one install's record.
+MANIFEST_FOLDERS = "folders made"
+#: What a project's files run: the command on each user's PATH (see the module's docstring).
+PORTABLE_ARGV = ["opencode-restore"]
 
 #: The events each agent reports to ``opencode-restore hook``, with their matcher. Claude
 #: Code: SessionStart answers with the restoration (compact, clear; resume only when the
@@ -97,16 +111,19 @@ class Change:
         )
 
 
-def cli_argv() -> list[str]:
-    """This installation's ``opencode-restore``: on PATH, else this interpreter's module."""
+def cli_argv(portable: bool = False) -> list[str]:
+    """This installation's ``opencode-restore``: on PATH, else this interpreter's module
+    (``portable``: ``PORTABLE_ARGV``, for a project's files)."""
+    if portable:
+        return list(PORTABLE_ARGV)
     exe = shutil.which("opencode-restore")
     return [exe] if exe else [sys.executable, "-m", "opencode_restore"]
 
 
-def hook_command(agent: str) -> str:
-    """The command line the agent runs: this installation's ``opencode-restore hook``."""
-    args = [*cli_argv(), "hook"] + (["--agent", agent] if agent in ("codex", "gemini") else [])
-    return shlex.join(args)
+def hook_command(agent: str, portable: bool = False) -> str:
+    """The command line the agent runs: ``opencode-restore hook`` (see ``cli_argv``)."""
+    args = [*cli_argv(portable), "hook"]
+    return shlex.join(args + (["--agent", agent] if agent in ("codex", "gemini") else []))
 
 
 def plugin_text(argv: list[str], source_path: Path = PLUGIN_SOURCE) -> bytes:
@@ -155,7 +172,7 @@ def companion_still_needed(path: Path, home: Path, data_dir: Path, leaving: Path
     uninstalled), still there, relies on the companion file ``path`` (its own folder's;
     every plugin relies on the user's folder's)."""
     shared = home / ".config/opencode"
-    for key, record in _manifest(data_dir).items():
+    for key, record in _records(_manifest(data_dir)).items():
         plugin = Path(key)
         if record.get("agent") != "opencode" or record.get("mcp") or plugin.name != PLUGIN_NAME:
             continue
@@ -203,9 +220,12 @@ def npmrc_without(before: bytes) -> bytes | None:
     return "".join(lines[:start] + lines[end + 1 :]).encode()
 
 
-def _command(agent: str) -> str:
-    """What install writes: the hook command line, or (opencode, pi) the file's argv as JSON."""
-    return json.dumps(cli_argv()) if agent in FILE_AGENTS else hook_command(agent)
+def _command(agent: str, mcp: bool, portable: bool) -> str:
+    """What install writes: the hook command line, or (opencode, pi, an MCP server) the argv
+    as JSON."""
+    if mcp or agent in FILE_AGENTS:
+        return json.dumps(cli_argv(portable))
+    return hook_command(agent, portable)
 
 
 def _entries(agent: str, command: str, events: tuple[str, ...] | None = None) -> list[Entry]:
@@ -242,6 +262,32 @@ def _sha(data: bytes | None) -> str | None:
     return hashlib.sha256(data).hexdigest() if data is not None else None
 
 
+def _missing_folders(folder: Path) -> list[str]:
+    """``folder`` and those of its parents that do not exist yet, deepest first."""
+    missing: list[str] = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(str(folder))
+        folder = folder.parent
+    return missing
+
+
+def _remove_empty_folders(folders: list[str]) -> None:
+    """Remove ``folders`` (deepest first) while they are empty: one holding something now
+    (the user's files, another install's) stops it, with its parents."""
+    for folder in folders:
+        try:
+            os.rmdir(folder)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return
+
+
+def _records(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The manifest's install records, by key (without ``MANIFEST_FOLDERS``)."""
+    return {k: v for k, v in manifest.items() if isinstance(v, dict)}
+
+
 def _manifest(data_dir: Path) -> dict[str, Any]:
     raw = _read(data_dir / MANIFEST)
     if raw is None:
@@ -262,7 +308,19 @@ def _key(path: Path, mcp: bool) -> str:
 
 
 def _save_manifest(data_dir: Path, manifest: dict[str, Any]) -> None:
-    atomic_write(data_dir / MANIFEST, (json.dumps(manifest, indent=2) + "\n").encode())
+    """Write the manifest; one that records no install any more goes, with its folders."""
+    if _records(manifest):
+        atomic_write(data_dir / MANIFEST, (json.dumps(manifest, indent=2) + "\n").encode())
+        return
+    (data_dir / MANIFEST).unlink(missing_ok=True)
+    _remove_empty_folders(manifest.get(MANIFEST_FOLDERS, []))
+
+
+def _keep_final_newline(before: bytes | None, after: str) -> bytes:
+    """``after`` ending in a newline or not, as ``before`` did (a new file: with one)."""
+    if before is not None and before.strip() and not before.endswith(b"\n"):
+        after = after.rstrip("\n")
+    return after.encode()
 
 
 def plan_install(agent: str, path: Path, command: str, *, mcp: bool = False) -> Change:
@@ -270,7 +328,7 @@ def plan_install(agent: str, path: Path, command: str, *, mcp: bool = False) -> 
     before = _read(path)
     if mcp:
         text = (before or b"").decode("utf-8", "replace")
-        after = add_server(agent, text, json.loads(command), str(path)).encode()
+        after = _keep_final_newline(before, add_server(agent, text, json.loads(command), str(path)))
         if after == before:
             return Change(path, before, before, ["already installed"])
         return Change(path, before, after)
@@ -286,7 +344,7 @@ def plan_install(agent: str, path: Path, command: str, *, mcp: bool = False) -> 
     merged = merge_hooks(current, _entries(agent, command), str(path))
     if merged == settings and before is not None:
         return Change(path, before, before, ["already installed"])
-    return Change(path, before, dump_settings(merged).encode())
+    return Change(path, before, _keep_final_newline(before, dump_settings(merged)))
 
 
 def plan_uninstall(
@@ -307,7 +365,8 @@ def plan_uninstall(
         cleaned_text = remove_server(agent, before.decode("utf-8", "replace"), str(path))
         if cleaned_text is None:
             return Change(path, before, before, ["nothing installed"])
-        return Change(path, before, cleaned_text.encode(), ["our server removed"])
+        cleaned_bytes = _keep_final_newline(before, cleaned_text)
+        return Change(path, before, cleaned_bytes, ["our server removed"])
     if agent in FILE_AGENTS and path.name == PACKAGE_JSON:
         return Change(path, before, before, ["not ours, or changed since; left alone"])
     if agent in FILE_AGENTS and path.name == NPMRC:
@@ -327,33 +386,47 @@ def plan_uninstall(
     cleaned = remove_hooks(settings, entries, str(path))
     if cleaned == settings:
         return Change(path, before, before, ["nothing installed"])
-    return Change(path, before, dump_settings(cleaned).encode(), ["our entries removed"])
+    after = _keep_final_newline(before, dump_settings(cleaned))
+    return Change(path, before, after, ["our entries removed"])
 
 
 def install(
-    agent: str, path: Path, data_dir: Path, *, dry_run: bool = False, mcp: bool = False
+    agent: str,
+    path: Path,
+    data_dir: Path,
+    *,
+    dry_run: bool = False,
+    mcp: bool = False,
+    portable: bool = False,
 ) -> Change:
-    """Install the hooks or plugin of ``agent`` (``mcp``: the MCP server) into ``path``."""
-    command = json.dumps(cli_argv()) if mcp else _command(agent)
+    """Install the hooks or plugin of ``agent`` (``mcp``: the MCP server) into ``path``
+    (``portable``: a project's file, running ``PORTABLE_ARGV``)."""
+    command = _command(agent, mcp, portable)
     change = plan_install(agent, path, command, mcp=mcp)
     if dry_run or not change.changed:
         return change
     manifest = _manifest(data_dir)
+    if not (data_dir / MANIFEST).exists():
+        manifest[MANIFEST_FOLDERS] = _missing_folders(data_dir)
+    previous = manifest.get(_key(path, mcp))
+    if previous is not None and previous.get("installed_sha256") != _sha(change.before):
+        previous = None  # changed since: a new history, from the file as it is now
     backup = None
-    if change.before is not None:
+    if change.before is not None and previous is None:
         backup = backup_path(path)
         atomic_write(backup, change.before)
         change.notes.append(f"backup {backup}")
+    folders = _missing_folders(path.parent)
     assert change.after is not None
     atomic_write(path, change.after, mode=_mode(path))
-    previous = manifest.get(_key(path, mcp))
     manifest[_key(path, mcp)] = {
         "agent": agent,
         "mcp": mcp,
         "command": command,
-        # A second install over our own first keeps the first's original.
+        # Over our own earlier install (an upgrade): that one's original and folders stand.
         "created": previous["created"] if previous else change.before is None,
         "backup": previous["backup"] if previous else str(backup) if backup else None,
+        "folders": previous.get("folders", []) if previous else folders,
         "installed_sha256": _sha(change.after),
     }
     _save_manifest(data_dir, manifest)
@@ -361,12 +434,19 @@ def install(
 
 
 def uninstall(
-    agent: str, path: Path, data_dir: Path, *, dry_run: bool = False, mcp: bool = False
+    agent: str,
+    path: Path,
+    data_dir: Path,
+    *,
+    dry_run: bool = False,
+    mcp: bool = False,
+    portable: bool = False,
 ) -> Change:
-    """Take out what ``install`` put into ``path``; returns the change."""
+    """Take out what ``install`` put into ``path`` (and its backup, and the folders it made
+    once empty); returns the change."""
     manifest = _manifest(data_dir)
     record = manifest.get(_key(path, mcp))
-    command = record["command"] if record else (json.dumps(cli_argv()) if mcp else _command(agent))
+    command = record["command"] if record else _command(agent, mcp, portable)
     change = plan_uninstall(agent, path, command, record, mcp=mcp)
     if dry_run or not change.changed:
         return change
@@ -375,6 +455,10 @@ def uninstall(
         change.notes.append("it did not exist before" if record else "the file held nothing else")
     else:
         atomic_write(path, change.after, mode=_mode(path))
+    if record is not None:
+        if record.get("backup"):
+            Path(record["backup"]).unlink(missing_ok=True)
+        _remove_empty_folders(record.get("folders", []))
     manifest.pop(_key(path, mcp), None)
     _save_manifest(data_dir, manifest)
     return change

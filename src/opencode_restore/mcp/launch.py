@@ -9,12 +9,10 @@ import sys
 from pathlib import Path
 from typing import IO
 
+from ..errors import missing_packages_hint
 from .front import Loaded, divert_std_streams, recorded, serve
 
-INSTALL_HINT = (
-    "the MCP server needs the mcp extra: pip install 'opencode-restore[mcp]' "
-    "(or: pipx inject opencode-restore mcp)"
-)
+INSTALL_HINT = missing_packages_hint("the MCP server", ["mcp>=2.3,<3"])
 TTY_HINT = (
     "opencode-restore mcp speaks MCP on stdin/stdout; an agent starts it "
     "(see `opencode-restore install AGENT --mcp`)"
@@ -22,7 +20,7 @@ TTY_HINT = (
 
 
 def has_sdk() -> bool:
-    """True when the ``mcp`` extra is installed (found, not imported)."""
+    """True when the ``mcp`` SDK is installed (found, not imported)."""
     try:
         return importlib.util.find_spec("mcp") is not None
     except (ImportError, ValueError):
@@ -48,7 +46,7 @@ def loader(
 
 
 def run_server(model: str | None, base_url: str | None, config_path: Path | None) -> int:
-    """Serve over stdin/stdout until the client closes it; the exit code (2: no extra)."""
+    """Serve over stdin/stdout until the client closes it; the exit code (2: no SDK)."""
     if not has_sdk():
         print(f"error: {INSTALL_HINT}", file=sys.stderr)
         return 2

@@ -1,4 +1,4 @@
-"""The MCP server over stdio, built on the official ``mcp`` SDK (the ``mcp`` extra).
+"""The MCP server over stdio, built on the official ``mcp`` SDK (a default dependency).
 
 Each tool is a thin wrapper over `HistoryTools`: its docstring is the description the
 agent reads, its signature the argument schema, its return annotation the result schema.

@@ -2,7 +2,7 @@
 
 The Swagger UI page loads its script, stylesheet and icon from this server, not from a
 CDN (FastAPI's default), so ``/docs`` works on a machine without internet. The files
-come from the ``fastapi-offline`` package (MIT, Swagger UI 5, in the ``api`` extra):
+come from the ``fastapi-offline`` package (MIT, Swagger UI 5, a default dependency):
 only its static files are used; its app factory would put ``/docs`` outside the guard.
 """
 
