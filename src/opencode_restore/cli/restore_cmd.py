@@ -12,7 +12,16 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import click
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TaskProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
 
 from .. import event_loop
 from ..atomic import write_output
@@ -35,6 +44,17 @@ from ..tree import select_branch
 from .exits import friendly_errors
 from .options import output_option, provider_options, refuse_input_as_output
 from .targets import input_options
+
+
+class TurnColumn(ProgressColumn):
+    """The bar's count: "turn 3/10" once the session's turns are counted, before that
+    what is going on (rich would print the unknown total as "None")."""
+
+    def render(self, task: Task) -> Text:
+        """The text of the column for ``task``."""
+        if task.total is None:
+            return Text.from_markup("[bold]restore[/] counting turns…")
+        return Text.from_markup(f"[bold]restore[/] turn {task.completed:.0f}/{task.total:.0f}")
 
 
 class TurnProgress:
@@ -136,7 +156,7 @@ def run_restore(
     show_progress = not quiet and sys.stderr.isatty()
     console = make_console(stderr=True)
     with Progress(
-        TextColumn("[bold]restore[/] turn {task.completed}/{task.total}"),
+        TurnColumn(),
         BarColumn(),
         TaskProgressColumn(),
         TextColumn("{task.fields[usage]}"),
