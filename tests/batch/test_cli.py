@@ -79,7 +79,9 @@ def test_progress_counts_sessions_failures_and_tokens() -> None:
         shown = BatchProgress(bar, 2)
         shown.start(item)
         shown.start(item)
+        shown.restored(item)
         shown.finish(Outcome(item, "done", usage=UsageReport(input_tokens=10, output_tokens=5)))
+        shown.restored(item)
         shown.finish(Outcome(item, "failed", error="x"))
         task = bar.tasks[0]
     assert (task.completed, task.total) == (2, 2)
@@ -121,7 +123,7 @@ def test_report_table_and_the_progress_hooks(tmp_path: Path) -> None:
         name = "offline"
 
     class Job:
-        on_start = on_finish = None
+        on_start = on_restored = on_finish = None
         provider = Provider()
 
         def plan(self) -> tuple[list[BatchItem], list[BatchItem]]:
@@ -130,4 +132,5 @@ def test_report_table_and_the_progress_hooks(tmp_path: Path) -> None:
     job = Job()
     with progress_for(job, Console(file=io.StringIO(), force_terminal=True), True):  # type: ignore[arg-type]
         assert job.on_start is not None
+        assert job.on_restored is not None
         assert job.on_finish is not None
