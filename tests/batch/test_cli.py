@@ -31,13 +31,60 @@ def test_batch_then_again_skips_everything(tmp_path: Path) -> None:
     assert len(read_manifest(tmp_path / "out" / "manifest.jsonl")) == 3
 
 
-def test_nothing_found_is_a_usage_error(tmp_path: Path) -> None:
+def test_nothing_found_is_one_usage_error_line(tmp_path: Path) -> None:
+    # An empty folder and a pattern that matches nothing say the same: nothing to
+    # restore, exit 2, one line naming the input (no failed "session" row, no table).
     (tmp_path / "empty").mkdir()
-    result = CliRunner(env=cli_env(tmp_path / "data")).invoke(
-        cli, ["batch", str(tmp_path / "empty"), "--out", str(tmp_path / "out")]
+    runner = CliRunner(env=cli_env(tmp_path / "data"))
+    for named, why in [
+        (str(tmp_path / "empty"), "no sessions found in this directory"),
+        (f"{tmp_path}/nothing/*.jsonl", "the pattern matches nothing"),
+    ]:
+        result = runner.invoke(cli, ["batch", named, "--out", str(tmp_path / "out")])
+        assert result.exit_code == 2
+        assert result.stdout == ""
+        assert result.stderr == f"error: nothing to restore: {named}: {why}\n"
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_empty_input_beside_sessions_is_a_warning(tmp_path: Path) -> None:
+    make_sessions(tmp_path / "in", 1)
+    (tmp_path / "empty").mkdir()
+    pattern = f"{tmp_path}/nothing/*.jsonl"
+    args = [pattern, str(tmp_path / "empty"), str(tmp_path / "in"), "--out", str(tmp_path / "out")]
+    result = CliRunner(env=cli_env(tmp_path / "data")).invoke(cli, ["batch", *args])
+    assert result.exit_code == 0, result.output
+    assert f"warning: {pattern}: the pattern matches nothing\n" in result.stderr
+    assert f"warning: {tmp_path / 'empty'}: no sessions found in this directory\n" in result.stderr
+    assert "│        1 │    1 │       0 │          0 │      0 │" in result.stdout
+    assert [r["status"] for r in read_manifest(tmp_path / "out" / "manifest.jsonl")] == ["done"]
+
+
+def test_files_that_are_no_log_are_counted_and_listed_with_verbose(tmp_path: Path) -> None:
+    make_sessions(tmp_path / "in", 1)
+    (tmp_path / "in" / "notes.json").write_text('{"not": "a log"}')
+    (tmp_path / "in" / "binary.jsonl").write_bytes(b"\x00\xff" * 10)
+    runner = CliRunner(env=cli_env(tmp_path / "data"))
+    args = ["batch", str(tmp_path / "in"), "--out", str(tmp_path / "out")]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0
+    assert "ignored 2 files with no session log (--verbose lists them)\n" in result.stderr
+    assert str(tmp_path / "in" / "notes.json") not in result.stderr  # skipped quietly
+    verbose = runner.invoke(cli, [*args, "-v"])
+    assert verbose.exit_code == 0
+    assert (
+        "ignored 2 files with no session log:\n"
+        f"  {tmp_path / 'in' / 'binary.jsonl'}\n"
+        f"  {tmp_path / 'in' / 'notes.json'}\n"
+    ) in verbose.stderr
+    # With nothing else to restore the count joins the one line of the usage error.
+    (tmp_path / "in" / f"{session_id(0)}.json").unlink()
+    alone = runner.invoke(cli, args)
+    assert alone.exit_code == 2
+    assert alone.stderr.endswith(
+        f"error: nothing to restore: {tmp_path / 'in'}: no sessions found in this directory"
+        " (ignored 2 files with no session log)\n"
     )
-    assert result.exit_code == 2
-    assert "no sessions found" in result.output
 
 
 def test_failures_give_exit_code_1_and_a_table(tmp_path: Path) -> None:
