@@ -54,6 +54,35 @@ def test_one_line_per_turn_with_the_turns_speed() -> None:
     ]
 
 
+def test_a_turn_whose_calls_all_failed_is_not_done() -> None:
+    progress, lines = shown()
+    ledger, speed = UsageLedger(), SpeedLog()
+    progress.update(0, 2, ledger, speed)
+
+    def call(usage: Usage | None, error: str | None = None) -> None:
+        ledger.record(
+            stage="turn_summary",
+            template="t",
+            provider="openai",
+            model="x",
+            usage=usage,
+            attempts=3,
+            error=error,
+        )
+
+    call(None, "openai:x: connection refused")
+    progress.update(1, 2, ledger, speed)
+    # A failed call and then one that succeeded: the turn was summarized.
+    call(None, "context overflow")
+    call(Usage(input=10, output=2))
+    speed.observe(200, 1.0)
+    progress.update(2, 2, ledger, speed)
+    assert lines == [
+        "turn 1/2 failed: openai:x: connection refused",
+        "turn 2/2 done: 200 tokens in 1.0 s (200 tok/s)",
+    ]
+
+
 def test_a_slow_first_answer_says_to_raise_the_timeout_once() -> None:
     progress, lines = shown(timeout=60)
     speed = SpeedLog()
