@@ -8,7 +8,12 @@ from pathlib import Path
 from click.testing import CliRunner
 from rich.console import Console
 
-from opencode_restore.batch.display import BatchProgress, progress_for, report_table
+from opencode_restore.batch.display import (
+    BatchProgress,
+    failures_table,
+    progress_for,
+    report_table,
+)
 from opencode_restore.batch.items import BatchItem
 from opencode_restore.batch.runner import BatchReport, Outcome
 from opencode_restore.cli import cli
@@ -158,6 +163,16 @@ def test_the_table_says_when_no_model_was_called() -> None:
     assert "offline rules: no model called" in text
     assert "LLM calls" not in text
     assert "tokens" not in text
+
+
+def test_an_error_is_shown_as_text_not_markup() -> None:
+    error = "OSError: [/tmp/x] openai:x: [bold]refused"
+    report = BatchReport([Outcome(BatchItem("s", "x", []), "failed", error=error)])
+    failures = failures_table(report)
+    assert failures is not None
+    out = io.StringIO()
+    Console(file=out, width=200).print(failures)
+    assert error in out.getvalue()
 
 
 def test_report_table_and_the_progress_hooks(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from ..llm.usage import OFFLINE_NOTE, is_offline
 from .items import BatchItem
@@ -127,7 +128,8 @@ def failures_table(report: BatchReport) -> Table | None:
     table.add_column("status")
     table.add_column("error")
     for o in sorted(report.failed, key=lambda o: o.item.key):
-        table.add_row(o.item.key, o.status, _short(o.error))
+        # Text, not markup: an error may quote "[/path]", which rich takes for a tag.
+        table.add_row(Text(o.item.key), o.status, Text(_short(o.error)))
     return table
 
 
