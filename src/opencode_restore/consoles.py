@@ -23,8 +23,12 @@ def use_color() -> bool | None:
 
 
 def console(*, stderr: bool = False) -> Console:
-    """A console on stdout (or stderr) that follows `use_color`."""
+    """A console on stdout (or stderr) that follows `use_color`.
+
+    Emoji codes are left as they are: rich would turn the model ``openai:x:`` of an
+    error into "openai❌", and a log's text into pictures.
+    """
     color = use_color()
     if color is False:
-        return Console(stderr=stderr, color_system=None)
-    return Console(stderr=stderr, force_terminal=True if color else None)
+        return Console(stderr=stderr, color_system=None, emoji=False)
+    return Console(stderr=stderr, force_terminal=True if color else None, emoji=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from opencode_restore.batch.discover import discover
+from opencode_restore.batch.discover import Leftovers, discover
 from opencode_restore.batch.items import BatchItem, FileHasher, finalize, safe_name
 from opencode_restore.diagnostics import WarningSink
 
@@ -34,12 +34,15 @@ def test_a_directory_is_scanned_like_sessions_scan(tmp_path: Path, sink: Warning
     (tmp_path / "a" / "subagents").mkdir(parents=True)
     shutil.copy(CLAUDE, tmp_path / "a" / "subagents" / "agent-x.jsonl")
     (tmp_path / "notes.json").write_text('{"not": "a log"}')
-    items = discover([str(tmp_path)], sink)
+    left = Leftovers()
+    items = discover([str(tmp_path)], sink, leftovers=left)
     assert sorted(i.agent for i in items) == ["claude-code", "codex"]
     codex = next(i for i in items if i.agent == "codex")
     assert codex.session_id == "01a1fde9-539c-77f2-9e0a-d405fab49546"
-    # Unrecognized files in a directory are skipped quietly.
+    # Unrecognized files in a directory are skipped quietly, but counted.
     assert sink.warnings == []
+    assert left.not_logs == [tmp_path / "notes.json"]
+    assert left.empty == []
 
 
 def test_opencode_database_and_export_of_one_install_are_one_session(sink: WarningSink) -> None:
@@ -51,20 +54,26 @@ def test_opencode_database_and_export_of_one_install_are_one_session(sink: Warni
     assert items[0].fingerprint.startswith("2026-")
 
 
-def test_glob_expands_recursively_and_a_miss_is_a_failed_item(tmp_path: Path) -> None:
+def test_glob_expands_recursively_and_a_miss_holds_nothing_to_restore(tmp_path: Path) -> None:
     make_sessions(tmp_path / "x" / "y", 3)
+    (tmp_path / "notes.json").write_text('{"not": "a log"}')
     sink = WarningSink()
-    items = discover(
-        [f"{tmp_path}/**/*.json", f"{tmp_path}/nothing*.jsonl", str(tmp_path / "gone")], sink
-    )
+    left = Leftovers()
+    args = [f"{tmp_path}/**/*.json", f"{tmp_path}/nothing*.jsonl", f"{tmp_path}/notes*.json"]
+    items = discover([*args, str(tmp_path / "gone")], sink, leftovers=left)
     assert [i.session_id for i in items[:3]] == [session_id(k) for k in range(3)]
     assert all(i.error is None for i in items[:3])
-    assert [(i.agent, i.error) for i in items[3:]] == [
-        ("unknown", f"{tmp_path}/nothing*.jsonl: the pattern matches nothing"),
-        ("unknown", f"{tmp_path / 'gone'}: no such file or directory"),
+    # A file named outright fails; a pattern matching nothing is an empty folder's like.
+    assert [(i.key, i.agent, i.error) for i in items[3:]] == [
+        ("gone", "unknown", f"{tmp_path / 'gone'}: no such file or directory")
     ]
-    assert items[4].key == "gone"
-    assert sink.warnings == []
+    assert left.empty == [
+        (args[1], "the pattern matches nothing"),
+        (args[2], "the pattern matches no session"),
+    ]
+    # Found by two patterns, the file that is no log is warned about and counted once.
+    assert left.not_logs == [tmp_path / "notes.json"]
+    assert [w.path for w in sink.warnings] == [str(tmp_path / "notes.json")]
 
 
 def test_an_eval_log_gives_one_item_per_sample(sink: WarningSink) -> None:

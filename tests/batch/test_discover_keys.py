@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from opencode_restore.batch.discover import discover
+from opencode_restore.batch.discover import Leftovers, discover
 from opencode_restore.batch.items import BatchItem
 from opencode_restore.diagnostics import WarningSink
 from opencode_restore.errors import SourceError
@@ -145,8 +145,10 @@ def test_scanned_files_that_are_no_logs_are_warned_once_without_line_zero(
     (inputs / "binary.jsonl").write_bytes(b"\x00\xff" * 100)
     (inputs / "notes.json").write_text('{"not": "a log"}')
     sink = WarningSink()
-    items = discover([str(inputs), f"{inputs}/*.jsonl", f"{inputs}/*.json"], sink)
+    left = Leftovers()
+    items = discover([str(inputs), f"{inputs}/*.jsonl", f"{inputs}/*.json"], sink, leftovers=left)
     assert _keys(items) == EXPECTED
+    assert left.not_logs == [inputs / "binary.jsonl", inputs / "notes.json"]
     assert [(w.path, w.line) for w in sink.warnings] == [
         (str(inputs / "binary.jsonl"), 0),
         (str(inputs / "notes.json"), 0),
@@ -160,13 +162,14 @@ def test_scanned_files_that_are_no_logs_are_warned_once_without_line_zero(
     assert "--agent" not in binary + notes
 
 
-def test_an_empty_named_directory_is_warned(tmp_path: Path) -> None:
+def test_an_empty_named_directory_is_noted(tmp_path: Path) -> None:
     (tmp_path / "nothing").mkdir()
     sink = WarningSink()
-    assert discover([str(tmp_path / "nothing")], sink) == []
-    assert [str(w) for w in sink.warnings] == [
-        f"{tmp_path / 'nothing'}: no sessions found in this directory"
-    ]
+    left = Leftovers()
+    assert discover([str(tmp_path / "nothing")], sink, leftovers=left) == []
+    assert left.empty == [(str(tmp_path / "nothing"), "no sessions found in this directory")]
+    # The command says it (a warning, or the usage error when nothing else is found).
+    assert sink.warnings == []
 
 
 def test_a_session_without_messages_does_not_load(tmp_path: Path) -> None:

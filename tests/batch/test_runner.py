@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import io
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from rich.console import Console
+from rich.progress import Progress
 
 from opencode_restore.batch.discover import discover
+from opencode_restore.batch.display import BatchProgress
 from opencode_restore.batch.items import BatchItem, finalize
 from opencode_restore.batch.manifest import Manifest
 from opencode_restore.batch.runner import BatchJob, BatchReport
@@ -118,6 +123,37 @@ def test_result_hook_adds_to_the_line_and_its_failure_fails_the_session(tmp_path
     assert lines[session_id(0)]["restoration_id"] == 7
     copied = (tmp_path / "day" / "manifest.jsonl").read_text().splitlines()
     assert len(copied) == 2
+
+
+def test_running_never_exceeds_the_concurrency_while_outputs_are_written(
+    tmp_path: Path,
+) -> None:
+    # The first session's outputs are held until the worker has started the second
+    # session: counted until written, the first one made "2 running" at concurrency 1.
+    paths = make_sessions(tmp_path / "in", 2)
+    items = discover([str(p) for p in paths], WarningSink())
+    second_started = threading.Event()
+
+    def hold(item: BatchItem, restoration: Restoration) -> dict[str, Any]:
+        assert second_started.wait(30)  # a runaway guard, never reached when it works
+        return {}
+
+    job = _job(tmp_path, items, _config(tmp_path), concurrency=1, on_result=hold)
+    running: list[int] = []
+    with Progress(console=Console(file=io.StringIO())) as bar:
+        shown = BatchProgress(bar, len(items), offline=True)
+
+        def start(item: BatchItem) -> None:
+            shown.start(item)
+            running.append(shown.running)
+            if len(running) == 2:
+                second_started.set()
+
+        job.on_start, job.on_restored, job.on_finish = start, shown.restored, shown.finish
+        report = _run(job)
+    assert [o.status for o in report.outcomes] == ["done", "done"]
+    assert running == [1, 1]
+    assert shown.running == 0
 
 
 def test_incomplete_restorations_are_not_done(tmp_path: Path) -> None:

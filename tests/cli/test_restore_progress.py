@@ -4,14 +4,17 @@ formatting is asserted from injected numbers: nothing here depends on timing."""
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
+from rich.progress import Progress
 
 from opencode_restore.cli import cli
-from opencode_restore.cli.restore_cmd import TurnProgress
+from opencode_restore.cli.restore_cmd import TurnColumn, TurnProgress
 from opencode_restore.llm.speed import SpeedLog
 from opencode_restore.llm.usage import OFFLINE_NOTE, UsageLedger
 from opencode_restore.model import Usage
@@ -51,6 +54,35 @@ def test_one_line_per_turn_with_the_turns_speed() -> None:
     ]
 
 
+def test_a_turn_whose_calls_all_failed_is_not_done() -> None:
+    progress, lines = shown()
+    ledger, speed = UsageLedger(), SpeedLog()
+    progress.update(0, 2, ledger, speed)
+
+    def call(usage: Usage | None, error: str | None = None) -> None:
+        ledger.record(
+            stage="turn_summary",
+            template="t",
+            provider="openai",
+            model="x",
+            usage=usage,
+            attempts=3,
+            error=error,
+        )
+
+    call(None, "openai:x: connection refused")
+    progress.update(1, 2, ledger, speed)
+    # A failed call and then one that succeeded: the turn was summarized.
+    call(None, "context overflow")
+    call(Usage(input=10, output=2))
+    speed.observe(200, 1.0)
+    progress.update(2, 2, ledger, speed)
+    assert lines == [
+        "turn 1/2 failed: openai:x: connection refused",
+        "turn 2/2 done: 200 tokens in 1.0 s (200 tok/s)",
+    ]
+
+
 def test_a_slow_first_answer_says_to_raise_the_timeout_once() -> None:
     progress, lines = shown(timeout=60)
     speed = SpeedLog()
@@ -64,6 +96,17 @@ def test_a_slow_first_answer_says_to_raise_the_timeout_once() -> None:
         "note: the model writes about 1.0 tok/s: an answer of up to 2,048 tokens may take "
         "2,048 s, more than llm.timeout (60 s); raise llm.timeout if calls time out"
     ]
+
+
+def test_the_bar_counts_turns_once_known_and_never_shows_none() -> None:
+    column = TurnColumn()
+    with Progress(column, console=Console(file=io.StringIO())) as bar:
+        task = bar.add_task("turns", total=None)
+        before = column.render(bar.tasks[0]).plain
+        bar.update(task, completed=1, total=3)
+        after = column.render(bar.tasks[0]).plain
+    assert before == "restore counting turns…"
+    assert after == "restore turn 1/3"
 
 
 def test_the_offline_rules_show_no_speed() -> None:

@@ -129,8 +129,10 @@ def test_failed_turn_is_recorded_and_the_run_goes_on() -> None:
     assert [t.turn_number for t in r.turns] == [2]
     assert not r.complete
     assert r.usage.failed_calls == 1
-    assert "could not be summarized" in summary_markdown(r)
+    assert "**Incomplete:** turns 1 could not be summarized" in summary_markdown(r)
     assert "## Turn 1: not summarized" in turns_summary_markdown(r)
+    # A failed call is no claim about the session: the turn is not "Blocked" work.
+    assert r.summary.progress.blocked == []
 
 
 def test_synthesis_failure_falls_back_to_offline_summary() -> None:
@@ -151,6 +153,9 @@ def test_when_every_call_fails_the_goal_is_still_the_first_request() -> None:
     md = summary_markdown(r)
     assert "**Incomplete:** turns 1, 2 could not be summarized (scripted" in md
     assert "**Offline fallback:**" in md
+    # An unreachable model is the restore's failure, never work the session was blocked on.
+    assert r.summary.progress.blocked == []
+    assert "Blocked" not in md
 
 
 def test_max_turns_limits_the_work() -> None:

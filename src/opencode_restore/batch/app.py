@@ -15,12 +15,12 @@ from .. import event_loop
 from ..command_sink import command_sink
 from ..consoles import console as make_console
 from ..errors import UsageError
-from ..fields import counted
+from ..fields import counted, flatten
 from ..llm.registry import close_provider
 from ..since import Since, parse_since
 from ..store.paths import db_path
 from ..store.store import Store
-from .discover import discover
+from .discover import Leftovers, discover
 from .display import print_report, progress_for
 from .items import BatchItem
 from .manifest import MANIFEST_NAME, Manifest
@@ -62,27 +62,35 @@ def run_batch(
     force: bool = False,
     dask: str | None = None,
     since: Since | None = None,
+    verbose: bool = False,
 ) -> int:
     """``opencode-restore batch``: the exit code is 0 when every session succeeded.
 
     ``force`` redoes sessions the manifest says are done, from their first turn;
-    ``since`` keeps only the sessions active after it (none is no failure).
+    ``since`` keeps only the sessions active after it (none is no failure). Inputs that
+    hold no session at all are a usage error; ``verbose`` lists the files ignored.
     """
     if force:
         settings = replace(settings, fresh=True)
     config = settings.config()
     sink = command_sink(settings.quiet)
     cutoff = since.cutoff(clock()) if since is not None else None
-    items = discover(args, sink, agent, since=cutoff)
-    if not items and cutoff is not None:
+    left = Leftovers()
+    items = discover(args, sink, agent, since=cutoff, leftovers=left)
+    if not items and (cutoff is None or len(left.empty) == len(args)):
+        raise UsageError(_nothing_to_restore(args, left))
+    for named, why in left.empty:
+        sink.warn(named, 0, why)
+    if left.not_logs and not settings.quiet:
+        for line in _ignored_lines(left.not_logs, verbose):
+            click.echo(line, err=True)
+    if not items:
         if not settings.quiet:
             click.echo(
                 f"nothing to restore: no session was active after {cutoff:%Y-%m-%d %H:%M:%S} UTC",
                 err=True,
             )
         return 0
-    if not items:
-        raise UsageError(f"no sessions found in {' '.join(args)}")
     if dask is not None:
         from .dask_runner import dask_client, run_on_dask
 
@@ -103,6 +111,25 @@ def run_batch(
         journals=journal_store(config),
     )
     return _execute(job, settings).exit_code
+
+
+def _ignored(files: list[Path]) -> str:
+    return f"ignored {counted(len(files), 'file')} with no session log"
+
+
+def _nothing_to_restore(args: list[str], left: Leftovers) -> str:
+    """One line: which inputs hold no session, and how many files were ignored."""
+    why = "; ".join(f"{named}: {why}" for named, why in left.empty)
+    why = why or f"no sessions found in {' '.join(args)}"
+    return f"nothing to restore: {why}" + (f" ({_ignored(left.not_logs)})" if left.not_logs else "")
+
+
+def _ignored_lines(files: list[Path], verbose: bool) -> list[str]:
+    """How many files were ignored; with ``verbose``, which (warnings name only some)."""
+    if not verbose:
+        return [f"{_ignored(files)} (--verbose lists them)"]
+    # A file's name is the folder owner's choice: one line each, whatever it holds.
+    return [f"{_ignored(files)}:", *(f"  {flatten(p)}" for p in files)]
 
 
 def _plan_lines(items: list[BatchItem], reasons: dict[str, str], unchanged: int) -> list[str]:

@@ -22,10 +22,13 @@ and a re-run skips it whichever way it is named. Files of one session (same agen
 session id, e.g. a resumed Codex thread, Claude Code files continued under one slug)
 join one chain, oldest first, as in the store; a file named twice is read once.
 
-An input named on the command line that cannot be used (missing, empty, unknown
-format, a pattern matching nothing) becomes an item carrying its error: the batch
-records it as failed. A file a directory scan or a pattern turned up that is not a
-log is only a warning.
+A file named on the command line that cannot be used (missing, empty, unknown format)
+becomes an item carrying its error: the batch records it as failed. A folder or a
+pattern that turns up no session holds nothing to restore, like an empty folder: it is
+noted in `Leftovers` (the command makes it a warning, or a usage error when no input
+holds a session), so a pattern for an agent not installed here fails nothing. A file a
+directory scan or a pattern turned up that is not a log is a warning, or not even that
+for a directory's other ``.json`` files; either way it is counted in `Leftovers`.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -45,13 +48,31 @@ from ..sources.base import ContainerReader, Found, Reader, found_order, merge_sl
 from ..sources.discover import mtime
 from ..store.db import iso_utc
 from ..store.discovery import AGENTS, find_sessions
-from .items import BatchItem, FileHasher, finalize, safe_name
+from .items import BatchItem, FileHasher, finalize
 
 _GLOB_CHARS = frozenset("*?[")
 _EXTRA_SUFFIXES = (".json", ".jsonl", ".eval")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 #: The agent of an input that could not even be detected.
 UNKNOWN_AGENT = "unknown"
+
+
+@dataclass(slots=True)
+class Leftovers:
+    """What the arguments turned up that is no session to restore."""
+
+    #: Files a scan or a pattern turned up that hold no log a reader recognizes (or
+    #: could not be read), each once.
+    not_logs: list[Path] = field(default_factory=list)
+    #: Named folders and patterns that turned up no session, each with why.
+    empty: list[tuple[str, str]] = field(default_factory=list)
+    _noted: set[Path] = field(default_factory=set, repr=False)
+
+    def note(self, path: Path) -> None:
+        """Note ``path`` as no log (once, however often it is turned up)."""
+        if path not in self._noted:
+            self._noted.add(path)
+            self.not_logs.append(path)
 
 
 @dataclass(slots=True)
@@ -68,17 +89,20 @@ def discover(
     agent: str | None = None,
     hasher: FileHasher | None = None,
     since: datetime | None = None,
+    leftovers: Leftovers | None = None,
 ) -> list[BatchItem]:
     """The sessions named by ``args``, each with a unique key and its content hash.
 
-    A named input that cannot be read is an item with ``error`` set; a scanned file
-    that is no log is reported through ``sink``. With ``since``, sessions last active
+    A named file that cannot be read is an item with ``error`` set; a scanned file that
+    is no log is reported through ``sink``. Files that are no log and folders or patterns
+    that hold no session are noted in ``leftovers``. With ``since``, sessions last active
     at or before it are left out (see the module docstring).
     """
     hits: list[_Hit] = []
-    once = _once_per_file(sink)
+    left = leftovers if leftovers is not None else Leftovers()
+    once = _once_per_file(sink, left)
     for arg in args:
-        hits.extend(_from_arg(arg, once, agent))
+        hits.extend(_from_arg(arg, once, agent, left))
     # Files continued under one slug may come from different arguments.
     merge_slugs([h.found for h in hits if h.found is not None])
     for hit in hits:
@@ -90,9 +114,9 @@ def discover(
     return finalize(items, hasher)
 
 
-def _once_per_file(sink: WarningSink) -> WarningSink:
+def _once_per_file(sink: WarningSink, leftovers: Leftovers) -> WarningSink:
     """``sink``, but a file skipped as a whole is reported once (a directory and a
-    pattern may both turn it up)."""
+    pattern may both turn it up) and noted in ``leftovers``."""
     skipped: set[str] = set()
 
     def report(w: ReadWarning) -> None:
@@ -100,34 +124,39 @@ def _once_per_file(sink: WarningSink) -> WarningSink:
             if w.path in skipped:
                 return
             skipped.add(w.path)
+            leftovers.note(Path(w.path))
         sink.warn(w.path, w.line, w.message)
 
     return WarningSink(report=report)
 
 
-def _from_arg(arg: str, sink: WarningSink, agent: str | None) -> list[_Hit]:
+def _from_arg(arg: str, sink: WarningSink, agent: str | None, left: Leftovers) -> list[_Hit]:
     path = Path(os.path.expanduser(arg))
     if path.exists():
-        return _from_match(path, sink, agent, named=True)
+        return _from_match(path, sink, agent, left, named=True)
     if _GLOB_CHARS & set(arg):
         matches = sorted(Path(m) for m in glob.glob(os.path.expanduser(arg), recursive=True))
-        if not matches:
-            return [_failed(path, "the pattern matches nothing", safe_name(arg))]
-        return [hit for m in matches for hit in _from_match(m, sink, agent, named=False)]
+        hits = [h for m in matches for h in _from_match(m, sink, agent, left, named=False)]
+        if not hits:
+            why = "matches no session" if matches else "matches nothing"
+            left.empty.append((arg, f"the pattern {why}"))
+        return hits
     return [_failed(path, "no such file or directory")]
 
 
-def _from_match(path: Path, sink: WarningSink, agent: str | None, *, named: bool) -> list[_Hit]:
+def _from_match(
+    path: Path, sink: WarningSink, agent: str | None, left: Leftovers, *, named: bool
+) -> list[_Hit]:
     if path.is_dir() and not _is_container_dir(path):
-        hits = _from_dir(path, sink)
+        hits = _from_dir(path, sink, left)
         if named and not hits:
-            sink.warn(path, 0, "no sessions found in this directory")
+            left.empty.append((str(path), "no sessions found in this directory"))
         return hits
-    return _from_file(path, sink, agent, named=named)
+    return _from_file(path, sink, agent, left, named=named)
 
 
-def _failed(path: Path, reason: str, name: str | None = None) -> _Hit:
-    item = BatchItem(name or path.stem or "input", UNKNOWN_AGENT, [path])
+def _failed(path: Path, reason: str) -> _Hit:
+    item = BatchItem(path.stem or "input", UNKNOWN_AGENT, [path])
     item.error = f"{path}: {reason}"
     return _Hit(item)
 
@@ -149,11 +178,17 @@ def _is_sqlite(path: Path) -> bool:
 
 
 def _from_file(
-    path: Path, sink: WarningSink, agent: str | None, *, named: bool, quiet: bool = False
+    path: Path,
+    sink: WarningSink,
+    agent: str | None,
+    left: Leftovers,
+    *,
+    named: bool,
+    quiet: bool = False,
 ) -> list[_Hit]:
     """``named``: given on the command line (its problems fail it), else found by a scan.
 
-    ``quiet``: a file that is no log is skipped without a word (any ``.json`` of a
+    ``quiet``: a file that is no log is only noted in ``left`` (any ``.json`` of a
     directory is tried; its ``.jsonl`` files were reported by the scan already).
     """
     try:
@@ -161,7 +196,9 @@ def _from_file(
     except SourceError as exc:
         if named:
             return [_failed(path, exc.reason)]
-        if not quiet:
+        if quiet:
+            left.note(path)
+        else:
             reason = exc.reason.partition("; force one with")[0]
             sink.warn(path, 0, f"matched by a pattern, but {reason}; skipped")
         return []
@@ -190,13 +227,13 @@ def _container(reader: Reader, path: Path, sink: WarningSink, *, named: bool) ->
     return [_found_hit(f) for f in listed]
 
 
-def _from_dir(root: Path, sink: WarningSink) -> list[_Hit]:
+def _from_dir(root: Path, sink: WarningSink, left: Leftovers) -> list[_Hit]:
     found = sorted(find_sessions(AGENTS, [root], sink), key=found_order)
     hits = [_found_hit(f) for f in found]
     claimed = {f.path.resolve() for f in found}
     containers = [f.path.resolve() for f in found if f.path.is_dir()]
     for path in _extra_files(root, claimed, containers):
-        hits.extend(_from_file(path, sink, None, named=False, quiet=True))
+        hits.extend(_from_file(path, sink, None, left, named=False, quiet=True))
     return hits
 
 

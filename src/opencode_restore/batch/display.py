@@ -16,6 +16,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from ..llm.usage import OFFLINE_NOTE, is_offline
 from .items import BatchItem
@@ -41,19 +42,23 @@ class BatchProgress:
         return OFFLINE_NOTE if self.offline else f"{self.tokens} tokens"
 
     def start(self, item: BatchItem) -> None:
-        """A session started."""
+        """A session's restore started."""
         self.running += 1
         self.bar.update(self.task, running=self.running)
 
-    def finish(self, outcome: Outcome) -> None:
-        """A session ended."""
+    def restored(self, item: BatchItem) -> None:
+        """A session's restore ended: its worker is free while the outputs are written, so
+        it no longer counts as running (counted until written, "running" exceeded the
+        concurrency)."""
         self.running -= 1
+        self.bar.update(self.task, running=self.running)
+
+    def finish(self, outcome: Outcome) -> None:
+        """A session was written and recorded."""
         self.failed += 0 if outcome.ok else 1
         u = outcome.usage
         self.tokens += u.input_tokens + u.output_tokens
-        self.bar.update(
-            self.task, advance=1, running=self.running, failed=self.failed, usage=self._usage()
-        )
+        self.bar.update(self.task, advance=1, failed=self.failed, usage=self._usage())
 
 
 @contextmanager
@@ -74,7 +79,7 @@ def progress_for(job: BatchJob, console: Console, enabled: bool) -> Iterator[Non
         transient=True,
     ) as bar:
         shown = BatchProgress(bar, len(todo), offline=is_offline(job.provider.name))
-        job.on_start, job.on_finish = shown.start, shown.finish
+        job.on_start, job.on_restored, job.on_finish = shown.start, shown.restored, shown.finish
         yield
 
 
@@ -123,7 +128,8 @@ def failures_table(report: BatchReport) -> Table | None:
     table.add_column("status")
     table.add_column("error")
     for o in sorted(report.failed, key=lambda o: o.item.key):
-        table.add_row(o.item.key, o.status, _short(o.error))
+        # Text, not markup: an error may quote "[/path]", which rich takes for a tag.
+        table.add_row(Text(o.item.key), o.status, Text(_short(o.error)))
     return table
 
 

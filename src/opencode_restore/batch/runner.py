@@ -130,8 +130,11 @@ class BatchJob:
     on_result: ResultHook | None = None
     #: A second manifest that gets a copy of every line (nightly: the dated folder's).
     mirror: Manifest | None = None
-    #: Called in the event loop when a session starts and when it ends.
+    #: Called in the event loop when a session's restore starts, when it ends (its worker
+    #: then takes the next session while the outputs are written) and when the session is
+    #: recorded.
     on_start: Callable[[BatchItem], None] | None = None
+    on_restored: Callable[[BatchItem], None] | None = None
     on_finish: Callable[[Outcome], None] | None = None
     #: Saved journals to continue (None: every restore starts from turn 1).
     journals: BatchJournals | None = None
@@ -171,6 +174,8 @@ class BatchJob:
                     if self.on_start is not None:
                         self.on_start(loaded.item)
                     outcome, restoration = await self._restore(loaded)
+                    if self.on_restored is not None:
+                        self.on_restored(loaded.item)
                     # The outputs and the manifest line are written while this worker
                     # goes on with its next session; one write in flight per worker.
                     if writing is not None:

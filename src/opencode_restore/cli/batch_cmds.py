@@ -75,6 +75,7 @@ def _settings(kwargs: dict[str, Any]) -> Any:
     help="Only sessions active after this time (ISO 8601, or a span back from now: 24h, 7d).",
 )
 @click.option("--force", is_flag=True, help="Restore sessions the manifest says are done, too.")
+@click.option("-v", "--verbose", is_flag=True, help="List the files ignored as no session log.")
 @click.option(
     "--dask",
     default=None,
@@ -89,18 +90,27 @@ def batch(
     agent: str | None,
     since: Since | None,
     force: bool,
+    verbose: bool,
     dask: str | None,
     **kwargs: Any,
 ) -> None:
     """Restore many sessions (INPUTS: files, directories or quoted globs) into --out.
 
     Resumable: a session the manifest records as done with the same content is
-    skipped. Exit code 0 when every session was restored, 1 when some failed.
+    skipped. Exit code 0 when every session was restored, 1 when some failed, 2 when
+    the inputs hold no session.
     """
     from ..batch.app import run_batch
 
     code = run_batch(
-        list(inputs), out, _settings(kwargs), agent=agent, force=force, dask=dask, since=since
+        list(inputs),
+        out,
+        _settings(kwargs),
+        agent=agent,
+        force=force,
+        dask=dask,
+        since=since,
+        verbose=verbose,
     )
     sys.exit(code)
 

@@ -12,19 +12,28 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import click
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TaskProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
 
 from .. import event_loop
 from ..atomic import write_output
 from ..command_sink import command_sink
 from ..config import load_config
 from ..consoles import console as make_console
-from ..fields import counted
+from ..fields import counted, one_line
 from ..heap import hold_thresholds
 from ..llm.registry import close_provider, get_provider
 from ..llm.settings import ProviderSettings
 from ..llm.speed import Speed, SpeedLog, format_rate, slow_answer_note
-from ..llm.usage import OFFLINE_NOTE, UsageLedger, is_offline
+from ..llm.usage import OFFLINE_NOTE, CallRecord, UsageLedger, is_offline
 from ..pipeline.restoration import Restoration
 from ..pipeline.run import RestoreOptions, journal_store, restore_locked
 from ..report.html import session_html
@@ -37,14 +46,26 @@ from .options import output_option, provider_options, refuse_input_as_output
 from .targets import input_options
 
 
+class TurnColumn(ProgressColumn):
+    """The bar's count: "turn 3/10" once the session's turns are counted, before that
+    what is going on (rich would print the unknown total as "None")."""
+
+    def render(self, task: Task) -> Text:
+        """The text of the column for ``task``."""
+        if task.total is None:
+            return Text.from_markup("[bold]restore[/] counting turns…")
+        return Text.from_markup(f"[bold]restore[/] turn {task.completed:.0f}/{task.total:.0f}")
+
+
 class TurnProgress:
     """What ``restore`` shows after each turn.
 
     The bar's usage column: tokens, cost and the speed of the last turn's answers. Off a
     terminal (no bar) a model's run writes one line per turn to ``line`` instead, e.g.
-    ``turn 3/10 done: 412 tokens in 8.7 s (47 tok/s)``: a slow local model's restore
-    takes minutes per turn, and a log or CI job would otherwise show nothing until the
-    end. The first answer's speed also tells whether ``llm.timeout`` is long enough
+    ``turn 3/10 done: 412 tokens in 8.7 s (47 tok/s)``, or ``turn 3/10 failed: …`` with
+    the error when every call of the turn failed: a slow local model's restore takes
+    minutes per turn, and a log or CI job would otherwise show nothing until the end.
+    The first answer's speed also tells whether ``llm.timeout`` is long enough
     (`slow_answer_note`), once, to ``note``.
     """
 
@@ -63,6 +84,7 @@ class TurnProgress:
         self.max_tokens = max_tokens
         self.timeout = timeout
         self.done = -1
+        self.calls = 0
         self.mark = Speed()
         self.rate: float | None = None
         self.warned = False
@@ -73,11 +95,13 @@ class TurnProgress:
             return OFFLINE_NOTE
         turn = speed.total - self.mark
         self.mark = speed.total
+        calls = ledger.calls[self.calls :]
+        self.calls = len(ledger.calls)
         if self.done >= 0 and done > self.done:
             if turn.rate is not None:
                 self.rate = turn.rate
             if self.line is not None:
-                self.line(f"turn {done}/{total} done: {turn.describe()}")
+                self.line(f"turn {done}/{total} {_turn_outcome(calls, turn)}")
         self.done = done
         if not self.warned and speed.first is not None and self.note is not None:
             note = slow_answer_note(speed.first, self.max_tokens, self.timeout)
@@ -87,6 +111,14 @@ class TurnProgress:
         t = ledger.total()
         spent = f"{t.usage.total} tokens" + (f" ${t.cost:.4f}" if t.cost else "")
         return spent + (f" {format_rate(self.rate)}" if self.rate is not None else "")
+
+
+def _turn_outcome(calls: list[CallRecord], speed: Speed) -> str:
+    """The turn's "done" and its speed, or its "failed" and the error when none of its
+    calls succeeded (an unreachable model's turn is not done in 0.0 s)."""
+    if calls and not any(c.ok for c in calls):
+        return f"failed: {one_line(calls[-1].error, 200)}"
+    return f"done: {speed.describe()}"
 
 
 def run_restore(
@@ -136,7 +168,7 @@ def run_restore(
     show_progress = not quiet and sys.stderr.isatty()
     console = make_console(stderr=True)
     with Progress(
-        TextColumn("[bold]restore[/] turn {task.completed}/{task.total}"),
+        TurnColumn(),
         BarColumn(),
         TaskProgressColumn(),
         TextColumn("{task.fields[usage]}"),

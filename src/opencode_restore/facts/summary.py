@@ -104,14 +104,15 @@ def synthesis_from_facts(f: dict[str, Any]) -> dict[str, Any]:
     turns: list[dict[str, Any]] = f.get("parsed_turns", [])
     step, in_progress, current = next_step(turns)
     goal_label = (f.get("first_request") or {}).get("label")
-    failed = [f"Turn {n} could not be summarized" for n in f.get("failed_turns", [])]
     return {
         "goal": _goal(f, turns),
         "constraints_preferences": _constraints(turns),
         "progress": {
             "done": capped(done(turns, goal_label), DONE_ITEMS, "turns", keep_last=True),
             "in_progress": in_progress,
-            "blocked": failed,
+            # A turn the model could not summarize is a failed call, not work the session
+            # was blocked on: the summary's "Incomplete" line names it (and the error).
+            "blocked": [],
         },
         "key_decisions": key_decisions(turns),
         "errors_fixes_ruled_out": capped(

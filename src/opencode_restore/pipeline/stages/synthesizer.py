@@ -398,8 +398,8 @@ def merge_deterministic(
 ) -> SessionSummary:
     """The model's summary with what the rules found in the log merged in.
 
-    Certain facts (the per-turn lines with their files, commits and PRs; blocked turns; an
-    unfinished last request as work in progress and next step; the end state; the
+    Certain facts (the per-turn lines with their files, commits and PRs; an unfinished
+    last request as work in progress and next step; the end state; the
     compactions; the user's rejections) are added whatever the model wrote, unless it
     already states them. The rules' interpretive items (``candidates``: errors and fixes,
     decisions, open questions, findings, constraints, a next step) are added the same way,
