@@ -79,7 +79,8 @@ COMMANDS: dict[str, LazyCommand] = {
     "messages": LazyCommand(
         "read_cmds",
         "messages",
-        "Print a session's messages (LOG...: one session's files, oldest first, or its id).",
+        "Print a session's messages, each with the [M#] label a restoration cites"
+        " (LOG...: one session's files, oldest first, or its id).",
     ),
     "migrate": LazyCommand(
         "tree_cmds",
@@ -111,12 +112,14 @@ COMMANDS: dict[str, LazyCommand] = {
     "turns": LazyCommand(
         "read_cmds",
         "turns",
-        "Print the turns of a session with the files they touched and commands they ran.",
+        "Print the turns of a session: the [M#] labels a restoration cites for their messages,"
+        " the files they touched and the commands they ran.",
     ),
     "uninstall": LazyCommand(
         "install_cmds",
         "uninstall_cmd",
-        "Take out exactly what `install AGENT` added (the file's earlier bytes when unchanged).",
+        "Take out exactly what `install AGENT` added (the file's earlier bytes when unchanged),"
+        " its backup and the folders it made.",
     ),
 }
 
