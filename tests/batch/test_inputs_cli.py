@@ -153,3 +153,20 @@ def test_since_restores_only_the_sessions_active_after_it(tmp_path: Path) -> Non
     code, _, stderr = _batch(str(folder), "--out", str(out), "--since", "soon")
     assert code == 2
     assert "Invalid value for '--since': 'soon': expected an ISO 8601 time" in stderr
+
+
+def test_captures_of_one_name_in_three_folders_are_three_sessions(tmp_path: Path) -> None:
+    # Three agents' `script` captures, all named tui.typescript: named by the file, they
+    # were one "session" of three files, and each restore replaced the others' journal.
+    captures = FIX / "terminal" / "real"
+    out = tmp_path / "out"
+    code, _, _ = _batch(f"{captures}/*/tui.typescript", "--out", str(out))
+    assert code == 0
+    rows = read_manifest(out / "manifest.jsonl")
+    assert sorted(r["source_files"][0] for r in rows) == [
+        str(p) for p in sorted(captures.glob("*/tui.typescript"))
+    ]
+    assert [len(r["source_files"]) for r in rows] == [1, 1, 1]
+    assert len({r["session"] for r in rows}) == 3
+    assert all(r["session"].startswith("tui-") for r in rows)
+    assert len(list((tmp_path / "data" / "timelines").glob("*.json"))) == 3

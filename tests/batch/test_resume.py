@@ -27,11 +27,14 @@ from opencode_restore.batch.runner import BatchJob, BatchReport
 from opencode_restore.batch.settings import journal_store
 from opencode_restore.cli import cli
 from opencode_restore.config import load_config
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.llm.registry import close_provider, get_provider
 from opencode_restore.llm.settings import ProviderSettings
 from opencode_restore.pipeline.journal.batch_store import BatchJournals
+from opencode_restore.pipeline.journal.identity import journal_key
 from opencode_restore.pipeline.journal.lock import journal_lock, lock_path
 from opencode_restore.pipeline.journal.store import JournalStore
+from opencode_restore.sources import open_session
 
 from ..fakes.fake_llm_server import FakeLLMServer
 from .helpers import CLAUDE_3_TURNS, ROOT, cli_env, read_manifest, server_process
@@ -63,6 +66,11 @@ def _grow(path: Path) -> None:
     reply["timestamp"] = "2099-01-01T00:00:05.000Z"
     with path.open("a") as fh:
         fh.write(json.dumps(user) + "\n" + json.dumps(reply) + "\n")
+
+
+def _journal_key(log: Path) -> str:
+    """The name of the journal a restore of the Claude Code log ``log`` keeps."""
+    return journal_key(open_session([log], WarningSink(), "claude-code"))
 
 
 def _kinds(server: FakeLLMServer, since: int = 0) -> Counter[str]:
@@ -100,7 +108,8 @@ def test_nightly_after_a_new_turn_asks_only_that_turn_and_the_synthesis(
     args += _model(server) + ARGS
     _invoke(env, args)
     assert _kinds(server) == {"TurnSummary": TURNS, "SessionSummary": 1}
-    assert (tmp_path / "data" / "timelines" / f"{SESSION}.json").is_file()
+    saved = JournalStore(tmp_path / "data" / "timelines").path_for(_journal_key(log))
+    assert saved.is_file()
 
     _grow(log)
     first = len(server.requests)
@@ -214,7 +223,7 @@ def test_another_session_with_the_same_id_keeps_its_own_timeline(
     assert sorted(o.status for o in report.outcomes) == ["done", "done"]
     assert items[1].key != SESSION
     assert sorted(p.name for p in store.directory.glob("*.json")) == sorted(
-        [f"{SESSION}.json", f"{items[1].key}.json"]
+        store.path_for(_journal_key(i.files[0])).name for i in items
     )
     assert _kinds(server) == {"TurnSummary": 2 * TURNS, "SessionSummary": 2}
 

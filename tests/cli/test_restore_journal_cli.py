@@ -9,9 +9,11 @@ import pytest
 from click.testing import CliRunner
 
 from opencode_restore.cli import cli
+from tests.store.builders import CLAUDE_COMPACT, copy_to
 
 EXPORT = Path("opencode") / "recorded" / "tui-compact" / "export.json"
 TREE_V3 = Path("pi") / "own" / "tree-v3.jsonl"
+CLAUDE_ID = CLAUDE_COMPACT.stem
 
 
 @pytest.fixture
@@ -77,3 +79,52 @@ def test_resume_can_be_switched_off(
     assert code == 0
     assert "timeline:" not in err
     assert not data.exists()
+
+
+@pytest.fixture
+def original(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: Path) -> Path:
+    """A Claude Code session where Claude Code keeps it, restored once by its id."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    log = copy_to(CLAUDE_COMPACT, home / ".claude/projects/-home-dev-src-greet-cli")
+    assert invoke(CLAUDE_ID, "--skip-evidence-search", "-q")[0] == 0
+    return log
+
+
+def _reused_by_id() -> None:
+    """`restore ID` continues the original's journal: nothing changed, nothing asked."""
+    code, out, err = invoke(CLAUDE_ID, "--skip-evidence-search", "--format", "json")
+    assert code == 0, err
+    assert "journal: resumed: all 3 turns unchanged" in err
+    assert "changed since the last run" not in err
+    assert json.loads(out)["usage"]["offline_answers"] == 0
+
+
+def test_a_backup_copy_is_not_taken_for_the_original(
+    original: Path, tmp_path: Path, data: Path
+) -> None:
+    backup = copy_to(original, tmp_path / "backup")
+    code, _, err = invoke(str(backup), "--skip-evidence-search")
+    assert code == 0
+    assert "journal: new timeline" in err
+    _reused_by_id()
+    assert len(list(data.glob("*.json"))) == 2
+
+
+def test_a_truncated_copy_leaves_the_originals_journal_whole(
+    original: Path, tmp_path: Path
+) -> None:
+    lines = original.read_text().splitlines(keepends=True)
+    short = tmp_path / "short" / original.name
+    short.parent.mkdir()
+    short.write_text("".join(lines[: len(lines) // 2]))
+    code, _, err = invoke(str(short), "--skip-evidence-search")
+    assert code == 0
+    assert "journal: new timeline" in err
+    _reused_by_id()
+
+
+def test_the_log_read_as_another_agents_leaves_the_originals_journal(original: Path) -> None:
+    # Whether the wrong reader restores something or refuses, it is another journal.
+    invoke(str(original), "--agent", "terminal", "--skip-evidence-search", "-q")
+    _reused_by_id()

@@ -21,8 +21,11 @@ from typing import Any
 import pytest
 from filelock import FileLock
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.hooks.restore import compressions_in, gemini_compressed, seen_path
+from opencode_restore.pipeline.journal.identity import journal_key
 from opencode_restore.pipeline.journal.store import JournalStore
+from opencode_restore.sources import open_session
 
 from ..store.builders import FIXTURES, GEMINI_COMPRESSION
 
@@ -181,8 +184,8 @@ def test_past_the_budget_the_next_before_agent_delivers(tmp_path: Path, data_dir
     prompt = _event(chat, "BeforeAgent", prompt="go on")
     assert _hook(prompt, home, data_dir) == ""
     _append(chat, *COMPRESSION)
-    timelines = JournalStore(data_dir / "timelines")
-    lock = timelines.path_for(SESSION).with_suffix(".lock")
+    key = journal_key(open_session([chat], WarningSink(), "gemini"))
+    lock = JournalStore(data_dir / "timelines").path_for(key).with_suffix(".lock")
     lock.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(lock):  # another restore holds the session: the child waits past the budget
         assert _hook(prompt, home, data_dir, OPENCODE_RESTORE_HOOKS_BUDGET_SECONDS="0.5") == ""
@@ -192,6 +195,7 @@ def test_past_the_budget_the_next_before_agent_delivers(tmp_path: Path, data_dir
     while not prepared.exists():
         assert time.monotonic() < deadline, "the background restore never finished"
         time.sleep(0.1)
+    assert lock.with_suffix(".json").is_file()  # the lock held was the restore's own
     assert f"gemini session `{SESSION}`" in _context(_hook(prompt, home, data_dir))
     assert _hook(prompt, home, data_dir) == ""
 

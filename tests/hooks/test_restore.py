@@ -13,8 +13,11 @@ from typing import Any
 import pytest
 from filelock import FileLock
 
+from opencode_restore.diagnostics import WarningSink
 from opencode_restore.hooks.restore import conversation_in
+from opencode_restore.pipeline.journal.identity import journal_key
 from opencode_restore.pipeline.journal.store import JournalStore
+from opencode_restore.sources import open_session
 
 from ..store.builders import CLAUDE_COMPACT, GEMINI_COMPRESSION, HOOKS
 
@@ -30,6 +33,13 @@ def home(tmp_path: Path, data_dir: Path) -> Path:
     project.mkdir(parents=True)
     (project / CLAUDE_COMPACT.name).write_bytes(CLAUDE_COMPACT.read_bytes())
     return h
+
+
+def _journal(home: Path, data_dir: Path) -> Path:
+    """Where the journal of the session at ``home`` is saved."""
+    log = home / ".claude/projects/-home-dev-src-greet-cli" / CLAUDE_COMPACT.name
+    key = journal_key(open_session([log], WarningSink(), "claude-code"))
+    return JournalStore(data_dir / "timelines").path_for(key)
 
 
 def _recorded(source: str) -> dict[str, Any]:
@@ -84,7 +94,7 @@ def test_compact_is_answered_with_the_restoration(home: Path, data_dir: Path) ->
     assert "&lt;" not in context
     assert context.rstrip().endswith("no model was called._")
     # The journal was saved: the next start is incremental.
-    assert JournalStore(data_dir / "timelines").path_for(CLAUDE_ID).exists()
+    assert _journal(home, data_dir).exists()
 
 
 def test_startup_records_only(home: Path, data_dir: Path) -> None:
@@ -125,8 +135,8 @@ def test_clear_finds_the_previous_session_on_disk_when_the_store_has_none(
 def test_past_the_budget_nothing_is_printed_and_the_restore_goes_on(
     home: Path, data_dir: Path
 ) -> None:
-    timelines = JournalStore(data_dir / "timelines")
-    lock = timelines.path_for(CLAUDE_ID).with_suffix(".lock")
+    journal = _journal(home, data_dir)
+    lock = journal.with_suffix(".lock")
     lock.parent.mkdir(parents=True, exist_ok=True)
     # Another restore holds the session: the hook's child must wait past the budget.
     with FileLock(lock):
@@ -138,7 +148,7 @@ def test_past_the_budget_nothing_is_printed_and_the_restore_goes_on(
         )
         assert (result.returncode, result.stdout) == (0, "")
         assert "goes on in the background" in _log(data_dir)
-        assert not timelines.path_for(CLAUDE_ID).exists()
+        assert not journal.exists()
     prepared = data_dir / "hooks" / f"claude-code-{CLAUDE_ID}.prompt"
     deadline = time.monotonic() + DEADLINE
     while not prepared.exists():

@@ -11,6 +11,7 @@ from opencode_restore.config import Config, load_config
 from opencode_restore.llm.base import LLMRequest, LLMResult
 from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.model import Message, Session
+from opencode_restore.pipeline.journal.identity import journal_key
 from opencode_restore.pipeline.journal.store import JournalStore
 from opencode_restore.pipeline.prompting.render import raw_tokens, request_chars
 from opencode_restore.pipeline.restoration import Restoration
@@ -59,8 +60,12 @@ def session_of(
     for i in range(1, n + 1):
         messages += turn_messages(i, text=changed.get(i), filler=filler)
     return make_session(
-        messages, id="sess/1", cwd="/w", title="many turns", files=files or ["log.jsonl"]
+        messages, id="sess/1", cwd="/w", title="many turns", files=files or ["/w/log.jsonl"]
     )
+
+
+#: The journal name of `session_of`'s sessions (their id, agent and file).
+KEY = journal_key(session_of(1))
 
 
 class Crash(RuntimeError):

@@ -15,7 +15,7 @@ from opencode_restore.pipeline.budget import TokenEstimator, _cap_lines, fallbac
 from opencode_restore.pipeline.journal.store import JournalStore
 from opencode_restore.pipeline.prompting.render import raw_tokens, request_chars
 
-from .journal_helpers import Counting, config, restore, session_of
+from .journal_helpers import KEY, Counting, config, restore, session_of
 
 BUDGET = 3000
 
@@ -37,7 +37,7 @@ def _budget(tokens: int = BUDGET) -> Any:
 
 
 def _saved(data: Path) -> dict[str, Any]:
-    saved: dict[str, Any] = json.loads(JournalStore(data).path_for("sess/1").read_text())
+    saved: dict[str, Any] = json.loads(JournalStore(data).path_for(KEY).read_text())
     return saved
 
 

@@ -11,13 +11,14 @@ import pytest
 from opencode_restore.errors import ProviderError
 from opencode_restore.llm.base import LLMRequest, LLMResult
 from opencode_restore.llm.offline import OfflineProvider
+from opencode_restore.pipeline.journal.identity import journal_key
 from opencode_restore.pipeline.journal.store import JournalStore
 from opencode_restore.pipeline.restoration import Restoration
 
-from .journal_helpers import Counting, Crash, config, restore, session_of
+from .journal_helpers import KEY, Counting, Crash, config, restore, session_of
 
 
-def _saved(data: Path, key: str = "sess/1") -> dict[str, Any]:
+def _saved(data: Path, key: str = KEY) -> dict[str, Any]:
     """What is saved: the snapshot with the journal's changes applied."""
     saved = JournalStore(data).load(key)
     assert saved is not None
@@ -224,7 +225,7 @@ def test_evidence_is_reused_only_with_the_same_options(tmp_path: Path) -> None:
 
 
 def test_corrupt_file_is_moved_aside(tmp_path: Path) -> None:
-    path = JournalStore(tmp_path).path_for("sess/1")
+    path = JournalStore(tmp_path).path_for(KEY)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text('{"schema": "restore.timeline.v1", "turns": [')
     again = Counting()
@@ -237,7 +238,7 @@ def test_corrupt_file_is_moved_aside(tmp_path: Path) -> None:
 
 
 def test_wrong_schema_starts_again(tmp_path: Path) -> None:
-    path = JournalStore(tmp_path).path_for("sess/1")
+    path = JournalStore(tmp_path).path_for(KEY)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"schema": "conv.timeline.v1", "version": 1}))
     r = restore(session_of(1), Counting(), tmp_path)
@@ -248,8 +249,9 @@ def test_wrong_schema_starts_again(tmp_path: Path) -> None:
 def test_source_file_hashes_are_saved(tmp_path: Path) -> None:
     log = tmp_path / "log.jsonl"
     log.write_text('{"a": 1}\n')
-    restore(session_of(1, files=[str(log)]), Counting(), tmp_path / "data")
-    saved = _saved(tmp_path / "data")
+    session = session_of(1, files=[str(log)])
+    restore(session, Counting(), tmp_path / "data")
+    saved = _saved(tmp_path / "data", journal_key(session))
     assert saved["source_files"][0]["size"] == 9
     assert len(saved["source_files"][0]["sha256"]) == 64
     log.write_text('{"a": 1}\n{"b": 2}\n')

@@ -13,6 +13,7 @@ from opencode_restore.config import load_config
 from opencode_restore.errors import UsageError
 from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.llm.scripted import ScriptedProvider, ScriptedStatusError
+from opencode_restore.pipeline.journal.identity import journal_key
 from opencode_restore.pipeline.journal.lock import journal_lock
 from opencode_restore.pipeline.journal.store import JournalStore
 from opencode_restore.pipeline.restoration import Restoration
@@ -232,7 +233,7 @@ def test_a_locked_restore_waits_for_the_holder_says_whose_lock_and_saves(tmp_pat
         told = anyio.Event()
 
         async def holder(*, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
-            async with journal_lock(store, session.id):
+            async with journal_lock(store, journal_key(session)):
                 task_status.started()
                 await told.wait()  # held until the restore says it waits
 
@@ -248,10 +249,10 @@ def test_a_locked_restore_waits_for_the_holder_says_whose_lock_and_saves(tmp_pat
         return restoration
 
     restoration = anyio.run(main)
-    assert waited == [session.id]
+    assert waited == [journal_key(session)]
     assert restoration.timeline is not None
-    assert restoration.timeline.path == str(store.path_for(session.id))
-    assert store.load(session.id) is not None
+    assert restoration.timeline.path == str(store.path_for(journal_key(session)))
+    assert store.load(journal_key(session)) is not None
 
 
 def test_without_resume_nothing_is_locked_or_saved(tmp_path: Path) -> None:

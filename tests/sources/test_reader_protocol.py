@@ -71,12 +71,15 @@ def test_a_session_file_lists_the_one_session_its_head_describes() -> None:
     assert (found.agent, found.path) == ("pi", PI)
 
 
-def test_formats_without_a_head_to_describe_list_nothing_for_a_file(tmp_path: Path) -> None:
+def test_a_terminal_capture_is_described_by_the_id_its_content_gives(tmp_path: Path) -> None:
     log = tmp_path / "screen.log"
     log.write_text("$ ls\n")
     terminal = get_reader("terminal")
-    assert terminal.describe(log) is None
-    assert terminal.list_sessions(log, WarningSink()) == []
+    (found,) = terminal.list_sessions(log, WarningSink())
+    assert found == terminal.describe(log)
+    assert found.session_id == terminal.read([log], WarningSink()).id
+    assert found.session_id.startswith("screen-")
+    # A capture has no place of its own: it is found only when named.
     assert terminal.session_files(tmp_path) == []
 
 

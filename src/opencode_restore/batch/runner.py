@@ -19,7 +19,7 @@ from __future__ import annotations
 import errno
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,11 +34,12 @@ from ..diagnostics import WarningSink
 from ..llm.base import Provider
 from ..model import Session
 from ..pipeline.journal.batch_store import BatchJournals
+from ..pipeline.journal.identity import journal_key
 from ..pipeline.journal.lock import journal_lock
 from ..pipeline.restoration import Restoration, UsageReport
 from ..pipeline.run import RestoreOptions, restore_session
 from ..report.summary import summary_markdown
-from .items import BatchItem, safe_name
+from .items import BatchItem
 from .manifest import Manifest
 
 #: Called (in a worker thread) with a finished restoration before its manifest line is
@@ -257,17 +258,14 @@ class BatchJob:
         store = self.journals
         if store is None:
             return await restore_session(session, self.config, self.provider, options=self.options)
-        # The session id names the journal, as for `restore`, so every command continues
-        # one another's work; another session with the same id (an eval log reusing a
-        # sample id) gets a journal of its own under its batch key.
-        options = self.options
-        if item.key != safe_name(item.session_id):
-            options = replace(options, journal_key=item.key)
-        key = options.journal_key or session.id
+        # The journal is named as for `restore` (`journal_key`: the id and the file), so
+        # every command continues one another's work, and another session with the same
+        # id (an eval log reusing a sample id, a copy) gets a journal of its own.
+        key = journal_key(session)
         async with journal_lock(store, key):
             try:
                 return await restore_session(
-                    session, self.config, self.provider, options=options, store=store
+                    session, self.config, self.provider, options=self.options, store=store
                 )
             finally:
                 # Done or failed, what was summarized is kept for the next run; shielded

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import click
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     Progress,
@@ -163,7 +164,7 @@ def run_restore(
     # Before any model call: -o naming the log itself (or a link to it) would replace it.
     refuse_input_as_output(output, *session.files)
     # Another branch is another restore: it must not overwrite the main line's journal.
-    key = f"{session.id}@{label or leaf}" if leaf is not None or label is not None else None
+    branch = label or leaf if leaf is not None or label is not None else None
     store = journal_store(config)
     show_progress = not quiet and sys.stderr.isatty()
     console = make_console(stderr=True)
@@ -196,9 +197,11 @@ def run_restore(
             usage = shown.update(done, total, ledger, speed)
             bar.update(task, completed=done, total=total, usage=usage)
 
-        def waiting(held: str) -> None:
+        def waiting(_journal: str) -> None:
+            # The session, not its journal's name (its id and a digest of its file); the
+            # id is the log's text, never markup.
             console.print(
-                f"[dim]another restore of {held} is running; "
+                f"[dim]another restore of {escape(session.id)} is running; "
                 "waiting for it, then reusing its turns[/]",
                 highlight=False,
             )
@@ -214,7 +217,7 @@ def run_restore(
                         max_turns,
                         fresh=fresh,
                         debug_render=sys.stderr if debug_render else None,
-                        journal_key=key,
+                        branch=branch,
                         keep_messages=fmt == "html",
                     ),
                     progress=progress,

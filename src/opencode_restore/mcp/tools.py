@@ -34,6 +34,7 @@ from ..model import Message, Session
 from ..pipeline.evidence.log_search import Limits, LogHits, LogSearch
 from ..pipeline.evidence.patterns import WORKER_GRACE, bounded, check_pattern
 from ..pipeline.evidence.sandbox import Matcher, Refused
+from ..pipeline.journal.identity import saved_journal
 from ..pipeline.journal.store import JournalStore, SourceFile, file_change, journal_dir
 from ..pipeline.prompting.render import CHARS_PER_TOKEN
 from ..pipeline.restoration import Restoration
@@ -410,7 +411,7 @@ class HistoryTools:
 
     def _saved_numbering(self, session: Session) -> tuple[Numbering | None, bool]:
         """The saved map, and whether it was saved from the session's files as they are now."""
-        data = self.journals.load(session.id)
+        data = saved_journal(self.journals, session)
         if data is None or not isinstance(data.get("numbering"), dict):
             return None, False
         try:

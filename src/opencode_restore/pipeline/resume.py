@@ -24,6 +24,7 @@ from ..redact import REDACTION_EDITION
 from ..timeline.numbering import Numbering
 from .context import StageContext
 from .journal.data import Clock, Journal
+from .journal.identity import journal_key, saved_journal
 from .journal.persist import SCHEMA, JournalFormatError, from_payload
 from .journal.store import JournalStore, chain_hash, file_change, source_file, turn_hash
 from .schemas import TurnSummary
@@ -93,26 +94,28 @@ def open_journal(
     *,
     fresh: bool = False,
     limited: bool = False,
-    key: str | None = None,
+    branch: str | None = None,
     clock: Clock = time.time,
     hashes: list[str] | None = None,
 ) -> Resume:
     """The saved journal to continue (or a new one), cut at the first changed turn.
 
     ``limited`` says ``turns`` is a prefix chosen by ``--max-turns``: then a saved
-    journal with more turns is used but not overwritten. ``hashes`` are the turns'
-    ``turn_hash`` when the caller took them already (a hollow session's turns have
-    their bodies only while they are parsed).
+    journal with more turns is used but not overwritten. ``branch`` names the branch
+    restored (`journal_key`). ``hashes`` are the turns' ``turn_hash`` when the caller
+    took them already (a hollow session's turns have their bodies only while they are
+    parsed).
     """
     fp = fingerprint(ctx)
     hashes = hashes if hashes is not None else [turn_hash(t) for t in turns]
+    key = journal_key(session, branch)
     new = Journal(session, fp, key=key, clock=clock)
     new.source_files = [f for p in session.files if (f := source_file(p)) is not None]
     if store is None:
         return Resume(new, note="not saved", save=False, hashes=hashes)
     if fresh:
         return Resume(new, note="fresh start (--fresh)", hashes=hashes)
-    data = store.load(new.key)
+    data = saved_journal(store, session, branch, adopt=True)
     if data is None:
         return Resume(new, hashes=hashes)
     try:

@@ -32,6 +32,7 @@ from .budget import ContextWindowError, TokenEstimator, Window, WindowTooSmall
 from .context import StageContext
 from .evidence.log_search import line_addressed
 from .journal.data import Clock, StageRecord, TurnRecord
+from .journal.identity import journal_key
 from .journal.lock import journal_lock
 from .journal.persist import persist
 from .journal.store import JournalStore, journal_dir, turn_hash
@@ -80,8 +81,8 @@ class RestoreOptions:
     workspace: str | None = None
     #: Ignore a saved journal and start from the first turn (the new one is still saved).
     fresh: bool = False
-    #: The saved journal's name (default the session id; a branch restore adds its leaf).
-    journal_key: str | None = None
+    #: The branch restored (its leaf or label): its journal is apart from the main line's.
+    branch: str | None = None
     #: Where ``--debug-render`` prints every rendered request (cache breakpoints marked).
     debug_render: TextIO | None = None
     #: False when the caller has no use for the session after the restore (the CLI
@@ -501,7 +502,7 @@ async def _run_stages(
         store,
         fresh=options.fresh,
         limited=limited,
-        key=options.journal_key,
+        branch=options.branch,
         clock=clock,
         hashes=hashes,
     )
@@ -626,7 +627,7 @@ async def restore_locked(
     options = options or RestoreOptions()
     if store is None:
         return await restore_session(session, config, provider, options=options, progress=progress)
-    key = options.journal_key or session.id
+    key = journal_key(session, options.branch)
     waiting = (lambda: on_wait(key)) if on_wait is not None else None
     async with journal_lock(store, key, on_wait=waiting):
         return await restore_session(

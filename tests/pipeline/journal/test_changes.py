@@ -12,9 +12,7 @@ import pytest
 from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.pipeline.journal.store import JournalStore
 
-from ..journal_helpers import Counting, Crash, restore, session_of
-
-KEY = "sess/1"
+from ..journal_helpers import KEY, Counting, Crash, restore, session_of
 
 
 def _files(data: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:

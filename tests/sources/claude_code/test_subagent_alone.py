@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from opencode_restore.cli import cli
 from opencode_restore.diagnostics import WarningSink
+from opencode_restore.pipeline.journal.identity import journal_key
 from opencode_restore.sources import open_session
 
 SPOTTER = Path(__file__).resolve().parents[3] / "fixtures" / "claude-code" / "spotter"
@@ -36,7 +37,10 @@ def test_restoring_the_sub_agent_keeps_the_parents_journal(data_dir: Path) -> No
         result = runner.invoke(cli, ["restore", str(path), "-q", "--format", "json"])
         assert result.exit_code == 0, result.output
     saved = sorted(p.name for p in (data_dir / "timelines").glob("*.json"))
-    assert saved == ["258c7280-ae70-4798-800f-63464d01a85d.json", "a881341.json"]
+    keys = [journal_key(open_session([path], WarningSink())) for path in (PARENT, AGENT)]
+    assert saved == sorted(f"{key}.json" for key in keys)
+    assert keys[0].startswith("258c7280-ae70-4798-800f-63464d01a85d-")
+    assert keys[1].startswith("a881341-")
     again = runner.invoke(cli, ["restore", str(PARENT), "--format", "json"])
     assert again.exit_code == 0
     # The parent's saved turns are reused: no turn is summarized again.

@@ -392,3 +392,18 @@ def test_a_long_capture_replays_its_end_and_says_what_it_left_out(
     [last] = [m for m in tail if m.is_human and m.text == humans(full)[-1]]
     [same] = [m for m in full if m.is_human and m.text == humans(full)[-1]]
     assert last.id.split(".")[0] == same.id.split(".")[0]
+
+
+def test_a_capture_is_named_by_its_content_and_keeps_its_name_as_it_grows(
+    tmp_path: Path,
+) -> None:
+    streams = sorted(REAL.glob("*/tui.typescript"))
+    ids = [READER.read([p], WarningSink()).id for p in streams]
+    # One file name, three agents' sessions: three ids (by name alone all were "tui").
+    assert len(set(ids)) == 3
+    assert all(i.startswith("tui-") for i in ids)
+    live = tmp_path / "tui.typescript"
+    live.write_bytes(streams[0].read_bytes())
+    with live.open("ab") as fh:
+        fh.write(b"\r\n> one more prompt\r\n")
+    assert READER.read([live], WarningSink()).id == ids[0]

@@ -27,6 +27,7 @@ import anyio
 from ...model import Session
 from ...timeline.numbering import Numbering
 from ..prompting import render
+from .identity import journal_key
 from .store import SourceFile
 
 Clock = Callable[[], float]
@@ -113,7 +114,7 @@ class Journal:
         clock: Clock = time.time,
     ) -> None:
         self.session_id = session.id
-        self.key = key or session.id
+        self.key = key or journal_key(session)
         self.agent = session.agent
         self.title = session.title
         self.started_at = session.started_at.isoformat() if session.started_at else None

@@ -1,12 +1,13 @@
 """Where journals live on disk, and the hashes that tell what changed.
 
-One JSON file per session, ``<data_dir>/timelines/<safe session id>.json`` (the directory
-keeps the name it had before the saved restore state was called a journal, so saved
-journals still resume), plus ``<id>.journal``: the changes made since that snapshot,
-one line each (the suffix is kept for the same reason). A snapshot write goes
-to a temporary file in the same directory, is fsynced, renamed over the old file and the
-directory is fsynced, so a reader (or a run killed with SIGKILL at any point) sees either
-the previous complete file or the new complete file, never a torn one.
+One JSON file per session, ``<data_dir>/timelines/<safe key>.json`` with the key made of
+the session id and its file (`identity.journal_key`; the directory keeps the name it had
+before the saved restore state was called a journal, so saved journals still resume), plus
+``<key>.journal``: the changes made since that snapshot, one line each (the suffix is kept
+for the same reason). A snapshot write goes to a temporary file in the same directory, is
+fsynced, renamed over the old file and the directory is fsynced, so a reader (or a run
+killed with SIGKILL at any point) sees either the previous complete file or the new
+complete file, never a torn one.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ message starts on, so a log search can cite ``file:line``.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -26,7 +27,8 @@ from typing import BinaryIO
 
 from ...diagnostics import WarningSink
 from ...model import Message, Session, Timeline, TimelineEvent, TimelineSpan
-from ..discover import Discovery
+from ..base import Found
+from ..discover import Discovery, last_activity
 from . import screen
 from .ansi import Block, iter_blocks, remove_sequences
 from .layout import cut_sidebar_blocks
@@ -47,6 +49,10 @@ class TerminalReader(Discovery):
 
     def __init__(self, patterns: TerminalPatterns | None = None) -> None:
         self._patterns = patterns
+
+    def describe(self, path: Path) -> Found | None:
+        """A capture names its session by its content (`capture_id`), not its file."""
+        return Found(self.name, capture_id(path), path, updated=last_activity(path))
 
     @property
     def patterns(self) -> TerminalPatterns:
@@ -136,13 +142,32 @@ class TerminalReader(Discovery):
         model = next((m.model for m in reversed(messages) if m.model), None)
         first = files[0] if files else Path("terminal")
         return Session(
-            id=first.stem,
+            id=capture_id(first) if files else first.stem,
             agent=self.name,
             files=[str(f) for f in files],
             timeline=Timeline(root=root, name=first.name),
             model=model,
             warnings=list(sink.warnings),
         )
+
+
+#: Bytes of a capture its id is made from: the ``script`` header (start time, command,
+#: terminal) and the first screen, written once and never again while the capture grows.
+#: A TUI writes that much drawing its first screen; a shorter capture gets another id
+#: once it reaches this size.
+ID_BYTES = 4096
+
+
+def capture_id(path: Path) -> str:
+    """A capture's session id: its file name and a digest of its first bytes. Named by
+    the file alone, three agents' ``tui.typescript`` were one session in a batch, each
+    restore replacing the others' journal."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(ID_BYTES)
+    except OSError:
+        return path.stem
+    return f"{path.stem}-{hashlib.sha256(head).hexdigest()[:10]}"
 
 
 def _mb(size: int) -> str:
