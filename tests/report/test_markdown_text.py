@@ -53,6 +53,16 @@ def test_code_span_keeps_pipes_and_survives_backticks() -> None:
     assert markdown_text.code("a\nb") == "`a b`"
 
 
+def test_an_empty_code_span_is_nothing_so_later_backticks_stay_paired() -> None:
+    # Found by the summary template's property test: an empty session id wrote "``", which
+    # paired with the cwd's span and made the provider "[]()" a link.
+    code = markdown_text.code
+    line = f"session {code('')} · cwd {code('`')} · by {code('[]()')}"
+    tokens = [c.type for t in _PARSER.parse(line) for c in t.children or []]
+    assert "link_open" not in tokens
+    assert tokens.count("code_inline") == 2
+
+
 def test_table_cell_escapes_pipes() -> None:
     assert markdown_text.cell("a|b\nc") == "a\\|b c"
 

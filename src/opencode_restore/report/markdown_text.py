@@ -82,6 +82,10 @@ def cell(value: str) -> Markdown:
 def code(value: str) -> Markdown:
     """An inline code span holding ``value`` whatever backticks it contains (CommonMark)."""
     value = flatten(value)
+    if not value:
+        # A lone "``" is no span: it is a backtick run that pairs with the next one in the
+        # line and turns the text between (a provider, a cwd) into markup.
+        return Markdown("")
     longest = max((len(run) for run in re.findall(r"`+", value)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if value.startswith("`") or value.endswith("`") else ""
