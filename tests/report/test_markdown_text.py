@@ -95,3 +95,12 @@ def test_plain_never_writes_an_entity_or_a_closing_tag(value: str) -> None:
     # Nothing is escaped into an entity: the text's own "&" and "<" are all there is.
     assert out.count("&") == value.count("&")
     assert out.count("<") == value.count("<")
+
+
+def test_a_loose_backtick_does_not_pair_with_the_next_span_on_the_line() -> None:
+    # Also found by the template's property test: agent "1`" then session "<a>" in the header.
+    for value in ["1`", "1\\`", "a\\\\`b"]:
+        line = f"agent {markdown_text.text(value)} · session {markdown_text.code('<a>')}"
+        children = [c for t in _PARSER.parse(line) for c in t.children or []]
+        assert [c.content for c in children if c.type == "code_inline"] == ["<a>"], value
+        assert "html_inline" not in {c.type for c in children}, value

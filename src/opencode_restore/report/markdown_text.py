@@ -65,9 +65,17 @@ def _inline(line: str) -> Markdown:
 _IMAGE, _DEFINITION = "![", "]:"
 
 
+#: A backtick outside the value's own code spans, with the backslashes right before it.
+#: Unpaired in the value, it would pair with the next span on the line (the summary's
+#: header puts several values on one line) and make code and markup of the text between.
+_LOOSE_BACKTICK = re.compile(r"(\\*)`")
+
+
 def _escape(value: str) -> str:
+    # The backslashes are doubled so that they do not escape the backtick's escape.
     return (
-        value.replace("<", "&lt;")
+        _LOOSE_BACKTICK.sub(lambda m: m[1] * 2 + "\\`", value)
+        .replace("<", "&lt;")
         .replace("](", "]\\(")
         .replace(_IMAGE, "!\\[")
         .replace(_DEFINITION, "]\\:")
