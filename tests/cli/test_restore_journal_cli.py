@@ -60,7 +60,10 @@ def test_debug_render_marks_the_breakpoints(fixtures: Path, data: Path) -> None:
     assert third[3].endswith("=>[1]")
     assert third[4].startswith("[user] [TURN 2 · M")
     assert third[4].endswith("=>[2]")
-    assert third[-2].startswith("[user] Accumulated state so far")  # then a blank line
+    # The turn's state and facts end a cached prefix too; the notice and the task follow.
+    assert third[5].startswith("[user] Accumulated state so far")
+    assert third[5].endswith("=>[3]")
+    assert third[-2].startswith("[user] <session_log")  # then a blank line
 
 
 def test_branch_restores_keep_their_own_timeline(fixtures: Path, data: Path) -> None:

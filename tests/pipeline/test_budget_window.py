@@ -217,12 +217,13 @@ def test_state_and_facts_too_big_for_the_window_are_cut_not_failed(tmp_path: Pat
     assert not r.failed_turns
     turns = [q for q in provider.requests if q.stage == "turn_summary"]
     for turn in turns:  # every segment carries the whole turn's facts: each is cut
-        assert "characters of the facts JSON omitted" in turn.messages[-1].content
+        [shared] = [m.content for m in turn.messages if "Parsed facts" in m.content]
+        assert "characters of the facts JSON omitted" in shared
         assert raw_tokens(request_chars(turn)) + turn.max_tokens <= 4096
     # Without a window nothing is cut.
     whole = Counting()
     restore(many_files_turn(), whole, None, windowed(None))
-    assert "JSON omitted" not in whole.requests[0].messages[-1].content
+    assert "JSON omitted" not in whole.requests[0].messages[-2].content
 
 
 def test_a_refit_keeps_the_repair_round_and_asks_for_what_fits() -> None:

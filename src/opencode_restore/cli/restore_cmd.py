@@ -330,7 +330,7 @@ def _check_workspace(ctx: click.Context, param: click.Parameter, value: str | No
 @click.option(
     "--debug-render",
     is_flag=True,
-    help="Print every rendered LLM request to stderr, cache breakpoints marked =>[1] =>[2].",
+    help="Print every rendered LLM request to stderr, cache breakpoints marked =>[1] =>[2] =>[3].",
 )
 @friendly_errors
 def restore(

@@ -213,6 +213,7 @@ class Window:
             system=prompt.system,
             header=prompt.context,
             task=prompt.task,
+            turn=prompt.turn,
             ttl_seconds=self.ttl,
             prune_buffer_seconds=self.ctx.config.restore.cache_prune_buffer_seconds,
             announcements=notes,

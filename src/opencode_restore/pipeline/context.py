@@ -98,6 +98,8 @@ class StageContext:
         messages = []
         if prompt.context:
             messages.append(ChatMessage("user", prompt.context, cache_breakpoint=True))
+        if prompt.turn:
+            messages.append(ChatMessage("user", prompt.turn, cache_breakpoint=True))
         messages.append(ChatMessage("user", prompt.task))
         request = LLMRequest(
             messages=messages,

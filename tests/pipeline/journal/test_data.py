@@ -111,6 +111,19 @@ def test_two_breakpoints_move_with_the_tail() -> None:
     assert sum(m.cache_breakpoint for m in three.messages) == 2
 
 
+def test_the_turns_shared_part_ends_a_cached_prefix_before_the_notices() -> None:
+    # The state and facts are the same for every segment of a turn: they follow the
+    # stream with a breakpoint of their own, and the notices (new figures in every
+    # call) come after them, so a second segment reads them from the cache.
+    three = rendered(timeline(3), turn="STATE", announcements=["used 10 tokens"])
+    texts = [m.content.splitlines()[0] for m in three.messages]
+    assert texts[-3:] == ["STATE", "[NOTICE] used 10 tokens", "TASK"]
+    assert marks(three) == ["[TURN 2 · M3–M4]", "[TURN 3 · M5–M6]", "STATE"]
+    assert marks(rendered(timeline(0), turn="STATE")) == ["system:SYSTEM", "HEADER", "STATE"]
+    # A template without the block renders as before.
+    assert "STATE" not in [m.content for m in rendered(timeline(3)).messages]
+
+
 def test_contribute_appends_a_persistent_block() -> None:
     tl = timeline(1)
     block = anyio.run(lambda: tl.contribute("system.message", "note", meta={"k": 1}))

@@ -8,6 +8,7 @@ SESSION = {"agent": "claude-code", "id": "s1", "title": None, "cwd": None}
 
 
 def turn_prompt(state: str) -> str:
+    """The turn's shared part (state and facts) of a turn prompt with ``state``."""
     prompt = render(
         "turn_summary",
         None,
@@ -19,7 +20,7 @@ def turn_prompt(state: str) -> str:
         segment=None,
         running_json="",
     )
-    return prompt.task
+    return prompt.turn
 
 
 def test_json_values_are_cut_in_the_middle_only_while_capped() -> None:

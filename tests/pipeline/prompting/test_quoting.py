@@ -241,3 +241,26 @@ def test_render_reports_bad_templates_as_config_errors(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match=r"partial\.j2: 'turn_number' is undefined"):
         render("partial", str(tmp_path))
+
+
+def test_a_templates_turn_block_is_sent_between_context_and_task(tmp_path: Path) -> None:
+    from opencode_restore.config import load_config
+    from opencode_restore.llm.offline import OfflineProvider
+    from opencode_restore.llm.retry import RetryPolicy
+    from opencode_restore.llm.usage import UsageLedger
+    from opencode_restore.model import Session, Timeline, TimelineSpan
+    from opencode_restore.pipeline.context import StageContext
+
+    (tmp_path / "staged.j2").write_text(
+        "{% block system %}S{% endblock %}{% block context %}C{% endblock %}"
+        "{% block turn %}T {{ n }}{% endblock %}{% block task %}K{% endblock %}"
+    )
+    prompt = render("staged", str(tmp_path), n=1)
+    assert prompt == RenderedPrompt("staged.j2", "S", "C", "K", "T 1")
+    session = Session("s", "claude-code", [], Timeline(TimelineSpan("root", "main")))
+    ctx = StageContext(
+        session, load_config(env={}), OfflineProvider(), UsageLedger(), RetryPolicy()
+    )
+    request = ctx.request(prompt, "range_summary")
+    sent = [(m.content, m.cache_breakpoint) for m in request.messages]
+    assert sent == [("C", True), ("T 1", True), ("K", False)]

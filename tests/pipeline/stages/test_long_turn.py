@@ -6,14 +6,19 @@ import re
 from typing import Any
 
 import anyio
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from opencode_restore.config import load_config
+from opencode_restore.llm.registry import close_provider, get_provider
 from opencode_restore.llm.scripted import ScriptedProvider
+from opencode_restore.llm.settings import ProviderSettings
 from opencode_restore.model import Message
 from opencode_restore.pipeline.run import RestoreOptions, restore_session
 from opencode_restore.pipeline.stages.turn_summarizer import segments
+from tests.fakes.fake_llm_server import FakeLLMServer
+from tests.fakes.tokens import text_chars, tokens
 
 from ..helpers import make_session
 
@@ -92,6 +97,57 @@ def test_segments_in_order_carry_the_running_summary_and_keep_the_middle() -> No
     # The last call's answer, which covers every part, is the turn's summary.
     assert restored.turns[0].key_outcomes == [f"outcome of part {n} [M2]"]
     assert not restored.failed_turns
+
+
+class UsageServer(FakeLLMServer):
+    """The strict fake Anthropic API, keeping each request body with the usage it reported."""
+
+    def __init__(self) -> None:
+        super().__init__(strict=True)
+        self.usages: list[tuple[dict[str, Any], dict[str, int]]] = []
+
+    def _anthropic_usage(self, body: dict[str, Any]) -> dict[str, int]:
+        usage = super()._anthropic_usage(body)
+        self.usages.append((body, usage))
+        return usage
+
+
+def test_later_segments_read_the_turns_state_and_facts_from_the_cache(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    config = load_config(env={})
+    config.restore.max_turn_chars = 6000
+    with UsageServer() as server:
+
+        async def go() -> None:
+            provider = get_provider(
+                "anthropic:fake-model", ProviderSettings(base_url=server.base_url)
+            )
+            try:
+                options = RestoreOptions(skip_evidence_search=True)
+                await restore_session(make_session(_long_turn()), config, provider, options=options)
+            finally:
+                await close_provider(provider)
+
+        anyio.run(go)
+    turn_calls = [
+        (body, usage)
+        for body, usage in server.usages
+        if body["tool_choice"]["name"] == "emit_turn_summary"
+    ]
+    assert len(turn_calls) >= 3
+    for body, usage in turn_calls[1:]:
+        [user] = body["messages"]
+        blocks = user["content"]
+        [shared] = [i for i, b in enumerate(blocks) if b["text"].startswith("Accumulated state")]
+        assert "Parsed facts" in blocks[shared]["text"]
+        assert "cache_control" in blocks[shared]
+        # Only the notice and this segment's task are new: the state and facts, like the
+        # instructions and the header before them, are read from the cache.
+        assert usage["cache_creation_input_tokens"] == 0
+        assert usage["cache_read_input_tokens"] > 0
+        assert usage["input_tokens"] == sum(tokens(text_chars(b)) for b in blocks[shared + 1 :])
 
 
 def test_a_short_turn_is_one_call_with_no_parts() -> None:

@@ -1,10 +1,11 @@
 """What the journal shows a provider: pruning after the prompt cache expired, and rendering.
 
 The request is laid out for the provider's prompt cache by `prompting.render` (stable
-parts first, two cache breakpoints). While the cache is warm the rendered stream is never
-changed, so each call reads the prefix the previous one wrote. Once the provider's cache
-TTL has passed (less a buffer) that prefix is gone anyway: the bulky blocks older than
-the last few turns are then shown truncated, once, with a system note that says so.
+parts first, cache breakpoints at the end of the stream and of the turn's shared part).
+While the cache is warm the rendered stream is never changed, so each call reads the
+prefix the previous one wrote. Once the provider's cache TTL has passed (less a buffer)
+that prefix is gone anyway: the bulky blocks older than the last few turns are then
+shown truncated, once, with a system note that says so.
 Folding earlier blocks into a range summary is the context budget's choice
 (`pipeline.budget`); `Journal.compact` does the edit.
 """
@@ -70,12 +71,14 @@ async def render(
     system: str,
     header: str,
     task: str,
+    turn: str = "",
     ttl_seconds: int = 0,
     prune_buffer_seconds: int = 0,
     announcements: Sequence[str] = (),
     consume: bool = True,
 ) -> LLMRequest:
-    """``base`` filled with the journal's stream, pruned first if the cache expired.
+    """``base`` filled with the journal's stream, pruned first if the cache expired;
+    ``turn`` (the part every call of the current turn shares) follows the stream.
 
     Pending notices are shown after the stable part and then dropped, unless ``consume``
     is False (the caller may render again and clears ``journal.notices`` itself).
@@ -92,4 +95,5 @@ async def render(
             announcements=notes,
             task=task,
             base=base,
+            turn=turn,
         )

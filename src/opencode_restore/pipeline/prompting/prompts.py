@@ -1,8 +1,11 @@
 """Jinja2 prompt templates, one per stage, rendered with StrictUndefined.
 
-Each template has three blocks, from most to least stable: ``system`` (instructions),
-``context`` (session header and earlier history) and ``task`` (the current call). Keeping
-that order lets the provider's prompt cache reuse the stable prefix.
+Each template has up to four blocks, from most to least stable: ``system``
+(instructions), ``context`` (session header and earlier history), ``turn`` (optional: what
+every call of the current turn shares, such as its state and facts) and ``task`` (the
+current call). Keeping that order lets the provider's prompt cache reuse the stable
+prefix: a turn sent in several segments, or asked again, reads its ``turn`` block from
+the cache.
 
 Within a small context window (`capped_json`) every ``*_json`` value a template is given
 (the accumulated state, a turn's facts, the running summary, the evidence) is cut in its
@@ -76,6 +79,8 @@ class RenderedPrompt:
     system: str
     context: str
     task: str
+    #: Sent between the context and the task; empty for a template without the block.
+    turn: str = ""
 
 
 @lru_cache(maxsize=8)
@@ -167,14 +172,14 @@ async def quote_messages(messages: list[Message]) -> list[Message]:
 
 
 def render(stage: str, override_dir: str | None = None, **variables: Any) -> RenderedPrompt:
-    """Render ``prompts/<stage>.j2`` into its system, context and task parts."""
+    """Render ``prompts/<stage>.j2`` into its system, context, turn and task parts."""
     env = _environment(override_dir)
     name = f"{stage}.j2"
     variables = _capped(variables)
     try:
         template = env.get_template(name)
         parts = {}
-        for block in ("system", "context", "task"):
+        for block in ("system", "context", "turn", "task"):
             render_block = template.blocks.get(block)
             if render_block is None:
                 parts[block] = ""
@@ -185,4 +190,4 @@ def render(stage: str, override_dir: str | None = None, **variables: Any) -> Ren
         raise ConfigError(f"prompt template {exc.name!r} not found") from exc
     except jinja2.UndefinedError as exc:
         raise ConfigError(f"prompt template {name}: {exc.message}") from exc
-    return RenderedPrompt(name, parts["system"], parts["context"], parts["task"])
+    return RenderedPrompt(name, parts["system"], parts["context"], parts["task"], parts["turn"])

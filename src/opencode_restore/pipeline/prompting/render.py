@@ -6,14 +6,18 @@ The order runs from the most stable part to the most volatile one:
 2. the session header (the same for the whole session),
 3. the range summary, if earlier turns were compacted,
 4. the earlier turns, one message each, append-only and never re-rendered,
-5. announcements (ephemeral notices, rendered for one call),
-6. the current task (accumulated state, facts, the current turn's transcript).
+5. the current turn's shared part (accumulated state, facts), the same for every call
+   of the turn,
+6. announcements (ephemeral notices, rendered for one call),
+7. the current task (a segment of the current turn's transcript).
 
-Two cache breakpoints: one at the end of (4) and one a message earlier, which is where
-the previous call's tail breakpoint was, so each call reads the prefix the previous one
-wrote and writes only the newest turn. Without history the earlier breakpoint sits on the
-system prompt. Anthropic receives them as ``cache_control``; OpenAI caches the same prefix
-by itself.
+Cache breakpoints: one at the end of (4) and one a message earlier, which is where the
+previous call's tail breakpoint was, so each call reads the prefix the previous one
+wrote and writes only the newest turn; without history the earlier one sits on the
+system prompt. A third ends (5): a turn sent in several segments (or asked again after a
+failure) reads its state and facts from the cache instead of paying for them in every
+call. The notices come after it because their figures change with every call. Anthropic
+receives the breakpoints as ``cache_control``; OpenAI caches the same prefix by itself.
 """
 
 from __future__ import annotations
@@ -130,11 +134,17 @@ def build_request(
     announcements: Sequence[str],
     task: str,
     base: LLMRequest,
+    turn: str = "",
 ) -> LLMRequest:
-    """The request: ``base`` (stage, schema, facts, limits) with the rendered stream."""
+    """The request: ``base`` (stage, schema, facts, limits) with the rendered stream.
+
+    ``turn`` is what every call of the current turn shares (empty: none).
+    """
     messages = [ChatMessage("user", header)]
     messages += [ChatMessage("user", text) for text in stream_texts(blocks)]
     stable_end = len(messages) - 1
+    if turn:
+        messages.append(ChatMessage("user", turn, cache_breakpoint=True))
     messages += [ChatMessage("user", f"[NOTICE] {a}") for a in announcements]
     messages.append(ChatMessage("user", task))
     system_blocks = [SystemBlock(system)]
