@@ -61,6 +61,19 @@ def test_strip_lines_replays_only_lines_that_need_it() -> None:
     assert strip_lines(data) == ["b", "plain", "bold", "z", "last"]
 
 
+#: Pieces of raw lines: plain text, colour, in-line editing controls, box characters.
+RAW_PIECES = [b"ab", b" ", b"\xe2\x94\x83", b"\x1b[31m", b"\x1b[0m", b"\r", b"\x08", b"\x1b[K"]
+RAW_PIECES += [b"\x1b[3C", b"\x1b[2D", b"\x1b]0;t\x07", b"\x07", b"\r\n", b"\xff"]
+
+
+@given(st.lists(st.lists(st.sampled_from(RAW_PIECES), max_size=8).map(b"".join), max_size=12))
+def test_strip_lines_equals_strip_line_on_each_line(raw_lines: list[bytes]) -> None:
+    # strip_lines skips its replay search on blocks that hold no editing control; with or
+    # without one, each line reads as strip_line reads it alone.
+    data = b"\n".join(raw_lines)
+    assert strip_lines(data) == [strip_line(line) for line in data.split(b"\n")]
+
+
 def test_strip_and_remove_sequences() -> None:
     assert strip("\x1b[1mx\x1b[0m\nab\rc") == "x\ncb"
     assert strip(b"\x1b[32mok\x1b[0m\n") == "ok\n"

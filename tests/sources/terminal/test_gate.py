@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from opencode_restore.diagnostics import WarningSink
 from opencode_restore.model import Message
 from opencode_restore.sources.terminal.ansi import _emulate, _replay, iter_blocks, iter_lines
-from opencode_restore.sources.terminal.gate import line_gate
+from opencode_restore.sources.terminal.gate import _lines_holding, line_gate
 from opencode_restore.sources.terminal.layout import cut_sidebar, cut_sidebar_blocks, dedent
 from opencode_restore.sources.terminal.lines import LineScanner
 from opencode_restore.sources.terminal.patterns import (
@@ -197,6 +197,26 @@ def test_gate_admits_what_a_pattern_matches(pattern: str, line: str) -> None:
     gate = line_gate({"p": rx})
     assert gate is not None
     assert gate.maybe([line, "unrelated"])[0][0] == 0
+
+
+LITERALS = {
+    "ab": frozenset({"x"}),
+    "b": frozenset({"y"}),
+    "┃": frozenset({"x", "z"}),
+    " c": frozenset(),
+}
+
+
+@given(st.lists(st.lists(st.sampled_from(["ab", "b", "┃", " ", "c", "a"])).map("".join)))
+def test_lines_holding_equals_the_plain_definition(lines: list[str]) -> None:
+    # The hits of all literals are sorted and counted in one pass; the plain definition
+    # looks at each line for each literal.
+    expected: dict[int, frozenset[str]] = {}
+    for i, line in enumerate(lines):
+        held = [names for lit, names in LITERALS.items() if lit in line]
+        if held:
+            expected[i] = frozenset().union(*held)
+    assert _lines_holding("\n".join(lines), LITERALS) == expected
 
 
 def scan_blocks(p: TerminalPatterns, lines: list[str], size: int) -> list[Message]:

@@ -165,6 +165,10 @@ def strip_lines(data: bytes) -> list[str]:
     """
     text = _clean(data)
     lines = text.split("\n")
+    if "\x1b" not in text and "\r" not in text and "\x08" not in text:
+        # Three ``in`` tests run at memory speed; the class search below does not, and
+        # most blocks of a capture hold no editing control at all.
+        return lines
     search, count = _NEEDS_REPLAY.search, text.count
     index, scanned = 0, 0
     m = search(text)

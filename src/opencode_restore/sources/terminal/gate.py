@@ -25,6 +25,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import import_module
+from operator import itemgetter
 from typing import Any
 
 # The parser behind ``re`` itself; ``sre_parse`` is only its deprecated alias (3.11). It
@@ -317,25 +318,38 @@ class LineGate:
             hits = [i for i, ln in enumerate(lines) if (f := lead[ln.lstrip()[:1]]) and f(ln)]
             found = {i: lead.names[lines[i].lstrip()[:1]] for i in hits}
         if self.anywhere:
-            text = "\n".join(lines)
-            for lit, lit_names in self.anywhere.items():
-                for i in _lines_holding(text, lit):
-                    found[i] = found.get(i, frozenset()) | lit_names
+            for i, lit_names in _lines_holding("\n".join(lines), self.anywhere).items():
+                found[i] = found.get(i, frozenset()) | lit_names
         return sorted(found.items())
 
 
-def _lines_holding(text: str, literal: str) -> Iterator[int]:
-    """Indices of the ``\\n``-separated lines of ``text`` that hold ``literal``."""
-    pos = text.find(literal)
+def _lines_holding(text: str, literals: dict[str, frozenset[str]]) -> dict[int, frozenset[str]]:
+    """Index of each ``\\n``-separated line of ``text`` that holds one of ``literals``
+    → the union of the names of the literals it holds.
+
+    The hits of every literal are found first (``str.find``, at memory speed) and sorted,
+    so that the newlines before them are counted in one pass over the text, not one per
+    literal (that second pass per literal was half the cost of the gate).
+    """
+    hits: list[tuple[int, frozenset[str]]] = []
+    find = text.find
+    for literal, names in literals.items():
+        pos = find(literal)
+        while pos >= 0:
+            hits.append((pos, names))
+            end = find("\n", pos)
+            if end < 0:
+                break
+            pos = find(literal, end + 1)
+    hits.sort(key=itemgetter(0))
+    out: dict[int, frozenset[str]] = {}
+    count = text.count
     line, counted = 0, 0
-    while pos >= 0:
-        line += text.count("\n", counted, pos)
-        yield line
-        end = text.find("\n", pos)
-        if end < 0:
-            break
-        counted = end
-        pos = text.find(literal, end + 1)
+    for pos, names in hits:
+        line += count("\n", counted, pos)
+        counted = pos
+        out[line] = out[line] | names if line in out else names
+    return out
 
 
 def line_gate(patterns: dict[str, re.Pattern[str]]) -> LineGate | None:
