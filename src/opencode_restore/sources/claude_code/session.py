@@ -21,8 +21,9 @@ from .tree import Layout, build_tree
 
 def read_entries(
     files: Sequence[Path], s: Scan, entries: Sequence[int], sink: WarningSink
-) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Second pass: parse only the lines of ``entries`` (entry ids), in file order.
+) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """Second pass: ``(entry id, uuid, parsed line)`` of only the lines of ``entries``
+    (entry ids), in file order.
 
     Each line is read at the byte offset the first pass noted, so the lines not
     wanted (hook and tool progress: most of a real log) are never read again. A line
@@ -62,7 +63,7 @@ def read_entries(
                     files[fi], lineno, f"JSON nested more than {MAX_JSON_DEPTH} deep; skipped"
                 )
             elif type(obj) is dict and obj.get("uuid", uid := uuids[nid]) == uid:
-                yield nid, obj
+                yield nid, uid, obj
             else:
                 sink.warn(files[fi], s.line[nid], "line changed while reading; skipped")
     finally:
@@ -91,9 +92,8 @@ def stream_entries(
     conv = Converter()
 
     def gen() -> Iterator[Message]:
-        for nid, obj in read_entries(files, s, entries, sink):
-            fi, line = s.where(nid)
-            yield from conv.convert(obj, s.uuids[nid], fi, line)
+        for nid, uid, obj in read_entries(files, s, entries, sink):
+            yield from conv.convert(obj, uid, s.file[nid], s.line[nid])
 
     return attach_summaries(gen())
 
@@ -170,9 +170,8 @@ def _read(
     root = _plan(s, TimelineSpan(sid, "main", "agent"), tree.main, sid, owner)
     runs = [_plan(s, TimelineSpan("", "", "agent"), lay, sid, owner) for lay in tree.side_runs]
     conv = Converter()
-    for nid, obj in read_entries(files, s, list(owner), sink):
-        fi, line = s.where(nid)
-        converted = conv.convert(obj, s.uuids[nid], fi, line)
+    for nid, uid, obj in read_entries(files, s, list(owner), sink):
+        converted = conv.convert(obj, uid, s.file[nid], s.line[nid])
         held = owner[nid]
         if hollow and held is root.messages:
             for m in converted:
