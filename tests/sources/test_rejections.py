@@ -13,11 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from opencode_restore.diagnostics import WarningSink
 from opencode_restore.model import Message
 from opencode_restore.sources import open_session
-from opencode_restore.sources.rejections import mark_rejection, rejection
+from opencode_restore.sources.rejections import _CODEX_USER, mark_rejection, rejection
 
 CLAUDE = (
     "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it "
@@ -108,3 +110,21 @@ def test_claude_reader_marks_the_real_rejections(fixtures: Path) -> None:
     assert len(rejected) == 2
     assert all(m.type == "tool_result" and m.is_error for m in rejected)
     assert all("user_said" not in m.meta for m in rejected)
+
+
+#: Codex's words in any case, with dots, spaces, and characters whose lowercase is longer.
+codex_like = st.builds(
+    lambda words, dots, pad, odd: pad + odd + words + "." * dots + pad,
+    st.sampled_from(sorted(_CODEX_USER)).map(str.upper) | st.sampled_from(sorted(_CODEX_USER)),
+    st.integers(0, 40),
+    st.sampled_from(["", " ", "\n"]),
+    st.sampled_from(["", "\u0130", "\u1e9e"]),
+)
+
+
+@given(codex_like | st.text(max_size=60))
+def test_codex_words_are_found_as_by_lowering_the_whole_head(text: str) -> None:
+    # The plain rule, before the length check that skips lowering long heads; no other
+    # agent's rejection starts like these texts.
+    plain = text[:4000].strip().lower().rstrip(".") in _CODEX_USER
+    assert (rejection(text) == ("user", None)) == plain

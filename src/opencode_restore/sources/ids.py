@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 import regex
 
 from ..model import Message, Session, TimelineSpan
+from .strindex import StrIndex
 
 #: Ids that stand for a removed or unknown value, optionally with a ``:suffix``/``#k``
 #: a reader added (``REDACTED:result``): ``REDACTED``, ``[redacted]``, ``<REMOVED>``,
@@ -51,13 +52,16 @@ class IdGuard:
     __slots__ = ("_seen",)
 
     def __init__(self) -> None:
-        self._seen: set[str] = set()
+        # One id per message of a stream of any length: compact text, not a set.
+        self._seen = StrIndex()
 
     def fix(self, m: Message) -> Message:
         """``m`` with a unique id (changed in place only when it was a placeholder or taken)."""
         seen = self._seen
         mid = m.id
-        if mid in seen or is_placeholder_id(mid):
+        count = len(seen)
+        # ``add`` keeps a new id at once (one probe); a placeholder is never kept.
+        if is_placeholder_id(mid) or seen.add(mid) != count:
             if "original_id" not in m.meta:
                 m.meta["original_id"] = mid
             base = f"{m.file_index}:{m.entry_index}"
@@ -66,7 +70,7 @@ class IdGuard:
                 n += 1
                 mid = f"{base}#{n}"
             m.id = mid
-        seen.add(mid)
+            seen.add(mid)
         return m
 
     def stream(self, messages: Iterable[Message]) -> Iterator[Message]:

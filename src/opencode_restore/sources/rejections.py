@@ -38,6 +38,9 @@ _CLAUDE_NOTE = regex.compile(
 #: What Claude Code puts after "the user said:" for AskUserQuestion's "clarify": its own text.
 _HARNESS_SAID = ("The user wants to clarify these questions.",)
 _CODEX_USER = frozenset({"patch rejected by user", "exec command rejected by user"})
+#: Lowering never shortens a text: a longer head is none of them, and is not lowered
+#: (lowering every tool result's 4,000-character head was most of this module's cost).
+_CODEX_USER_LONGEST = max(map(len, _CODEX_USER))
 _CODEX_POLICY = regex.compile(r"^\S+ failed for `.*?`: [^\n]{0,80}?\bRejected\(", regex.DOTALL)
 _OPENCODE_REJECTED = "The user rejected permission to use this specific tool call"
 _OPENCODE_FEEDBACK = regex.compile(r"with the following feedback:\s*")
@@ -62,7 +65,8 @@ def rejection(text: str) -> tuple[str, str | None] | None:
         return "user", None
     if head.startswith(_CLAUDE_DENIED):
         return "policy", None
-    if head.lower().rstrip(".") in _CODEX_USER:
+    bare = head.rstrip(".")
+    if len(bare) <= _CODEX_USER_LONGEST and bare.lower() in _CODEX_USER:
         return "user", None
     if _CODEX_POLICY.match(head):
         return "policy", None

@@ -136,7 +136,7 @@ def test_lines_that_change_between_the_passes(tmp_path: Path) -> None:
     first, second = path.read_bytes().splitlines(keepends=True)
     # Appended lines change nothing; a line rewritten in place is skipped.
     path.write_bytes(b"x" * (len(first) - 1) + b"\n" + second + first)
-    got = [nid for nid, _ in read_entries([path], s, tree.main.active, sink)]
+    got = [nid for nid, _, _ in read_entries([path], s, tree.main.active, sink)]
     assert got == [1]
     assert [(w.line, w.message) for w in sink.warnings] == [
         (1, "line changed while reading; skipped")

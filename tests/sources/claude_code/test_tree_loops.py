@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ def warned(sink: WarningSink) -> list[tuple[str, int, str]]:
     return [(Path(w.path).name, w.line, w.message) for w in sink.warnings]
 
 
-def assert_forest(parent: list[int]) -> None:
+def assert_forest(parent: Sequence[int]) -> None:
     """Every parent chain ends at a root within ``len(parent)`` steps."""
     for start in range(len(parent)):
         node, steps = start, 0

@@ -20,6 +20,7 @@ from ...model import Compaction, Message, Usage
 from ..base import text_of, token_count
 from ..rejections import mark_rejection
 from ..slash import is_local_command
+from ..strindex import StrIndex
 
 #: User text that is bookkeeping of a slash command, not a request.
 _COMMAND_PREFIXES = (
@@ -95,7 +96,8 @@ class Converter:
     __slots__ = ("_seen_responses",)
 
     def __init__(self) -> None:
-        self._seen_responses: set[str] = set()
+        # A long log has one response id per turn: kept as compact text, not a set.
+        self._seen_responses = StrIndex()
 
     def convert(self, obj: dict[str, Any], uid: str, fi: int, line: int) -> list[Message]:
         """The messages of one line (``uid`` is its uuid, or a stand-in for uuid-less lines)."""

@@ -100,7 +100,7 @@ class ClaudeCodeReader(Discovery):
             return iter_stream(files, sink)
         if files and is_web_file(files[0]):
             return iter_web(files, sink)
-        s = scan(files, sink)
+        s = scan(files, sink, agents=False)
         tree = build_tree(s, files, sink, with_side_runs=False)
         return stream_entries(files, s, tree.main.active, sink)
 

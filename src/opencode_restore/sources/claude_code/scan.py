@@ -1,9 +1,10 @@
 """First pass over a Claude Code transcript chain: ids, links and header facts only.
 
 Every line is parsed once, but only small facts are kept per entry (its uuid, its
-parent, where it is, what kind of entry it is), so memory grows with the number of
-entries, never with the text of the log. The second pass re-reads only the lines
-the conversation tree says are wanted.
+parent, where it is, what kind of entry it is), in compact arrays (~90 bytes per entry
+with its uuid's text; a dict and lists of them took ~200), so memory grows with the
+number of entries, never with the text of the log. The second pass re-reads only the
+lines the conversation tree says are wanted.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import orjson
 
 from ...diagnostics import WarningSink
 from ..base import LINE_BUFFER, MAX_JSON_DEPTH, iter_lines, loads_capped
+from ..strindex import StrIndex
 from .line import DECODER, NOISE, SYSTEM, TOOL_RESULT, Line, classify, coerce
 
 #: Root marker in ``Scan.parent``.
@@ -41,9 +43,9 @@ class Boundary:
 class Scan:
     """What the first pass learnt. Entries are numbered in file order (oldest file first)."""
 
-    index: dict[str, int] = field(default_factory=dict)
-    uuids: list[str] = field(default_factory=list)
-    parent: list[int] = field(default_factory=list)
+    #: each entry's uuid, numbered by entry (``get`` finds an entry, -1 when absent)
+    uuids: StrIndex = field(default_factory=StrIndex)
+    parent: array[int] = field(default_factory=lambda: array("i"))
     #: each entry's file (its place in the chain) and line number
     file: array[int] = field(default_factory=lambda: array("i"))
     line: array[int] = field(default_factory=lambda: array("q"))
@@ -78,7 +80,8 @@ class Scan:
         """Only the positions of ``entries`` (renumbered from 0, in that order): what
         ``read_entries`` needs to read them again, without the rest of the log's ids."""
         out = Scan()
-        out.uuids = [self.uuids[n] for n in entries]
+        for n in entries:
+            out.uuids.add(self.uuids[n])
         out.file = array("i", (self.file[n] for n in entries))
         out.line = array("q", (self.line[n] for n in entries))
         out.offset = array("q", (self.offset[n] for n in entries))
@@ -89,14 +92,16 @@ class Scan:
         if self.custom_title:
             return self.custom_title
         for leaf, text in self.summaries:
-            if leaf is not None and leaf in self.index:
+            if leaf is not None and leaf in self.uuids:
                 return text
         return self.summaries[0][1] if self.summaries else None
 
 
-def scan(files: Sequence[Path], sink: WarningSink) -> Scan:
-    """Run the first pass over a chain of files, oldest first."""
-    sc = _Scanner()
+def scan(files: Sequence[Path], sink: WarningSink, agents: bool = True) -> Scan:
+    """Run the first pass over a chain of files, oldest first; ``agents``: also note
+    which Task call started each sub-agent (``Scan.agent_links``, which re-parses the
+    tool results that name one)."""
+    sc = _Scanner(agents)
     for fi, path in enumerate(files):
         try:
             fh = path.open("rb", buffering=LINE_BUFFER)
@@ -111,10 +116,11 @@ def scan(files: Sequence[Path], sink: WarningSink) -> Scan:
 class _Scanner:
     """The first pass's state while files are read."""
 
-    __slots__ = ("last_any", "last_main", "pending", "s")
+    __slots__ = ("agents", "last_any", "last_main", "pending", "s")
 
-    def __init__(self) -> None:
+    def __init__(self, agents: bool) -> None:
         self.s = Scan()
+        self.agents = agents
         self.pending: dict[int, str] = {}
         self.last_main = NO_PARENT
         self.last_any = NO_PARENT
@@ -136,7 +142,7 @@ class _Scanner:
     def finish(self) -> Scan:
         s = self.s
         for nid, puid in self.pending.items():
-            p = s.index.get(puid, NO_PARENT)
+            p = s.uuids.get(puid)
             s.parent[nid] = p
             if p != NO_PARENT:
                 del s.roots[nid]
@@ -146,9 +152,13 @@ class _Scanner:
         """Record the entries of one file (``fi`` is its place in the chain)."""
         s = self.s
         decode = DECODER.decode
-        index, uuids, parent, roots, pending = s.index, s.uuids, s.parent, s.roots, self.pending
+        uuids, roots, pending = s.uuids, s.roots, self.pending
+        add_uuid, find_uuid = uuids.add, uuids.get
+        parent_append = s.parent.append
         file_append, line_append, offset_append = s.file.append, s.line.append, s.offset.append
         side_append, kind_append = s.side.append, s.kind.append
+        # The entry added last: most lines hang under it, found without a lookup.
+        last_uid, last_nid = None, NO_PARENT
         last_sid: str | None = None
         header_missing = True
         end = 0
@@ -185,23 +195,25 @@ class _Scanner:
                     # A conversation line without a uuid still belongs to the story.
                     uid = f"{fi}:{lineno}"
                 k = classify(line)
-            seen = index.get(uid)
-            if seen is not None:
+            nid = len(uuids)
+            seen = add_uuid(uid)
+            if seen != nid:
                 self.repeat(seen, fi, lineno, start, is_side, k)
                 continue
-            nid = len(uuids)
-            index[uid] = nid
-            uuids.append(uid)
             puid = line.parentUuid
             if puid is None:
                 p = NO_PARENT
+            elif puid == last_uid:
+                p = last_nid
             else:
-                p = index.get(puid, _UNRESOLVED)
-                if p == _UNRESOLVED:
+                p = find_uuid(puid)
+                if p == NO_PARENT:
+                    p = _UNRESOLVED
                     pending[nid] = puid
+            last_uid, last_nid = uid, nid
             if p < 0:
                 roots[nid] = (self.last_main, self.last_any)
-            parent.append(p)
+            parent_append(p)
             file_append(fi)
             line_append(lineno)
             offset_append(start)
@@ -227,7 +239,7 @@ class _Scanner:
                 s.side_agents[nid] = line.agentId
             if k == SYSTEM and line.subtype == "compact_boundary":
                 s.boundaries[nid] = _boundary(line)
-            elif k == TOOL_RESULT and b'"agentId' in raw:
+            elif k == TOOL_RESULT and self.agents and b'"agentId' in raw:
                 _note_agent_result(s, loads_capped(raw))
             elif s.model is None and typ == "assistant" and line.message is not None:
                 model = line.message.model

@@ -5,7 +5,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
@@ -21,44 +21,67 @@ from .tree import Layout, build_tree
 
 def read_entries(
     files: Sequence[Path], s: Scan, entries: Sequence[int], sink: WarningSink
-) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Second pass: parse only the lines of ``entries`` (entry ids), in file order.
+) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """Second pass: ``(entry id, uuid, parsed line)`` of only the lines of ``entries``
+    (entry ids), in file order.
 
     Each line is read at the byte offset the first pass noted, so the lines not
     wanted (hook and tool progress: most of a real log) are never read again. A line
     that is not there any more (the file was rewritten, not appended to) is skipped
     with a warning.
     """
-    by_file: dict[int, list[int]] = {}
-    for nid in sorted(entries, key=s.where):
-        by_file.setdefault(s.file[nid], []).append(nid)
     loads = orjson.loads
     cap = max_line_bytes()
-    for fi, wanted in by_file.items():
-        path = files[fi]
-        try:
-            # Wanted lines are close together: most seeks stay inside the buffer.
-            fh = path.open("rb", buffering=LINE_BUFFER)
-        except OSError as exc:
-            sink.warn(path, 0, f"cannot re-read: {exc.strerror}; skipped")
-            continue
-        with fh:
-            for nid in wanted:
-                fh.seek(s.offset[nid])
-                raw = fh.readline(cap + 1)
+    uuids, files_of, offsets = s.uuids, s.file, s.offset
+    fh: IO[bytes] | None = None
+    current = -1
+    try:
+        for nid in _in_file_order(s, entries):
+            fi = files_of[nid]
+            if fi != current:
+                current = fi
+                if fh is not None:
+                    fh.close()
                 try:
-                    obj = loads(raw)
-                except orjson.JSONDecodeError:
-                    obj = None
-                # An entry without a uuid got a made-up one: only its JSON can be checked.
-                if type(obj) is dict and too_deep(raw, obj):
-                    lineno = s.line[nid]
-                    sink.warn(path, lineno, f"JSON nested more than {MAX_JSON_DEPTH} deep; skipped")
-                elif type(obj) is dict and obj.get("uuid", s.uuids[nid]) == s.uuids[nid]:
-                    yield nid, obj
-                else:
-                    lineno = s.line[nid]
-                    sink.warn(path, lineno, "line changed while reading; skipped")
+                    # Wanted lines are close together: most seeks stay inside the buffer.
+                    fh = files[fi].open("rb", buffering=LINE_BUFFER)
+                except OSError as exc:
+                    fh = None
+                    sink.warn(files[fi], 0, f"cannot re-read: {exc.strerror}; skipped")
+            if fh is None:
+                continue
+            fh.seek(offsets[nid])
+            raw = fh.readline(cap + 1)
+            try:
+                obj = loads(raw)
+            except orjson.JSONDecodeError:
+                obj = None
+            # An entry without a uuid got a made-up one: only its JSON can be checked.
+            if type(obj) is dict and too_deep(raw, obj):
+                lineno = s.line[nid]
+                sink.warn(
+                    files[fi], lineno, f"JSON nested more than {MAX_JSON_DEPTH} deep; skipped"
+                )
+            elif type(obj) is dict and obj.get("uuid", uid := uuids[nid]) == uid:
+                yield nid, uid, obj
+            else:
+                sink.warn(files[fi], s.line[nid], "line changed while reading; skipped")
+    finally:
+        if fh is not None:
+            fh.close()
+
+
+def _in_file_order(s: Scan, entries: Sequence[int]) -> Sequence[int]:
+    """``entries`` ordered by their place in the chain: as given, without a copy, when
+    they are already (the live path, unless a resume moved an entry to a later file)."""
+    files_of, lines = s.file, s.line
+    last_file = last_line = -1
+    for nid in entries:
+        fi, line = files_of[nid], lines[nid]
+        if fi < last_file or (fi == last_file and line < last_line):
+            return sorted(entries, key=s.where)
+        last_file, last_line = fi, line
+    return entries
 
 
 def stream_entries(
@@ -69,9 +92,8 @@ def stream_entries(
     conv = Converter()
 
     def gen() -> Iterator[Message]:
-        for nid, obj in read_entries(files, s, entries, sink):
-            fi, line = s.where(nid)
-            yield from conv.convert(obj, s.uuids[nid], fi, line)
+        for nid, uid, obj in read_entries(files, s, entries, sink):
+            yield from conv.convert(obj, uid, s.file[nid], s.line[nid])
 
     return attach_summaries(gen())
 
@@ -148,9 +170,8 @@ def _read(
     root = _plan(s, TimelineSpan(sid, "main", "agent"), tree.main, sid, owner)
     runs = [_plan(s, TimelineSpan("", "", "agent"), lay, sid, owner) for lay in tree.side_runs]
     conv = Converter()
-    for nid, obj in read_entries(files, s, list(owner), sink):
-        fi, line = s.where(nid)
-        converted = conv.convert(obj, s.uuids[nid], fi, line)
+    for nid, uid, obj in read_entries(files, s, list(owner), sink):
+        converted = conv.convert(obj, uid, s.file[nid], s.line[nid])
         held = owner[nid]
         if hollow and held is root.messages:
             for m in converted:

@@ -21,7 +21,8 @@ every walk after ``build_tree``'s cuts sees a forest and needs no loop guard.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from array import array
+from collections.abc import MutableSequence, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,7 +39,7 @@ _FLIP = bytes([1, 0]) + bytes(254)
 class Layout:
     """One span's entries: the conversation entries in order, and the branches leaving it."""
 
-    active: list[int] = field(default_factory=list)
+    active: array[int] = field(default_factory=lambda: array("i"))
     #: (fork entry or NO_PARENT, the abandoned branch's own layout)
     branches: list[tuple[int, Layout]] = field(default_factory=list)
 
@@ -97,36 +98,44 @@ def _main_ids(in_main: bytearray) -> list[int]:
     return [i for i, v in enumerate(in_main) if v]
 
 
-def _descends_from(parent: list[int], node: int, ancestor: int) -> bool:
+def _descends_from(parent: Sequence[int], node: int, ancestor: int, backward: bool) -> bool:
+    """True when ``ancestor`` is on ``node``'s path to its root. ``backward``: every link
+    points at an earlier entry, so the walk stops once it is before ``ancestor`` (a long
+    log's walk from each boundary to the root made the tree quadratic)."""
     while node >= 0:
         if node == ancestor:
             return True
+        if backward and node < ancestor:
+            return False
         node = parent[node]
     return False
 
 
 def _attach_boundaries(s: Scan, in_main: bytearray) -> None:
-    parent, index = s.parent, s.index
+    parent, find = s.parent, s.uuids.get
+    backward = not any(p >= i for i, p in enumerate(parent))
     for b, info in s.boundaries.items():
         if parent[b] != NO_PARENT or info.logical_parent is None:
             continue
-        lp = index.get(info.logical_parent)
-        if lp is None or in_main[lp] != in_main[b]:
+        lp = find(info.logical_parent)
+        if lp < 0 or in_main[lp] != in_main[b]:
             continue
-        if not _descends_from(parent, lp, b):
+        if not _descends_from(parent, lp, b, backward):
             parent[b] = lp
+            backward = backward and lp < b
             continue
         # The logical parent was re-parented under this compaction's summary (a
         # preserved tail): continue from the last preserved entry still before it.
         before = NO_PARENT
         for u in info.preserved:
-            node = index.get(u)
-            if node is None:
+            node = find(u)
+            if node < 0:
                 continue
-            if _descends_from(parent, node, b):
+            if _descends_from(parent, node, b, backward):
                 break
             before = node
         parent[b] = before
+        backward = backward and before < b
 
 
 def _make_root(s: Scan, in_main: bytearray, i: int) -> None:
@@ -138,7 +147,7 @@ def _make_root(s: Scan, in_main: bytearray, i: int) -> None:
     s.roots[i] = (j, j)
 
 
-def _cut_loops(parent: list[int]) -> list[tuple[int, int, int]]:
+def _cut_loops(parent: MutableSequence[int]) -> list[tuple[int, int, int]]:
     """Cut every parent loop; returns (entry, its former parent, loop length) per cut.
 
     Each loop loses the link of its oldest entry, which always points at or after that
@@ -203,67 +212,100 @@ def _side_runs(s: Scan, in_main: bytearray) -> list[list[int]]:
     return [m for m in runs.values() if any(s.kind[i] != NOISE for i in m)]
 
 
-def _layout(s: Scan, members: Sequence[int], top: int | None, depth: int) -> Layout:
+def _layout(
+    s: Scan, members: Sequence[int], top: int | None, depth: int, marks: _Marks | None = None
+) -> Layout:
     """Lay out the subtree made of ``members`` (entry ids in file order) rooted at ``top``."""
     kind, parent = s.kind, s.parent
     newest = next((i for i in reversed(members) if kind[i] != NOISE), None)
     if newest is None:
         return Layout()
-    spine: set[int] = set()
-    node = newest
-    while node >= 0:
-        spine.add(node)
-        if node == top:
-            break
-        node = parent[node]
-    on_spine: list[int] = []
-    side_root: dict[int, int] = {}
-    groups: dict[int, list[int]] = {}
+    if marks is None:
+        marks = _Marks(len(parent))
+    on, root, touched = marks.on, marks.root, marks.touched
+    _mark_spine(parent, on, newest, top, 1)
     rewinds: set[int] = set()
     for i in members:
-        if i in spine:
-            if kind[i]:
-                on_spine.append(i)
+        if on[i]:
             continue
         p = parent[i]
-        if p < 0 or p in spine or i == top:
+        if p < 0 or on[p] or i == top:
             r = i
         else:
-            r = side_root.get(p, -1)
+            r = root[p]
             if r < 0:
-                r = _side_root(parent, spine, side_root, i, top)
-        side_root[i] = r
-        group = groups.get(r)
-        if group is None:
-            groups[r] = [i]
-        else:
-            group.append(i)
+                r = _side_root(parent, marks, i, top)
+        root[i] = r
+        touched.append(i)
         if kind[i] == PROMPT:
             rewinds.add(r)
     if depth >= _MAX_DEPTH:
         rewinds.clear()
-    folded = [i for r, g in groups.items() if r not in rewinds for i in g if kind[i]]
-    out = Layout(sorted(on_spine + folded) if folded else on_spine)
+    # Members are in file order, so the kept ones come out in order: no sort.
+    active: array[int] = array("i")
+    keep = active.append
+    groups: dict[int, array[int]] = {r: array("i") for r in rewinds}
+    for i in members:
+        if on[i]:
+            if kind[i]:
+                keep(i)
+        elif (r := root[i]) in groups:
+            groups[r].append(i)
+        elif kind[i]:
+            keep(i)
+    _mark_spine(parent, on, newest, top, 0)
+    for i in touched:
+        root[i] = -1
+    del touched[:]
+    out = Layout(active)
     for r in sorted(rewinds):
-        out.branches.append((parent[r], _layout(s, groups[r], r, depth + 1)))
+        out.branches.append((parent[r], _layout(s, groups[r], r, depth + 1, marks)))
     return out
 
 
-def _side_root(
-    parent: list[int], spine: set[int], memo: dict[int, int], node: int, top: int | None
-) -> int:
+class _Marks:
+    """Per-entry scratch space of `_layout`, shared by the nested layouts and cleared
+    after each use: one byte and one int per entry (sets and dicts of entry ids took
+    ~70 bytes per entry of the log)."""
+
+    __slots__ = ("on", "root", "touched")
+
+    def __init__(self, n: int) -> None:
+        #: 1 on the spine being laid out
+        self.on = bytearray(n)
+        #: where an entry's side subtree leaves the spine (-1: not known yet)
+        self.root: array[int] = array("i", [-1]) * n
+        #: the entries whose ``root`` is set
+        self.touched: array[int] = array("i")
+
+
+def _mark_spine(
+    parent: Sequence[int], on: bytearray, newest: int, top: int | None, flag: int
+) -> None:
+    """Set ``on`` to ``flag`` along the path from ``newest`` up to ``top`` (or a root)."""
+    node = newest
+    while node >= 0:
+        on[node] = flag
+        if node == top:
+            break
+        node = parent[node]
+
+
+def _side_root(parent: Sequence[int], marks: _Marks, node: int, top: int | None) -> int:
     """The entry where ``node``'s subtree leaves the spine (memoized along the walk)."""
+    on, memo = marks.on, marks.root
     path: list[int] = []
     while True:
-        if node in memo:
+        if memo[node] >= 0:
             root = memo[node]
             break
         path.append(node)
         p = parent[node]
-        if p < 0 or p in spine or node == top:
+        if p < 0 or on[p] or node == top:
             root = node
             break
         node = p
     for x in path:
         memo[x] = root
+    marks.touched.extend(path)
     return root
