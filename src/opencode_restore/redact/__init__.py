@@ -433,6 +433,8 @@ class Redactor:
         matched a value it then kept still built a copy, and redacting a session in
         place swapped half its text for equal copies (53 MB churned on a 200 MB log).
         """
+        if not text:
+            return text  # (every emptied body of a hollow session, every missing field)
         original = text
         text = self._redact_ours(text)
         view = _unescape(_unescape(text))
