@@ -279,7 +279,7 @@ class Window:
         request = await self._render(prompt, self._base(prompt, stage, facts, schema), notes)
         chars = request_chars(request)
         if self.estimator.tokens(chars) > self.budget:
-            stream = sum(len(t) for t in stream_texts([b.view() for b in self.journal.blocks]))
+            stream = sum(len(t) for t in self.journal.stream())
             if await self._compact(chars - stream):
                 notes = self._notices()
                 request = await self._render(

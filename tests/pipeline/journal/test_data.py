@@ -10,6 +10,8 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from opencode_restore.llm.base import LLMRequest
 from opencode_restore.pipeline.journal import policy
@@ -346,3 +348,46 @@ def test_file_change(tmp_path: Path) -> None:
     assert file_change(saved) == "gone"
     assert source_file(str(tmp_path)) is None
     assert SourceFile.from_dict(saved.to_dict()) == saved
+
+
+_EDITS = st.lists(
+    st.sampled_from(["turn", "long turn", "evidence", "note", "compact", "prune", "keep", "drop"]),
+    max_size=25,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_EDITS)
+@example(["long turn", "turn", "turn", "turn", "turn", "prune", "turn"])
+def test_the_kept_stream_is_the_stream_rendered_afresh(edits: list[str]) -> None:
+    # The stream a journal keeps as blocks are appended is, after any edit (a compaction,
+    # pruning in place, cut turns, evidence dropped), the one its blocks render to.
+    clock = Clock()
+    tl = timeline(0, clock)
+    turns = 0
+
+    async def edit(name: str) -> None:
+        nonlocal turns
+        if name in ("turn", "long turn"):
+            turns += 1
+            extra = {"key_outcomes": ["x" * 700]} if name == "long turn" else {}
+            await tl.add_turn(record(turns, **extra))
+        elif name == "evidence":
+            await tl.contribute("evidence", "found", meta={"source": "S1"})
+        elif name == "note":
+            await tl.contribute("system.message", "a note")
+        elif name == "compact" and len(tl.blocks) > 2:
+            await tl.compact(2, "folded", {"first_turn": 1, "last_turn": 1})
+        elif name == "prune":
+            policy.touch(tl, 10)
+            clock.now += 100
+            policy.prune_expired(tl, 10, 0)
+        elif name == "keep":
+            turns = max(0, turns - 1)
+            tl.keep_turns(turns)
+        elif name == "drop":
+            tl.drop_evidence()
+
+    for name in edits:
+        anyio.run(edit, name)
+        assert list(tl.stream()) == render.stream_texts([b.view() for b in tl.blocks])

@@ -17,7 +17,7 @@ restoration still lists them all and resuming can rebuild state.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -140,6 +140,10 @@ class Journal:
         self.generation = 0
         #: Turns, blocks and labels the disk holds; None: the next save is a snapshot.
         self.saved: tuple[int, int, int] | None = None
+        #: The rendered stream of ``_streamed`` blocks of the list ``_stream_of``.
+        self._stream = render.Stream()
+        self._stream_of: list[Block] | None = None
+        self._streamed = 0
 
     @property
     def lock(self) -> anyio.Lock:
@@ -147,6 +151,26 @@ class Journal:
         if self._lock is None:
             self._lock = anyio.Lock()
         return self._lock
+
+    def stream(self) -> Sequence[str]:
+        """The blocks rendered as the stable stream of a request (`render.Stream`).
+
+        Blocks appended since the last call are rendered and added; when the list was
+        replaced (a compaction, cut turns, a load) or a block changed in place
+        (`edited`), the stream is rendered again from the first block.
+        """
+        if self._stream_of is not self.blocks or self._streamed > len(self.blocks):
+            self._stream, self._stream_of, self._streamed = render.Stream(), self.blocks, 0
+        for block in self.blocks[self._streamed :]:
+            self._stream.add(block.view())
+        self._streamed = len(self.blocks)
+        return self._stream.texts
+
+    def edited(self) -> None:
+        """Blocks were changed in place (pruned): the next save writes a snapshot, and
+        the stream is rendered again."""
+        self.saved = None
+        self._stream_of = None
 
     def new_block(self, kind: str, text: str, **kw: Any) -> Block:
         """A block with the next id (not yet in the stream)."""

@@ -53,7 +53,7 @@ def prune_expired(journal: Journal, ttl_seconds: int, buffer_seconds: int) -> No
     cache.last_touch_at = None
     if not pruned:
         return
-    journal.saved = None  # saved blocks changed: the next save writes a snapshot
+    journal.edited()
     idle = int(journal.clock() - touched)
     journal.append(
         "system.message",
@@ -91,7 +91,7 @@ async def render(
         return layout.build_request(
             system=system,
             header=header,
-            blocks=[b.view() for b in journal.blocks],
+            stream=journal.stream(),
             announcements=notes,
             task=task,
             base=base,

@@ -106,42 +106,57 @@ def block_text(block: BlockView) -> str:
     return text
 
 
-def stream_texts(blocks: Sequence[BlockView]) -> list[str]:
-    """The stable stream: one message per turn (header and summary joined), one per other block.
+class Stream:
+    """The stable stream of blocks added one at a time: one message per turn (header and
+    summary joined), one per other block.
 
     Evidence blocks are left out: the synthesis, their only reader, quotes them in its task.
+    A journal keeps one as its blocks are appended (``Journal.stream``), so each block is
+    rendered once, not again for every request of the restore.
     """
-    out: list[str] = []
-    previous_turn: int | None = None
-    for block in blocks:
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self._previous_turn: int | None = None
+
+    def add(self, block: BlockView) -> None:
+        """Render ``block`` at the end of the stream."""
         if block.kind == "evidence":
-            continue
+            return
         text = block_text(block)
-        same_turn = block.kind == "turn.summary" and block.turn == previous_turn
-        if same_turn and out:
-            out[-1] = f"{out[-1]}\n{text}"
+        same_turn = block.kind == "turn.summary" and block.turn == self._previous_turn
+        if same_turn and self.texts:
+            self.texts[-1] = f"{self.texts[-1]}\n{text}"
         else:
-            out.append(text)
-        previous_turn = block.turn if block.kind == "turn.header" else None
-    return out
+            self.texts.append(text)
+        self._previous_turn = block.turn if block.kind == "turn.header" else None
+
+
+def stream_texts(blocks: Sequence[BlockView]) -> list[str]:
+    """The stable stream of ``blocks`` (see `Stream`)."""
+    stream = Stream()
+    for block in blocks:
+        stream.add(block)
+    return stream.texts
 
 
 def build_request(
     *,
     system: str,
     header: str,
-    blocks: Sequence[BlockView],
+    stream: Sequence[str],
     announcements: Sequence[str],
     task: str,
     base: LLMRequest,
     turn: str = "",
 ) -> LLMRequest:
-    """The request: ``base`` (stage, schema, facts, limits) with the rendered stream.
+    """The request: ``base`` (stage, schema, facts, limits) with the rendered ``stream``
+    (`Stream.texts`).
 
     ``turn`` is what every call of the current turn shares (empty: none).
     """
     messages = [ChatMessage("user", header)]
-    messages += [ChatMessage("user", text) for text in stream_texts(blocks)]
+    messages += [ChatMessage("user", text) for text in stream]
     stable_end = len(messages) - 1
     if turn:
         messages.append(ChatMessage("user", turn, cache_breakpoint=True))
