@@ -92,7 +92,12 @@ def restore(path: Path, data_dir: Path) -> tuple[float, float, int, int]:
     out = data_dir / "summary.json"
     cmd = [sys.executable, "-m", "opencode_restore", "restore", str(path), "--agent"]
     cmd += ["claude-code", "--format", "json", "-o", str(out), "--quiet"]
-    env = dict(os.environ, OPENCODE_RESTORE_DATA_DIR=str(data_dir))
+    # 200 MB is ~3,800 turns, over the default `restore.max_session_turns` (2,000).
+    env = dict(
+        os.environ,
+        OPENCODE_RESTORE_DATA_DIR=str(data_dir),
+        OPENCODE_RESTORE_RESTORE_MAX_SESSION_TURNS="1000000",
+    )
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert proc.stderr is not None
