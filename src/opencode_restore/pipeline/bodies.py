@@ -7,11 +7,12 @@ order: to parse and hash the turns (the journal needs every turn's hash before t
 is summarized) and to summarize them. After each turn the bodies are emptied again.
 
 Each body is redacted when it is first read. A body whose redaction changed nothing is
-remembered by a digest of its message id and text (or tool input), and when the same
-message comes back with the same digest it is the same text: it is not redacted again
-(redacting every body twice was a fifth of a long offline restore's CPU). A body the
-redaction did change is redacted again when it comes back (a secret is rare; keeping its
-redacted text would hold the log's text in memory).
+remembered by a digest of its text (and one of its tool input) at its place in the
+stream, and when the same message comes back there with the same digest it is the same
+text: it is not redacted again (redacting every body twice was a fifth of a long offline
+restore's CPU). A body the redaction did change is redacted again when it comes back (a
+secret is rare; keeping its redacted text would hold the log's text in memory). The
+digests take 32 bytes a message, in one array.
 """
 
 from __future__ import annotations
@@ -58,13 +59,16 @@ class Bodies:
         self._redact = redact
         self._path = session.files[0] if session.files else "-"
         self._stream: Iterator[Message] | None = None
-        #: Digests of the bodies read so far that hold nothing to redact (see the module).
-        self._clean: set[bytes] = set()
+        #: Per place in the stream, the digests of its text and tool input when their
+        #: redaction changed nothing, else zeros (see the module docstring).
+        self._clean = bytearray()
+        self._at = 0  # the place in the stream of the next message
 
     def rewind(self) -> None:
         """Let go of the stream (and what it holds): the next ``fill`` starts again from
         the first message."""
         self._stream = None
+        self._at = 0
 
     def fill_turn(self, turn: Turn) -> None:
         """``fill`` with the messages of ``turn``."""
@@ -84,44 +88,47 @@ class Bodies:
                 raise SourceError(
                     self._path, "changed while it was being restored; run the restore again"
                 )
+            at = self._at * 2 * _DIGEST
+            self._at += 1
+            if at == len(self._clean):
+                self._clean += bytes(2 * _DIGEST)
             if m.text or m.tool_input is not None:
                 continue  # never emptied (a request, a compaction) or filled already
             text, tool_input = whole.text, whole.tool_input
             if self._redact is not None:
-                text = self._redacted_text(m.id, head_and_tail(text))
+                text = self._redacted_text(at, head_and_tail(text))
                 if tool_input:
-                    tool_input = self._redacted_input(m.id, tool_input)
+                    tool_input = self._redacted_input(at + _DIGEST, tool_input)
             m.text, m.tool_input = text, tool_input
 
-    def _redacted_text(self, message_id: str, text: str) -> str:
+    def _redacted_text(self, at: int, text: str) -> str:
         assert self._redact is not None
-        key = _digest(message_id, b"t", text.encode("utf-8", "surrogatepass"))
-        if key in self._clean:
+        key = _digest(text.encode("utf-8", "surrogatepass"))
+        if self._clean[at : at + _DIGEST] == key:
             return text
         done = self._redact(text)
         if done == text:
-            self._clean.add(key)
+            self._clean[at : at + _DIGEST] = key
         return done
 
-    def _redacted_input(self, message_id: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+    def _redacted_input(self, at: int, tool_input: dict[str, Any]) -> dict[str, Any]:
         assert self._redact is not None
         try:
-            key: bytes | None = _digest(message_id, b"i", orjson.dumps(tool_input))
+            key = _digest(orjson.dumps(tool_input))
         except TypeError:  # not plain JSON (a key or a number orjson cannot write)
             key = None
-        if key in self._clean:
+        if key is not None and self._clean[at : at + _DIGEST] == key:
             return tool_input
         done: dict[str, Any] = redact_value(tool_input, self._redact)
         if key is not None and done == tool_input:
-            self._clean.add(key)
+            self._clean[at : at + _DIGEST] = key
         return done
 
 
-def _digest(message_id: str, kind: bytes, body: bytes) -> bytes:
-    """A digest of one body (``kind``: text or tool input) of one message: equal digests,
-    equal bodies. The id's length comes first, so no id and body run into another pair."""
-    name = message_id.encode("utf-8", "surrogatepass")
-    h = hashlib.blake2b(kind + len(name).to_bytes(8, "big"), digest_size=16)
-    h.update(name)
-    h.update(body)
-    return h.digest()
+#: Bytes of a body's digest.
+_DIGEST = 16
+
+
+def _digest(body: bytes) -> bytes:
+    """A digest of one body: equal digests, equal bodies."""
+    return hashlib.blake2b(body, digest_size=_DIGEST).digest()
