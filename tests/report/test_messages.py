@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
 
+import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
-from opencode_restore.report.messages import iso
+from opencode_restore.model import Message
+from opencode_restore.report.messages import iso, iter_markdown
 
 
 def reference(ts: datetime) -> str:
@@ -32,3 +34,13 @@ def test_iso_examples() -> None:
 def test_iso_matches_isoformat(naive: datetime, tz: timezone | None) -> None:
     ts = naive.replace(tzinfo=tz)
     assert iso(ts) == reference(ts)
+
+
+def test_a_tool_calls_input_is_shown_once_and_other_text_is_kept() -> None:
+    # Seen on a real Claude Code log: a Bash call's JSON printed twice, block then text.
+    call = {"command": "git commit -m 'x'"}
+    same = Message("a", "assistant", "tool_use", orjson.dumps(call).decode(), tool_input=call)
+    other = Message("b", "assistant", "tool_use", "ran it", tool_input=call)
+    md = "".join(iter_markdown([same, other]))
+    assert md.count(orjson.dumps(call).decode()) == 2  # once for each call
+    assert "ran it" in md

@@ -143,7 +143,10 @@ def iter_markdown(
         if context is not None:
             quoted = "\n".join("> " + line for line in context["text"].splitlines())
             yield f"> context ({context['kind']}):\n{quoted}\n\n"
+        call = None
         if m.tool_input is not None:
-            yield "```json\n" + orjson.dumps(m.tool_input).decode() + "\n```\n\n"
-        if m.text:
+            call = orjson.dumps(m.tool_input).decode()
+            yield "```json\n" + call + "\n```\n\n"
+        # A tool call's text is often its input as JSON again: shown once.
+        if m.text and m.text != call:
             yield m.text.rstrip() + "\n\n"
