@@ -209,3 +209,15 @@ def test_a_decision_keeps_the_names_of_its_whole_sentence() -> None:
     long = "Decision: the one sink that re-renders a string built from raw folder names " * 2
     [(_, _, named)] = rules.decisions(f"{long} switched to the new `template.RenderRestricted`.")
     assert named == ["template.RenderRestricted"]
+
+
+def test_a_list_items_marker_is_not_part_of_its_sentence() -> None:
+    # Seen on a real Claude Code log: a decision read "- `writer.go`: …" and was listed
+    # as "- - `writer.go`: …" in the summary.
+    text = "Fixed.\n- `writer.go`: real push instead of a copy.\n* second\n-flag stays as written"
+    assert rules.sentences(text) == [
+        "Fixed.",
+        "`writer.go`: real push instead of a copy.",
+        "second",
+        "-flag stays as written",
+    ]

@@ -128,11 +128,15 @@ def sentences(text: str) -> list[str]:
 def _split_sentences(text: str) -> tuple[str, ...]:
     # Box-drawing characters are a terminal's frame pasted with the text, not words.
     return tuple(
-        flat for piece in _SPLIT.split(text) if (flat := " ".join(_BOX.sub(" ", piece).split()))
+        flat
+        for piece in _SPLIT.split(text)
+        if (flat := _BULLET.sub("", " ".join(_BOX.sub(" ", piece).split())))
     )
 
 
 _BOX = regex.compile(r"[\u2500-\u257f]")
+#: A list item's marker: the item is the sentence ("- - `writer.go`: …" in a summary).
+_BULLET = regex.compile(r"^[-*+•]\s+")
 
 
 def clip(text: str, limit: int = SENTENCE_CHARS) -> str:
