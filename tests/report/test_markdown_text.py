@@ -104,3 +104,13 @@ def test_a_loose_backtick_does_not_pair_with_the_next_span_on_the_line() -> None
         children = [c for t in _PARSER.parse(line) for c in t.children or []]
         assert [c.content for c in children if c.type == "code_inline"] == ["<a>"], value
         assert "html_inline" not in {c.type for c in children}, value
+
+
+def test_a_line_that_opens_with_a_code_span_keeps_its_spans() -> None:
+    # Seen in a real summary: a decision opening with `writer.go` had that backtick
+    # escaped, which unpaired every span after it ("(`append\` to tail").
+    line = markdown_text.text("`src/w.go`: `Set` → push (`append` to tail)")
+    assert line == "`src/w.go`: `Set` → push (`append` to tail)"
+    spans = [c.content for t in _PARSER.parse(line) for c in t.children or []]
+    assert "append" in spans
+    assert markdown_text.text("```py") == "\\`\\`\\`py"  # a fence is still kept from opening

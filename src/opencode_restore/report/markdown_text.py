@@ -32,8 +32,9 @@ class Markdown(str):
 
 
 # What makes a line a block (heading, quote, list, rule, table, fence, setext
-# underline, numbered item) when it opens the line.
-_BLOCK_START = re.compile(r"^(?:[#>+*=|_~`-]|\d+[.)])")
+# underline, numbered item) when it opens the line. One or two backticks open a code span,
+# not a fence: escaping that backtick would unpair the spans after it.
+_BLOCK_START = re.compile(r"^(?:[#>+*=|_~-]|```|\d+[.)])")
 #: A complete inline code span (CommonMark: a backtick run closed by one of equal length).
 #: A run after a backslash may be an escaped backtick, not a span: it is escaped as text.
 _CODE_SPAN = re.compile(r"(?<![\\`])(`+)(?!`).*?(?<!`)\1(?!`)")
