@@ -137,6 +137,15 @@ SPOTTER = Path(__file__).parent.parent / (
 )
 
 
+def test_messages_imports_only_what_reading_a_log_needs(tmp_path: Path) -> None:
+    """``messages`` on a log imports no SDK, no server and not the packaged-data
+    machinery that only ``--demo`` needs (importlib.resources brings tempfile and shutil)."""
+    modules, out = _imported(tmp_path, "messages", str(SPOTTER), "--agent", "claude-code")
+    assert out.count("\n") > 10
+    assert not _top(modules) & set(HEAVY)
+    assert not {"importlib.resources", "tempfile", "shutil"} & modules
+
+
 def _buffered_env() -> dict[str, str]:
     """The environment without PYTHONUNBUFFERED, so stdout is buffered as for a user."""
     return {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}

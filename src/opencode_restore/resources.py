@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 _PACKAGE = Path(__file__).resolve().parent
 _CHECKOUT = _PACKAGE.parent.parent
@@ -30,4 +32,7 @@ DEMO_SAMPLE = "opencode-export.json"
 
 def demo_sample() -> Traversable:
     """The packaged demo session (``importlib.resources``, so it is found in any install)."""
+    # Imported here: it brings tempfile and shutil, which only --demo needs.
+    from importlib import resources
+
     return resources.files("opencode_restore") / "samples" / DEMO_SAMPLE

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
-from importlib.resources import as_file
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -63,6 +62,8 @@ def session_inputs(fn: F) -> F:
                 raise click.UsageError(
                     "--demo reads the packaged sample; give no LOG, --latest or --cwd"
                 )
+            from importlib.resources import as_file  # only --demo: tempfile and shutil
+
             sample = click.get_current_context().with_resource(as_file(demo_sample()))
             return fn(*args, paths=(sample,), **kw)
         paths, kw["agent"], inner = friendly_errors(resolve_inputs)(
