@@ -22,11 +22,16 @@ line by line, decoded), for comparison. The three run in interleaved rounds and 
 figure is the best of ``--runs`` rounds; the child's own peak RSS comes from
 ``os.wait4``. The load average is printed since other jobs may share the CPUs.
 
+``--stages`` also times, in the same interleaved rounds, the reader's stages in this
+process, each including the ones before it (strip; + sidebar cut; + pattern gate; the
+whole reader), and prints the CPU seconds each adds, its share of the end-to-end CPU,
+and the whole budget at 50 MB/s: where the time goes, and what a stage may cost.
+
 Targets (CPU time): >= 50 MB/s end to end on ``real``, and the ratio to the regex
 baseline (printed, measured in the same rounds); peak RSS < 200 MB.
 
     python bench/terminal.py [--mb 50] [--fullscreen-mb 5] [--runs 3] [--only real,...] [--gate]
-                             [--smoke]
+                             [--stages] [--smoke]
 """
 
 from __future__ import annotations
@@ -102,6 +107,35 @@ def run_stripper(path: Path) -> tuple[float, float, int, int]:
     return time.perf_counter() - start, time.process_time() - cpu, n, 0
 
 
+def run_sidebar(path: Path) -> tuple[float, float, int, int]:
+    """The stripper and the sidebar cut (``layout.cut_sidebar_blocks``), in this process."""
+    from opencode_restore.sources.terminal.ansi import iter_blocks
+    from opencode_restore.sources.terminal.layout import cut_sidebar_blocks
+    from opencode_restore.sources.terminal.patterns import default_patterns
+
+    patterns = default_patterns()
+    start, cpu = time.perf_counter(), time.process_time()
+    with path.open("rb") as fh:
+        n = sum(len(lines) for _, lines in cut_sidebar_blocks(iter_blocks(fh), patterns))
+    return time.perf_counter() - start, time.process_time() - cpu, n, 0
+
+
+def run_gate(path: Path) -> tuple[float, float, int, int]:
+    """The stripper, the sidebar cut and the pattern gate over each block, in this process."""
+    from opencode_restore.sources.terminal.ansi import iter_blocks
+    from opencode_restore.sources.terminal.layout import cut_sidebar_blocks
+    from opencode_restore.sources.terminal.patterns import default_patterns
+
+    patterns = default_patterns()
+    gate = patterns.gate
+    if gate is None:
+        sys.exit("the packaged patterns have no gate")
+    start, cpu = time.perf_counter(), time.process_time()
+    with path.open("rb") as fh:
+        n = sum(len(gate.maybe(ls)) for _, ls in cut_sidebar_blocks(iter_blocks(fh), patterns))
+    return time.perf_counter() - start, time.process_time() - cpu, n, 0
+
+
 def run_reader(path: Path, gated: bool) -> tuple[float, float, int, int]:
     """The terminal reader in this process, with the pattern gate on or off.
 
@@ -134,6 +168,23 @@ def best_interleaved(fns: list[Callable[[Path], Timing]], path: Path, runs: int)
     return [min(out, key=lambda r: r[1]) for out in results]
 
 
+STAGES = ("strip", "+ sidebar cut", "+ pattern gate", "+ line scanner (reader)")
+
+
+def print_stages(size_mb: float, staged: list[Timing], cli: Timing) -> None:
+    """The CPU seconds each stage adds, its share of the end-to-end CPU, and the budget:
+    ``staged`` are cumulative (each includes the ones before), the rest is the CLI's
+    start-up and output."""
+    total = cli[1]
+    print(f"  stages (cpu s, share of end to end {total:.2f} s; at 50 MB/s: {size_mb / 50:.2f} s)")
+    before = 0.0
+    for label, (_, cpu, _, _) in zip(STAGES, staged, strict=True):
+        print(f"    {label:26}: {cpu - before:6.2f} s  {(cpu - before) / total:5.1%}")
+        before = cpu
+    rest = total - before
+    print(f"    {'+ start-up, CLI output':26}: {rest:6.2f} s  {rest / total:5.1%}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=50)
@@ -143,6 +194,9 @@ def main() -> None:
     ap.add_argument(
         "--gate", action="store_true", help="also time the reader in process, gate on and off"
     )
+    ap.add_argument(
+        "--stages", action="store_true", help="also time the reader's stages in process"
+    )
     args = parse_args(ap, {"mb": 0.5, "fullscreen_mb": 0.3, "runs": 1})
 
     print(
@@ -150,13 +204,21 @@ def main() -> None:
         + " ".join(f"{x:.2f}" for x in os.getloadavg())
     )
     precompile()
+    if args.stages:
+        # Compiled once, as the CLI does at start-up: not a cost of the first stage timed.
+        from opencode_restore.sources.terminal.patterns import default_patterns
+
+        default_patterns()
     for name in args.only.split(","):
         path = build(name, args.fullscreen_mb if name == "fullscreen" else args.mb)
         size_mb = path.stat().st_size / 1e6
         lines = count_lines(path)
         print(f"{name}: {size_mb:.1f} MB, {lines} lines ({path.relative_to(ROOT)})")
-        baseline, stripper, cli = best_interleaved(
-            [run_baseline, run_stripper, run_cli], path, args.runs
+        stages: list[Callable[[Path], Timing]] = []
+        if args.stages:
+            stages = [run_sidebar, run_gate, lambda p: run_reader(p, True)]
+        baseline, stripper, cli, *staged = best_interleaved(
+            [run_baseline, run_stripper, run_cli, *stages], path, args.runs
         )
         for label, (wall, cpu, _, _) in (("regex baseline", baseline), ("bare stripper", stripper)):
             print(
@@ -169,6 +231,8 @@ def main() -> None:
             f"  (cpu {size_mb / cpu:6.1f} MB/s, {baseline[1] / cpu:4.2f}x the regex baseline)"
             f"  peak RSS {rss / 1e6:6.1f} MB  {msgs} messages"
         )
+        if staged:
+            print_stages(size_mb, [stripper, *staged], cli)
         if args.gate:
             for gated in (True, False):
                 run = [lambda p, g=gated: run_reader(p, g)]
