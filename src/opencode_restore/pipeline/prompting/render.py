@@ -220,6 +220,22 @@ class RedactCache:
         return done
 
 
+class RedactedFacts(dict[str, Any]):
+    """Facts whose every string is redacted already (`redact_facts`).
+
+    The type carries that fact to whoever sends them, so facts redacted once (a turn's,
+    for every segment of the turn and again in the synthesis) are not scanned again.
+    """
+
+
+def redact_facts(facts: dict[str, Any], redact: Callable[[str], str]) -> RedactedFacts:
+    """``facts`` with every string redacted (`redact_value`); facts redacted already as
+    they are."""
+    if isinstance(facts, RedactedFacts):
+        return facts
+    return RedactedFacts(redact_value(facts, redact))
+
+
 def redact_request(
     request: LLMRequest, redact: Callable[[str], str], *, facts: bool = True
 ) -> LLMRequest:
@@ -230,18 +246,23 @@ def redact_request(
     facts, so a secret left there would reach every output. A provider that does not
     read them (``facts=False``: the network ones) gets none, which also spares their
     redaction on every call. Redacting twice changes nothing, so parts redacted earlier
-    may pass again.
+    may pass again; facts already redacted (`RedactedFacts`) are not scanned again.
     """
     for block in request.system:
         block.text = redact(block.text)
-    for message in request.messages:
+    redact_messages(request.messages, redact)
+    request.facts = redact_facts(request.facts, redact) if facts else {}
+    return request
+
+
+def redact_messages(messages: Iterable[ChatMessage], redact: Callable[[str], str]) -> None:
+    """``messages``' text and tool-call arguments redacted, in place."""
+    for message in messages:
         message.content = redact(message.content)
         message.tool_calls = [
             ToolCallRequest(c.id, c.name, redact_value(c.arguments, redact))
             for c in message.tool_calls
         ]
-    request.facts = redact_value(request.facts, redact) if facts else {}
-    return request
 
 
 def request_chars(request: LLMRequest) -> int:
