@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     args = parse_args(parser, {"sessions": 6, "rounds": 1}, argv)
     logs = generate(DATA / f"search-{args.sessions}", args.sessions)
-    work = DATA / "search-work"
+    work = DATA / f"search-work-{args.sessions}"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     store = Store(work / "store.sqlite3")
