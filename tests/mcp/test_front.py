@@ -48,7 +48,13 @@ def test_the_recording_is_what_the_sdk_answers() -> None:
     )
     for version, answers in fresh["answers"].items():
         names = {t["name"] for t in answers["tools/list"]["tools"]}
-        assert names == {"list_sessions", "restore_session", "get_messages", "search_log"}, version
+        assert names == {
+            "list_sessions",
+            "restore_session",
+            "get_messages",
+            "search_log",
+            "search_sessions",
+        }, version
 
 
 def test_the_handshake_is_answered_and_replayed_later() -> None:
@@ -65,7 +71,7 @@ def test_the_handshake_is_answered_and_replayed_later() -> None:
     assert first["result"]["protocolVersion"] == "2025-06-18"
     assert first["result"]["serverInfo"]["name"] == "opencode-restore"
     assert listed["id"] == 1
-    assert len(listed["result"]["tools"]) == 4
+    assert len(listed["result"]["tools"]) == 5
     # The SDK gets the initialize under our id, the notification and the call, in order.
     replayed = [json.loads(line) for line in front.pending]
     assert [m.get("method") for m in replayed] == [

@@ -75,7 +75,13 @@ def test_tools_declare_their_arguments_and_results(home: Path) -> None:
     async def main() -> None:
         async with connect(home) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert set(tools) == {"list_sessions", "restore_session", "get_messages", "search_log"}
+        assert set(tools) == {
+            "list_sessions",
+            "restore_session",
+            "get_messages",
+            "search_log",
+            "search_sessions",
+        }
         for tool in tools.values():
             assert tool.description
             assert len(tool.description) > 40

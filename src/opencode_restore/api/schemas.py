@@ -173,3 +173,27 @@ class Health(BaseModel):
 
     status: Literal["ok"]
     version: str
+
+
+class SearchHitOut(BaseModel):
+    """One hit of ``GET /search``: where it is and a snippet of it."""
+
+    session_id: str
+    agent: str
+    cwd: str | None
+    time: str | None = Field(description="ISO 8601 time of the message, when the log has one.")
+    label: str | None = Field(description="The message's [M#] label; null for a summary row.")
+    kind: str = Field(description="message, tool, error, command, file, decision, summary…")
+    role: str | None
+    snippet: str = Field(description="Text around the match, plain (secrets redacted).")
+    highlights: list[list[int]] = Field(
+        description="[start, end] character offsets of the matched terms in snippet."
+    )
+    score: float = Field(description="BM25 rank: lower is better.")
+
+
+class SearchOut(BaseModel):
+    """The answer of ``GET /search``: hits best first."""
+
+    query: str
+    hits: list[SearchHitOut]

@@ -1,7 +1,8 @@
-"""The session history as four tools, without the protocol around them.
+"""The session history as five tools, without the protocol around them.
 
 `HistoryTools` answers what ``opencode-restore mcp`` serves: the sessions of a project, a
-cited restoration, the messages around a label, a search of the log. Every answer is
+cited restoration, the messages around a label, a search of one log, a search of every
+indexed session. Every answer is
 bounded (a ``limit`` or ``max_tokens``, with a note when something was cut) and redacted.
 A problem the caller can fix (an unknown session, an ambiguous prefix, a bad regex) is a
 `ToolFailure` with a one-line reason; the server turns it into an MCP tool error.
@@ -14,6 +15,7 @@ saved journal an unchanged session costs no model call).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -43,6 +45,8 @@ from ..pipeline.stages.turn_parser import parse_turns
 from ..redact import redact, redact_optional, redact_value
 from ..report.messages import message_record
 from ..report.summary import render_restoration, summary_markdown
+from ..search.index import index_path
+from ..search.query import search
 from ..since import SinceError, parse_since
 from ..sources import filter_messages, open_session
 from ..store import open_store
@@ -122,6 +126,19 @@ class SearchResult(BaseModel):
     session: str
     result: str = Field(description="Hits as file:line [M#]: text, context lines between.")
     labels: list[str] = Field(description="The [M#] of the messages hit.")
+    note: str
+
+
+class SessionHits(BaseModel):
+    """The answer of `search_sessions`."""
+
+    query: str
+    hits: list[dict[str, Any]] = Field(
+        description="session_id, agent, cwd, time, label ([M#], null for a summary row), "
+        "kind (message, tool, error, command, file, decision, summary), role, snippet, "
+        "highlights ([start, end] of the matched terms in snippet), score (BM25, lower is "
+        "better)."
+    )
     note: str
 
 
@@ -530,6 +547,42 @@ class HistoryTools:
         return SearchResult(
             session=opened.session.id, result=text, labels=found.cited, note="; ".join(notes)
         )
+
+    # -- search_sessions ----------------------------------------------------------------
+
+    def search_sessions(
+        self,
+        query: str,
+        agent: str | None = None,
+        cwd: str | None = None,
+        since: str | None = None,
+        kind: str | None = None,
+        limit: int | None = None,
+    ) -> SessionHits:
+        """Rows of every indexed session matching ``query``, best first (BM25); ``kind``
+        comma-separated (error, decision, command…), ``since`` as ``--since`` takes it."""
+        count = _clamp(limit, DEFAULT_HITS, MAX_HITS, "limit")
+        path = index_path(self.config.data_dir)
+        kinds = frozenset(k.strip() for k in (kind or "").split(",") if k.strip()) or None
+        try:
+            hits = search(
+                path, query, agent=agent, cwd=cwd, since=_since(since), kinds=kinds, limit=count
+            )
+        except RestoreError as exc:  # bad syntax, unknown kind, unreadable index
+            raise ToolFailure(_one_line(exc)) from None
+        # The index holds redacted text already; a pattern added since must not leak.
+        found = [
+            dataclasses.replace(
+                hit, snippet=redact(hit.snippet)[0], cwd=redact_optional(hit.cwd)
+            ).to_dict()
+            for hit in hits
+        ]
+        if not path.is_file():
+            note = "no search index yet: run `opencode-restore index` (or `sessions scan`)"
+        else:
+            note = f"{len(found)} hits" + ("; raise limit for more" if len(found) == count else "")
+            note += "; read one with get_messages(session, around=label)"
+        return SessionHits(query=query, hits=found, note=note)
 
 
 async def number_on(session: Session, numbering: Numbering | None) -> Numbering:
