@@ -48,7 +48,8 @@ from ..sources import filter_messages, open_session
 from ..store import open_store
 from ..store.db import iso_utc
 from ..store.inputs import resolve_inputs
-from ..store.lookup import AmbiguousSession, cwd_variants
+from ..store.lookup import AmbiguousSession
+from ..store.paths import cwd_variants
 from ..store.store import SessionRow, Store
 from ..store.transcript_paths import read_refusal
 from ..timeline.numbering import Numbering
