@@ -28,7 +28,7 @@ import re
 import sqlite3
 from typing import Any
 
-from ..fields import one_line
+from ..fields import counted, one_line
 from ..pipeline.tokens import raw_tokens
 from ..store.db import DB_NAME
 from ..store.paths import cwd_variants
@@ -177,7 +177,7 @@ def session_lines(session: Recent) -> list[str]:
     if not items:
         return []
     when = session.updated[:16].replace("T", " ")
-    turns = f", {session.turns} turns" if session.turns else ""
+    turns = f", {counted(session.turns, 'turn')}" if session.turns else ""
     title = f": {one_line(session.title, TITLE_CHARS)}" if session.title else ""
     head = f"## {one_line(session.agent, 40)} session {one_line(prefix)} ({when}{turns}){title}"
     return [head, *(f"- {name}: {_cited(text, prefix)}" for name, text in items)]
