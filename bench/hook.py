@@ -7,7 +7,9 @@ no readers), timed alone: wall, and CPU of the hook with the restore child it wa
 compact/clear restored with the offline provider <= 1.5 s wall.
 
 * Claude Code: SessionStart startup, resume (the conversation is reloaded: nothing),
-  UserPromptSubmit, Stop; SessionStart compact and clear (offline restore, answered).
+  UserPromptSubmit, Stop; SessionStart compact and clear (offline restore, answered);
+  SessionStart startup with ``--memory`` (issue 29: the project's digest, read from
+  ``MEMORY_SESSIONS`` saved restorations; target: an event's that restores nothing).
 * Gemini CLI: SessionStart startup, BeforeAgent with nothing due (the chat file as it was,
   then grown by a turn without a compression: the bytes it gained are read);
   PreCompress(manual) then the BeforeAgent that delivers (the restore runs in between, in
@@ -67,6 +69,8 @@ PER_REQUEST = ("BeforeModel", "AfterModel", "BeforeToolSelection", "PreCompress"
 TURN_REQUESTS = 6
 NOTHING_MS = 100.0
 RESTORE_MS = 1500.0
+#: Restored sessions of the project in the store when startup answers with its memory.
+MEMORY_SESSIONS = 20
 #: CPU (user+sys) of a start-up that imports no command module (issue 27: --version).
 STARTUP_CPU_MS = 150.0
 
@@ -161,6 +165,44 @@ class Hooks:
             "hook_event_name": event,
             **fields,
         }
+
+    def remember(self, count: int) -> None:
+        """``count`` restored sessions of the project in the store, as ``nightly`` saves
+        them (the Claude log's offline restoration each)."""
+        from opencode_restore.store import open_store
+        from opencode_restore.store.db import record_transcript
+
+        restored = subprocess.run(
+            [*CLI, "restore", str(self.claude_log), "--format", "json", "-q"],
+            env=self.env,
+            capture_output=True,
+            check=True,
+        )
+        summary = json.loads(restored.stdout)
+        store = open_store(self.data)
+        try:
+            for n in range(count):
+                sid = f"{n:08x}-0000-4000-8000-00000000mem0"
+                stamp = f"2026-01-{n % 28 + 1:02d}T10:00:00.000000Z"
+                record_transcript(
+                    store.conn,
+                    sid,
+                    "claude-code",
+                    None,
+                    cwd="/work/greet",
+                    created_at=stamp,
+                    updated_at=stamp,
+                )
+                store.add_restoration(
+                    sid,
+                    provider="offline",
+                    summary_markdown="",
+                    summary=summary,
+                    usage={},
+                    errors={},
+                )
+        finally:
+            store.close()
 
     def gemini_grows(self, n: int, *, compressed: bool = False) -> None:
         """Append a turn to the Gemini chat file; ``compressed``: then a compression
@@ -331,12 +373,19 @@ def main(argv: list[str] | None = None) -> int:
         env = h.env
         gem = ("--agent", "gemini")
         _hook(h.claude("SessionStart", source="startup"), env)  # the store knows the session
+        h.remember(MEMORY_SESSIONS)
         for run in range(runs):
             timed(
                 "claude SessionStart startup",
                 NOTHING_MS,
                 lambda: _hook(h.claude("SessionStart", source="startup"), env),
             )
+            out = timed(
+                "claude SessionStart startup --memory",
+                NOTHING_MS,
+                lambda: _hook(h.claude("SessionStart", source="startup"), env, "--memory"),
+            )
+            assert "# Memory: earlier sessions" in out, "startup remembered nothing: hook.log"
             timed(
                 "claude SessionStart resume (reloaded)",
                 NOTHING_MS,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .dirs import default_data_dir, user_config_path
 from .errors import ConfigError
@@ -116,6 +116,8 @@ class ApiConfig(_Section):
 
 
 SessionSource = Literal["startup", "resume", "clear", "compact"]
+#: The agents whose session start the hook can answer (``hooks.memory.MEMORY_AGENTS``).
+MemoryAgent = Literal["claude-code", "codex", "gemini"]
 
 
 def _default_restore_on() -> list[SessionSource]:
@@ -131,6 +133,25 @@ class HooksConfig(_Section):
     #: Seconds the agent waits at most; past it the hook prints nothing and the restore
     #: goes on in the background, so the next start finds its journal warm.
     budget_seconds: float = Field(default=8.0, gt=0)
+    #: Agents whose fresh sessions start with a digest of the project's recent sessions
+    #: (``hooks.memory``; ``install AGENT --memory`` turns it on for one install instead).
+    memory_at_start: list[MemoryAgent] = Field(default_factory=list)
+    #: The digest's size at most, in tokens (estimated as characters / 3.5).
+    memory_tokens: int = Field(default=1500, ge=200)
+
+    @field_validator("restore_on", "memory_at_start", mode="before")
+    @classmethod
+    def _listed(cls, value: Any) -> Any:
+        """A list from an environment variable: JSON, or names between commas (as the hook
+        reads them: ``hooks.restore.hook_settings``)."""
+        if not isinstance(value, str):
+            return value
+        text = value.strip()
+        if text.startswith("["):
+            import json
+
+            return json.loads(text)
+        return [x.strip() for x in text.split(",") if x.strip()]
 
 
 class PromptsConfig(_Section):

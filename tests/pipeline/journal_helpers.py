@@ -13,9 +13,10 @@ from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.model import Message, Session
 from opencode_restore.pipeline.journal.identity import journal_key
 from opencode_restore.pipeline.journal.store import JournalStore
-from opencode_restore.pipeline.prompting.render import raw_tokens, request_chars
+from opencode_restore.pipeline.prompting.render import request_chars
 from opencode_restore.pipeline.restoration import Restoration
 from opencode_restore.pipeline.run import RestoreOptions, restore_session
+from opencode_restore.pipeline.tokens import raw_tokens
 
 from .helpers import make_session
 

@@ -13,7 +13,8 @@ from opencode_restore.errors import ProviderError
 from opencode_restore.llm.base import LLMRequest, LLMResult
 from opencode_restore.pipeline.budget import TokenEstimator, _cap_lines, fallback_summary
 from opencode_restore.pipeline.journal.store import JournalStore
-from opencode_restore.pipeline.prompting.render import raw_tokens, request_chars
+from opencode_restore.pipeline.prompting.render import request_chars
+from opencode_restore.pipeline.tokens import raw_tokens
 
 from .journal_helpers import KEY, Counting, config, restore, session_of
 

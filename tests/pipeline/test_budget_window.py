@@ -24,8 +24,9 @@ from opencode_restore.pipeline.budget import ContextWindowError, TokenEstimator,
 from opencode_restore.pipeline.context import MIN_OUTPUT_TOKENS
 from opencode_restore.pipeline.journal.data import Journal
 from opencode_restore.pipeline.prompting.prompts import RenderedPrompt
-from opencode_restore.pipeline.prompting.render import raw_tokens, request_chars
+from opencode_restore.pipeline.prompting.render import request_chars
 from opencode_restore.pipeline.run import make_context, model_window
+from opencode_restore.pipeline.tokens import raw_tokens
 
 from .helpers import make_session
 from .journal_helpers import Counting, config, restore, session_of

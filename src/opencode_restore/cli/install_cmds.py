@@ -30,7 +30,9 @@ dry_run_option = click.option(
 )
 
 
-def _run(agent: str, project: bool, dry_run: bool, remove: bool, mcp: bool) -> None:
+def _run(
+    agent: str, project: bool, dry_run: bool, remove: bool, mcp: bool, memory: bool = False
+) -> None:
     from ..config import load_config
     from ..errors import UsageError
     from ..integrations.install import (
@@ -50,7 +52,6 @@ def _run(agent: str, project: bool, dry_run: bool, remove: bool, mcp: bool) -> N
     scope = "project" if project else "user"
     where = mcp_target if mcp else target_path
     main = where(agent, scope, Path.home(), default_project())
-    action = uninstall if remove else install
     data_dir = load_config().data_dir
     paths = [main] + ([] if mcp else companion_paths(agent, main, Path.home()))
     # Taken out in the reverse order: the folders the first file's install made go last,
@@ -59,7 +60,12 @@ def _run(agent: str, project: bool, dry_run: bool, remove: bool, mcp: bool) -> N
         if remove and path != main and companion_still_needed(path, Path.home(), data_dir, main):
             click.echo(f"{agent}: kept {path} (another opencode plugin of ours uses it)")
             continue
-        change = action(agent, path, data_dir, dry_run=dry_run, mcp=mcp, portable=project)
+        if remove:
+            change = uninstall(agent, path, data_dir, dry_run=dry_run, mcp=mcp, portable=project)
+        else:
+            change = install(
+                agent, path, data_dir, dry_run=dry_run, mcp=mcp, portable=project, memory=memory
+            )
         if dry_run:
             click.echo(change.diff() or f"{path}: no change", nl=False)
             if not change.diff():
@@ -83,8 +89,14 @@ def _run(agent: str, project: bool, dry_run: bool, remove: bool, mcp: bool) -> N
 @scope_option
 @dry_run_option
 @mcp_option
+@click.option(
+    "--memory",
+    is_flag=True,
+    help="claude / codex / gemini: start each fresh session with a digest of the project's "
+    "recent sessions (from their saved restorations; installing without it turns it off).",
+)
 @friendly_errors
-def install_cmd(agent: str, project: bool, dry_run: bool, mcp: bool) -> None:
+def install_cmd(agent: str, project: bool, dry_run: bool, mcp: bool, memory: bool) -> None:
     """Make AGENT hand its sessions to opencode-restore.
 
     claude / gemini: hook entries merged into settings.json (other entries untouched, a
@@ -96,7 +108,7 @@ def install_cmd(agent: str, project: bool, dry_run: bool, mcp: bool) -> None:
     into its extensions folder. With --mcp (codex too): the MCP server added to the
     agent's MCP config. Installing twice changes nothing.
     """
-    _run(agent, project, dry_run, remove=False, mcp=mcp)
+    _run(agent, project, dry_run, remove=False, mcp=mcp, memory=memory)
 
 
 @click.command("uninstall")

@@ -22,8 +22,13 @@ SERVE_INSTALL_HINT = missing_packages_hint("serve", ["fastapi", "uvicorn", "fast
 
 @click.command(context_settings={"ignore_unknown_options": True})
 @click.option("--agent", default=None, help="The agent sending the payload (codex, gemini, ...).")
+@click.option(
+    "--memory",
+    is_flag=True,
+    help="Answer a fresh session's start with a digest of the project's recent sessions.",
+)
 @click.argument("payload", nargs=-1)
-def hook(agent: str | None, payload: tuple[str, ...]) -> None:
+def hook(agent: str | None, memory: bool, payload: tuple[str, ...]) -> None:
     """Record a session from an agent hook (JSON on stdin, or as the last argument).
 
     Problems go to hook.log in the data directory (exit 0); when it cannot be written, one
@@ -31,7 +36,7 @@ def hook(agent: str | None, payload: tuple[str, ...]) -> None:
     """
     from ..hooks.receiver import run
 
-    sys.exit(run(agent, payload[-1] if payload else None))
+    sys.exit(run(agent, payload[-1] if payload else None, memory=memory))
 
 
 @click.group()
@@ -119,7 +124,8 @@ def list_cmd(
     from ..command_sink import command_sink
     from ..store.db import iso_utc
     from ..store.discovery import scan as scan_sessions
-    from ..store.lookup import chain_size, cwd_variants
+    from ..store.lookup import chain_size
+    from ..store.paths import cwd_variants
     from ..store.store import Store
 
     store = _store()

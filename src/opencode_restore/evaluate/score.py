@@ -20,8 +20,8 @@ from pathlib import Path, PurePath
 from typing import Literal
 
 from ..model import Turn
-from ..pipeline.prompting.render import raw_tokens
 from ..pipeline.restoration import ReferenceRow, Restoration
+from ..pipeline.tokens import raw_tokens
 from ..report.summary import summary_markdown
 from ..timeline.numbering import cited_labels, uncite
 from .facts_file import Fact, FactsFile

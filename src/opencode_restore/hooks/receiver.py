@@ -287,8 +287,10 @@ _ANSWERED = frozenset(
 )
 
 
-def run(agent: str | None, payload_text: str | None) -> int:
+def run(agent: str | None, payload_text: str | None, *, memory: bool = False) -> int:
     """Handle one hook call; 0, or 1 when a problem could not be written to ``hook.log``.
+
+    ``memory``: a fresh session is answered with the project's digest (``hooks.memory``).
 
     Nothing is ever raised: a problem is one line in ``hook.log``. When that file cannot be
     written (an unwritable data dir) the line goes to stderr and the exit code is 1, which
@@ -340,7 +342,7 @@ def run(agent: str | None, payload_text: str | None) -> int:
             if event.agent == "gemini":
                 payload["transcript_path"] = event.transcript_path  # None when refused above
             try:
-                answer(payload, event.agent, event.event, directory, sys.stdout, log)
+                answer(payload, event.agent, event.event, directory, sys.stdout, log, memory=memory)
             except SettingsProblem as exc:
                 log(str(exc))
     except Exception as exc:  # a hook must never fail the agent
@@ -358,10 +360,12 @@ def _exit(unlogged: list[str], directory: str) -> int:
 
 
 _USAGE = """\
-Usage: opencode-restore hook [--agent claude-code|codex|gemini|opencode] [JSON]
+Usage: opencode-restore hook [--agent claude-code|codex|gemini|opencode] [--memory] [JSON]
 
 Record an agent's hook event in the session store. The event is read from JSON (Codex's
 `notify` passes it as the last argument) or from stdin (Claude Code and Gemini CLI hooks).
+With --memory, a fresh session's start is answered with a digest of the project's recent
+sessions (from their saved restorations).
 Problems go to hook.log in the data folder, and exit 0 never disturbs the agent; when
 hook.log cannot be written the problem is one line on stderr and the exit code is 1.
 """
@@ -374,8 +378,14 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(_USAGE)
         return 0
     agent = None
-    if len(args) >= 2 and args[0] == "--agent":
-        agent, args = args[1], args[2:]
-    elif args and args[0].startswith("--agent="):
-        agent, args = args[0].split("=", 1)[1], args[1:]
-    return run(agent, args[-1] if args else None)
+    memory = False
+    while args:
+        if len(args) >= 2 and args[0] == "--agent":
+            agent, args = args[1], args[2:]
+        elif args[0].startswith("--agent="):
+            agent, args = args[0].split("=", 1)[1], args[1:]
+        elif args[0] == "--memory":
+            memory, args = True, args[1:]
+        else:
+            break
+    return run(agent, args[-1] if args else None, memory=memory)

@@ -58,6 +58,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
+from .memory import DEFAULT_MEMORY_TOKENS, MEMORY_AGENTS, memory_digest
+
 if TYPE_CHECKING:
     import subprocess
 
@@ -81,32 +83,62 @@ _RESTORED_SCAN = 256 << 20
 MARK = "# Restored context: earlier"
 MARK_BYTES = MARK.encode()
 _POLL = 0.05
+#: The smallest ``[hooks] memory_tokens``: the digest's framing alone takes ~90.
+MIN_MEMORY_TOKENS = 200
 
 
 class HookSettings:
     """``[hooks]`` of the config, read without the config's imports (pydantic)."""
 
-    __slots__ = ("budget", "restore_on")
+    __slots__ = ("budget", "memory_at_start", "memory_tokens", "restore_on")
 
-    def __init__(self, restore_on: frozenset[str], budget: float) -> None:
+    def __init__(
+        self,
+        restore_on: frozenset[str],
+        budget: float,
+        memory_at_start: frozenset[str] = frozenset(),
+        memory_tokens: int = DEFAULT_MEMORY_TOKENS,
+    ) -> None:
         self.restore_on = restore_on
         self.budget = budget
+        self.memory_at_start = memory_at_start
+        self.memory_tokens = memory_tokens
 
 
 class SettingsProblem(ValueError):
     """The user's config cannot be read: the hook restores nothing and says why."""
 
 
-def _restore_on(value: Any, where: str) -> frozenset[str]:
+def _names(value: Any, where: str, key: str, known: tuple[str, ...], what: str) -> frozenset[str]:
+    """A list setting of names out of ``known``: a TOML list, or JSON / commas in a variable."""
     if isinstance(value, str):
         text = value.strip()
         value = json.loads(text) if text.startswith("[") else text.split(",")
     if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
-        raise SettingsProblem(f"{where}: hooks.restore_on is not a list of sources")
-    unknown = {x.strip() for x in value} - set(SOURCES)
+        raise SettingsProblem(f"{where}: hooks.{key} is not a list of {what}s")
+    names = frozenset(x.strip() for x in value if x.strip())
+    unknown = names - set(known)
     if unknown:
-        raise SettingsProblem(f"{where}: hooks.restore_on: unknown source {sorted(unknown)[0]!r}")
-    return frozenset(x.strip() for x in value)
+        raise SettingsProblem(f"{where}: hooks.{key}: unknown {what} {sorted(unknown)[0]!r}")
+    return names
+
+
+def _restore_on(value: Any, where: str) -> frozenset[str]:
+    return _names(value, where, "restore_on", SOURCES, "source")
+
+
+def _memory_at_start(value: Any, where: str) -> frozenset[str]:
+    return _names(value, where, "memory_at_start", MEMORY_AGENTS, "agent")
+
+
+def _memory_tokens(value: Any, where: str) -> int:
+    try:
+        tokens = int(value)
+    except (TypeError, ValueError):
+        raise SettingsProblem(f"{where}: hooks.memory_tokens is not a whole number") from None
+    if tokens < MIN_MEMORY_TOKENS:
+        raise SettingsProblem(f"{where}: hooks.memory_tokens must be at least {MIN_MEMORY_TOKENS}")
+    return tokens
 
 
 def _budget(value: Any, where: str) -> float:
@@ -138,19 +170,30 @@ def hook_settings(env: Mapping[str, str] | None = None) -> HookSettings:
         if hooks is not None and not isinstance(hooks, dict):
             raise SettingsProblem(f"ConfigError: {path}: [hooks] is not a table")
         section = hooks or {}
-    restore_on = frozenset(DEFAULT_RESTORE_ON)
-    budget = DEFAULT_BUDGET
-    if "restore_on" in section:
-        restore_on = _restore_on(section["restore_on"], path)
-    if "budget_seconds" in section:
-        budget = _budget(section["budget_seconds"], path)
-    name = "OPENCODE_RESTORE_HOOKS_RESTORE_ON"
-    if env.get(name):
-        restore_on = _restore_on(env[name], name)
-    name = "OPENCODE_RESTORE_HOOKS_BUDGET_SECONDS"
-    if env.get(name):
-        budget = _budget(env[name], name)
-    return HookSettings(restore_on, budget)
+    values: dict[str, Any] = {
+        "restore_on": frozenset(DEFAULT_RESTORE_ON),
+        "budget_seconds": DEFAULT_BUDGET,
+        "memory_at_start": frozenset(),
+        "memory_tokens": DEFAULT_MEMORY_TOKENS,
+    }
+    readers: dict[str, Callable[[Any, str], Any]] = {
+        "restore_on": _restore_on,
+        "budget_seconds": _budget,
+        "memory_at_start": _memory_at_start,
+        "memory_tokens": _memory_tokens,
+    }
+    for key, read in readers.items():
+        if key in section:
+            values[key] = read(section[key], path)
+        name = f"OPENCODE_RESTORE_HOOKS_{key.upper()}"
+        if env.get(name):
+            values[key] = read(env[name], name)
+    return HookSettings(
+        values["restore_on"],
+        values["budget_seconds"],
+        values["memory_at_start"],
+        values["memory_tokens"],
+    )
 
 
 def source_of(payload: dict[str, Any]) -> str | None:
@@ -519,7 +562,7 @@ def _deliver(
 def previous_session(store: Store, agent: str, cwd: str | None, current: str) -> SessionRow | None:
     """The most recently active session of ``cwd`` and ``agent`` other than ``current``."""
     from ..store.discovery import AGENTS, scan
-    from ..store.lookup import cwd_variants
+    from ..store.paths import cwd_variants
 
     if not cwd:
         return None
@@ -585,6 +628,27 @@ def _prepare(
     return child, row.id
 
 
+def start_memory(
+    payload: dict[str, Any],
+    directory: str,
+    agent: str,
+    settings: HookSettings,
+    log: Log,
+    *,
+    wanted: bool = False,
+) -> str | None:
+    """The digest of the project's recent sessions a fresh session of ``agent`` starts
+    with (``hooks.memory``), when memory is on for it (``wanted``: the hook's ``--memory``,
+    else ``[hooks] memory_at_start``); None when off or when there is nothing to say."""
+    if source_of(payload) != "startup" or not (wanted or agent in settings.memory_at_start):
+        return None
+    cwd = payload.get("cwd")
+    if not isinstance(cwd, str) or not cwd:
+        log("startup: no cwd in the payload, so no memory of the project")
+        return None
+    return memory_digest(directory, cwd, str(payload["session_id"]), settings.memory_tokens)
+
+
 def claude_session_start(
     payload: dict[str, Any],
     directory: str,
@@ -592,30 +656,41 @@ def claude_session_start(
     log: Log,
     settings: HookSettings,
     agent: str = "claude-code",
+    *,
+    memory: bool = False,
 ) -> None:
     """SessionStart of Claude Code: compact / clear (/ resume without a conversation); of
     Codex (``agent`` ``codex``): compact / clear / resume when no restoration is in its
-    context yet."""
+    context yet. A startup with memory on (``memory``, or the settings) is answered with
+    the project's digest, before the restoration when ``startup`` restores too."""
+    digest = start_memory(payload, directory, agent, settings, log, wanted=memory)
+    restored = _session_start_restoration(payload, directory, log, settings, agent)
+    text = "\n\n".join(x for x in (digest, restored) if x)
+    if text:
+        _deliver(out, "SessionStart", text, payload, agent, directory)
+
+
+def _session_start_restoration(
+    payload: dict[str, Any], directory: str, log: Log, settings: HookSettings, agent: str
+) -> str | None:
+    """The restoration a SessionStart is answered with, or None (see ``claude_session_start``)."""
     source = source_of(payload)
     if source not in settings.restore_on:
-        return
+        return None
     session_id = str(payload["session_id"])
     transcript = payload.get("transcript_path")
     if agent == "codex":
         if source in ("resume", "compact") and codex_restored(transcript, directory, session_id):
-            return  # Codex holds one in its history since its last compaction
+            return None  # Codex holds one in its history since its last compaction
     elif source == "resume" and conversation_in(transcript):
-        return  # Claude Code reloaded the conversation, and the restorations it holds
+        return None  # Claude Code reloaded the conversation, and the restorations it holds
     early = ("compact", "resume") if agent == "codex" else ("compact",)
     if source in early and os.path.exists(pending_path(directory, agent, session_id)):
         # PreCompact started it while the model wrote the compaction summary.
-        text = collect(directory, agent, session_id, settings.budget, log, make_due=True)
-        if text:
-            _deliver(out, "SessionStart", text, payload, agent, directory)
-        return
+        return collect(directory, agent, session_id, settings.budget, log, make_due=True)
     started = _prepare(directory, payload, agent, source, log)
     if started is None:
-        return
+        return None
     import subprocess
 
     child, target_id = started
@@ -628,12 +703,12 @@ def claude_session_start(
             f"{source}: the restoration of {target_id} is not done within {settings.budget:g} s;"
             " it goes on in the background and comes with the next prompt"
         )
-        return
+        return None
     text = _read_prepared(output)
     if child.returncode not in (0, 1) or not text:  # 1: some turns failed, it says which
         log(f"{source}: no restoration of {target_id}: restore exited with {child.returncode}")
-        return
-    _deliver(out, "SessionStart", text, payload, agent, directory)
+        return None
+    return text
 
 
 def claude_pre_compact(
@@ -705,9 +780,17 @@ def gemini_before_agent(payload: dict[str, Any], directory: str, out: IO[str], l
 
 
 def answer(
-    payload: dict[str, Any], agent: str, event: str, directory: str, out: IO[str], log: Log
+    payload: dict[str, Any],
+    agent: str,
+    event: str,
+    directory: str,
+    out: IO[str],
+    log: Log,
+    *,
+    memory: bool = False,
 ) -> None:
-    """Answer the hook ``event`` of ``agent`` on ``out`` when it is owed a restoration."""
+    """Answer the hook ``event`` of ``agent`` on ``out`` when it is owed a restoration (or,
+    a fresh session with ``memory`` on, the project's digest: ``hooks.memory``)."""
     if not isinstance(payload.get("session_id"), str):
         return
 
@@ -716,7 +799,8 @@ def answer(
 
     if agent in ("claude-code", "codex"):  # Codex 0.171's hooks are Claude Code's
         if event == "SessionStart" and source_of(payload) in SOURCES:
-            claude_session_start(payload, directory, out, said, hook_settings(), agent)
+            settings = hook_settings()
+            claude_session_start(payload, directory, out, said, settings, agent, memory=memory)
         elif event == "PreCompact":
             claude_pre_compact(payload, directory, said, hook_settings(), agent)
         elif event == "UserPromptSubmit" and os.path.exists(
@@ -725,7 +809,13 @@ def answer(
             claude_prompt(payload, directory, out, said, agent)
     elif agent == "gemini":
         if event == "SessionStart" and source_of(payload) in ("resume", "clear", "startup"):
-            gemini_due(payload, directory, said, hook_settings(), str(source_of(payload)))
+            settings = hook_settings()
+            # Gemini CLI 0.61 puts a startup SessionStart's context before the first prompt
+            # (``-p``) or into the history (interactive); the restoration waits for BeforeAgent.
+            digest = start_memory(payload, directory, agent, settings, said, wanted=memory)
+            if digest:
+                _answer(out, "SessionStart", digest)
+            gemini_due(payload, directory, said, settings, str(source_of(payload)))
         elif event == "PreCompress" and payload.get("trigger") == "manual":
             # Installed for /compress only ("manual"); a compression is what compact means.
             gemini_due(payload, directory, said, hook_settings(), "compact")

@@ -81,6 +81,10 @@ CODEX_TRUST_NOTE = (
 GEMINI_EVENTS = ("SessionStart", "BeforeAgent", "PreCompress:manual", "SessionEnd")
 #: Gemini entries earlier installs wrote: taken out by install and uninstall.
 GEMINI_LEGACY = ("AfterAgent", "PreCompress")
+#: The agents whose SessionStart can start a session with the project's digest
+#: (``install AGENT --memory``: their SessionStart hook runs ``hook ... --memory``).
+MEMORY_AGENTS = ("claude", "codex", "gemini")
+MEMORY_FLAG = "--memory"
 
 
 @dataclass(slots=True)
@@ -228,19 +232,27 @@ def _command(agent: str, mcp: bool, portable: bool) -> str:
     return hook_command(agent, portable)
 
 
-def _entries(agent: str, command: str, events: tuple[str, ...] | None = None) -> list[Entry]:
-    """(event, command, matcher) per ``EVENT[:matcher]`` of the agent's events."""
+def _entries(
+    agent: str, command: str, events: tuple[str, ...] | None = None, *, memory: bool = False
+) -> list[Entry]:
+    """(event, command, matcher) per ``EVENT[:matcher]`` of the agent's events (``memory``:
+    SessionStart's command with ``MEMORY_FLAG``)."""
     if events is None:
         events = {"claude": CLAUDE_EVENTS, "codex": CODEX_EVENTS}.get(agent, GEMINI_EVENTS)
     out: list[Entry] = []
     for spec in events:
         event, _, matcher = spec.partition(":")
-        out.append((event, command, matcher or None))
+        run = f"{command} {MEMORY_FLAG}" if memory and event == "SessionStart" else command
+        out.append((event, run, matcher or None))
     return out
 
 
-def _legacy(agent: str, command: str) -> list[Entry]:
-    return _entries(agent, command, GEMINI_LEGACY) if agent == "gemini" else []
+def _legacy(agent: str, command: str, *, memory: bool = False) -> list[Entry]:
+    """What an install takes out first: earlier installs' Gemini entries, and SessionStart
+    as the other choice of ``--memory`` runs it (so one install holds one SessionStart)."""
+    legacy = _entries(agent, command, GEMINI_LEGACY) if agent == "gemini" else []
+    other = _entries(agent, command, ("SessionStart",), memory=not memory)
+    return legacy + other
 
 
 def _read(path: Path) -> bytes | None:
@@ -323,8 +335,11 @@ def _keep_final_newline(before: bytes | None, after: str) -> bytes:
     return after.encode()
 
 
-def plan_install(agent: str, path: Path, command: str, *, mcp: bool = False) -> Change:
-    """What ``install`` would write to ``path`` (``mcp``: the MCP server, not the hooks)."""
+def plan_install(
+    agent: str, path: Path, command: str, *, mcp: bool = False, memory: bool = False
+) -> Change:
+    """What ``install`` would write to ``path`` (``mcp``: the MCP server, not the hooks;
+    ``memory``: SessionStart runs the hook with ``MEMORY_FLAG``)."""
     before = _read(path)
     if mcp:
         text = (before or b"").decode("utf-8", "replace")
@@ -340,8 +355,8 @@ def plan_install(agent: str, path: Path, command: str, *, mcp: bool = False) -> 
             return Change(path, before, before, ["already installed"])
         return Change(path, before, wanted)
     settings = parse_settings((before or b"").decode("utf-8", "replace"), str(path))
-    current = remove_hooks(settings, _legacy(agent, command), str(path))
-    merged = merge_hooks(current, _entries(agent, command), str(path))
+    current = remove_hooks(settings, _legacy(agent, command, memory=memory), str(path))
+    merged = merge_hooks(current, _entries(agent, command, memory=memory), str(path))
     if merged == settings and before is not None:
         return Change(path, before, before, ["already installed"])
     return Change(path, before, _keep_final_newline(before, dump_settings(merged)))
@@ -382,7 +397,7 @@ def plan_uninstall(
         what = "extension" if agent == "pi" else "plugin"
         return Change(path, before, before, [f"the {what} file was changed; left alone"])
     settings = parse_settings(before.decode("utf-8", "replace"), str(path))
-    entries = _entries(agent, command) + _legacy(agent, command)
+    entries = _entries(agent, command) + _legacy(agent, command)  # with --memory or not
     cleaned = remove_hooks(settings, entries, str(path))
     if cleaned == settings:
         return Change(path, before, before, ["nothing installed"])
@@ -398,11 +413,19 @@ def install(
     dry_run: bool = False,
     mcp: bool = False,
     portable: bool = False,
+    memory: bool = False,
 ) -> Change:
     """Install the hooks or plugin of ``agent`` (``mcp``: the MCP server) into ``path``
-    (``portable``: a project's file, running ``PORTABLE_ARGV``)."""
+    (``portable``: a project's file, running ``PORTABLE_ARGV``; ``memory``: a fresh session
+    starts with the project's digest, ``hooks.memory``)."""
+    if memory and (mcp or agent not in MEMORY_AGENTS):
+        what = "the MCP server" if mcp else agent
+        raise UsageError(
+            f"--memory is for the hooks of {', '.join(MEMORY_AGENTS)}: {what} has no session"
+            " start to answer"
+        )
     command = _command(agent, mcp, portable)
-    change = plan_install(agent, path, command, mcp=mcp)
+    change = plan_install(agent, path, command, mcp=mcp, memory=memory)
     if dry_run or not change.changed:
         return change
     manifest = _manifest(data_dir)

@@ -38,10 +38,10 @@ from ..pipeline.evidence.patterns import WORKER_GRACE, bounded, check_pattern
 from ..pipeline.evidence.sandbox import Matcher, Refused
 from ..pipeline.journal.identity import saved_journal
 from ..pipeline.journal.store import JournalStore, SourceFile, file_change, journal_dir
-from ..pipeline.prompting.render import CHARS_PER_TOKEN
 from ..pipeline.restoration import Restoration
 from ..pipeline.run import RestoreOptions, restore_locked
 from ..pipeline.stages.turn_parser import parse_turns
+from ..pipeline.tokens import CHARS_PER_TOKEN
 from ..redact import redact, redact_optional, redact_value
 from ..report.messages import message_record
 from ..report.summary import render_restoration, summary_markdown
@@ -52,7 +52,8 @@ from ..sources import filter_messages, open_session
 from ..store import open_store
 from ..store.db import iso_utc
 from ..store.inputs import resolve_inputs
-from ..store.lookup import AmbiguousSession, cwd_variants
+from ..store.lookup import AmbiguousSession
+from ..store.paths import cwd_variants
 from ..store.store import SessionRow, Store
 from ..store.transcript_paths import read_refusal
 from ..timeline.numbering import Numbering

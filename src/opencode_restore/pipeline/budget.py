@@ -37,14 +37,13 @@ from .journal.data import Block, Journal
 from .prompting.prompts import RenderedPrompt, capped_json, quote_log
 from .prompting.prompts import render as render_prompt
 from .prompting.render import (
-    CHARS_PER_TOKEN,
     debug_view,
-    raw_tokens,
     redact_facts,
     redact_request,
     request_chars,
     stream_texts,
 )
+from .tokens import CHARS_PER_TOKEN, raw_tokens
 
 LOW_WATER = 0.6
 RANGE_SHARE = 0.1

@@ -17,6 +17,7 @@ from ..diagnostics import WarningSink
 from ..errors import UsageError
 from ..redact import redact_optional
 from .discovery import AGENTS, scan
+from .paths import cwd_variants
 from .store import SessionRow, Store
 from .transcript_paths import read_refusal
 
@@ -93,12 +94,6 @@ def candidate_lines(rows: list[SessionRow]) -> list[str]:
         f"  {redact_optional(r.title) or '(no title)'!r}  {human_size(chain_size(r))}"
         for r in rows
     ]
-
-
-def cwd_variants(cwd: str | os.PathLike[str]) -> list[str]:
-    """The spellings a recorded cwd may have: as given (absolute) and with symlinks resolved."""
-    given = os.path.abspath(os.path.expanduser(os.fspath(cwd)))
-    return sorted({given, os.path.realpath(given)})
 
 
 def _target(store: Store, row: SessionRow, sink: WarningSink | None = None) -> Target:

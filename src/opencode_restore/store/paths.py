@@ -56,3 +56,9 @@ def data_dir(env: Mapping[str, str] | None = None) -> Path:
 def db_path(directory: Path | None = None) -> Path:
     """The store's SQLite file inside ``directory`` (default: the configured data dir)."""
     return (directory if directory is not None else data_dir()) / DB_NAME
+
+
+def cwd_variants(cwd: str | os.PathLike[str]) -> list[str]:
+    """The spellings a recorded cwd may have: as given (absolute) and with symlinks resolved."""
+    given = os.path.abspath(os.path.expanduser(os.fspath(cwd)))
+    return sorted({given, os.path.realpath(given)})

@@ -22,7 +22,6 @@ receives the breakpoints as ``cache_control``; OpenAI caches the same prefix by 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -34,7 +33,6 @@ from ...llm.strict_schema import strict_json_schema
 from ...redact import redact_value
 from .prompts import quote_body
 
-CHARS_PER_TOKEN = 3.5
 PRUNED_KEEP_CHARS = 300
 _DEBUG_CLIP = 400
 
@@ -284,11 +282,6 @@ def request_chars(request: LLMRequest) -> int:
     for tool in request.tools:
         chars += len(tool.name) + len(tool.description) + len(orjson.dumps(tool.parameters))
     return chars
-
-
-def raw_tokens(chars: int) -> int:
-    """The offline estimate before correction: characters / 3.5, rounded up."""
-    return math.ceil(chars / CHARS_PER_TOKEN)
 
 
 def _clip(text: str) -> str:
