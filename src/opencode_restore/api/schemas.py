@@ -103,6 +103,11 @@ class MessageOut(BaseModel):
         description="Context that wrapped the user's request and was taken off its text "
         "(e.g. an IDE's active file and open tabs); text holds the request alone.",
     )
+    label: str | None = Field(
+        None,
+        description="With labels=true: the message's [M#] label, the one a restoration of "
+        "the session cites (null for a message a restore shows no label).",
+    )
 
 
 class MessagesOut(BaseModel):
