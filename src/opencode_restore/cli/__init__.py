@@ -99,7 +99,9 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "restore": LazyCommand("restore_cmd", "restore", "Restore a session into a SESSION SUMMARY."),
     "serve": LazyCommand(
-        "store_cmds", "serve", "Serve the HTTP API over the session store (docs at /docs)."
+        "store_cmds",
+        "serve",
+        "Serve the HTTP API over the session store (docs at /docs, the web viewer at /).",
     ),
     "sessions": LazyCommand(
         "store_cmds", "sessions", "The session store: find sessions on disk and list them."
