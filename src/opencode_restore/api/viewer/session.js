@@ -144,7 +144,7 @@ async function loadSummary(state) {
   box.appendChild(body);
 }
 
-const BASE = { include_tools: true };
+const BASE = { include_tools: true, include_thinking: true };
 
 async function loadThread(state) {
   const path = sessionPath(state.id) + "/messages";
