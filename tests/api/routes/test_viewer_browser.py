@@ -235,6 +235,17 @@ def test_search_without_the_route_says_so(page: Any) -> None:
     assert "no /search route" in page.locator("#notice").inner_text()
 
 
+def test_a_session_never_restored_says_so_without_an_error(page: Any, site: Site) -> None:
+    page.locator(f"#session-list a.row[data-session='{OTHER}']").click()
+    page.wait_for_selector("body[data-loaded='1']")
+    assert page.locator("#restoration").inner_text() == (
+        f"No restoration yet: opencode-restore restore {OTHER}"
+    )
+    # Its compaction is a separator in the thread, not a message.
+    assert page.locator("#messages > .compaction").count() >= 1
+    assert page.errors == []
+
+
 def test_dark_and_light(page: Any) -> None:
     background = "getComputedStyle(document.body).backgroundColor"
     first = page.evaluate(background)

@@ -124,9 +124,16 @@ function citeLink(state) {
   };
 }
 
-async function loadSummary(state) {
+async function loadSummary(state, session) {
   const box = byId("restoration");
   clear(box);
+  const s = await session;
+  if (!s || state.generation !== generation) return;
+  if (!s.restored_at) {
+    // Not asked for: a 404 would be an error in the browser's console.
+    box.appendChild(el("p", "empty", `No restoration yet: opencode-restore restore ${s.id}`));
+    return;
+  }
   let r;
   try {
     r = await getJSON(sessionPath(state.id) + "/summary");
@@ -255,15 +262,17 @@ export async function showSession(id, label) {
   delete document.body.dataset.loaded;
   byId("session-title").textContent = id;
   byId("session-meta").textContent = "";
-  getJSON(sessionPath(id)).then((s) => {
-    if (state.generation !== generation) return;
+  const session = getJSON(sessionPath(id)).then((s) => {
+    if (state.generation !== generation) return s;
     byId("session-title").textContent = oneLine(s.title || "(untitled)", 200);
     byId("session-meta").textContent = [s.agent, project(s.cwd), s.cwd || "", `updated ${when(s.updated_at)}`, s.id].filter(Boolean).join(" · ");
     document.title = `${oneLine(s.title || s.id, 60)} · opencode-restore`;
+    return s;
   }, (e) => {
     if (state.generation === generation) notice(`Could not open session ${id}: ${e.message}`, "error");
+    return null;
   });
-  loadSummary(state);
+  loadSummary(state, session);
   try {
     await loadThread(state);
   } catch (e) {
