@@ -9,10 +9,11 @@ bearer token, which such a request cannot carry, and a JSON content type, which 
 set. Reads need the token too once the API is reachable from other machines.
 
 A browser cannot put a bearer token on the pages it opens, so the web viewer signs in
-once with ``/?token=...``: that sets a cookie holding a value derived from the token (not
-the token), ``HttpOnly`` (no script reads it) and ``SameSite=Strict`` (no other site's
-request carries it). The cookie stands for the token on reads only; a POST still needs
-the bearer token itself.
+once: opened as ``/#token=...`` (a fragment, never sent, so never in an access log) or
+given the token in its form, the page posts it as a bearer token and gets a cookie holding
+a value derived from the token (not the token), ``HttpOnly`` (no script reads it) and
+``SameSite=Strict`` (no other site's request carries it). The cookie stands for the token
+on reads only; a POST still needs the bearer token itself.
 """
 
 from __future__ import annotations

@@ -212,6 +212,6 @@ def serve(host: str, port: int, token: str | None, allowed_hosts: tuple[str, ...
         allowed_hosts=hosts,
     )
     shown = f"[{host}]" if ":" in host else host
-    sign_in = " (reads need the token: open /?token=TOKEN once)" if explicit or not loopback else ""
+    sign_in = " (reads need the token: open /#token=TOKEN once)" if explicit or not loopback else ""
     click.echo(f"web viewer: http://{shown}:{port}/{sign_in}", err=True)
     uvicorn.run(app, host=host, port=port, log_level="info")

@@ -72,14 +72,19 @@ def test_log_text_is_never_parsed_as_html() -> None:
                 assert sink not in source, (f.name, sink)
 
 
-def test_token_in_the_address_signs_the_browser_in_for_reads_only(guarded: TestClient) -> None:
+def test_sign_in_gives_a_cookie_that_stands_for_the_token_on_reads_only(
+    guarded: TestClient,
+) -> None:
     assert guarded.get("/sessions").status_code == 401
-    wrong = guarded.get("/", params={"token": "nope"})
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    wrong = guarded.post("/viewer/sign-in", json={}, headers={"Authorization": "Bearer nope"})
     assert wrong.status_code == 401
     assert VIEWER_COOKIE not in wrong.cookies
-    signed = guarded.get("/", params={"token": TOKEN})
-    assert signed.status_code == 303
-    assert signed.headers["location"] == "/"  # the token leaves the address bar
+    # A cross-site form cannot sign a browser in: no bearer token, no JSON.
+    assert guarded.post("/viewer/sign-in", data={"token": TOKEN}).status_code == 401
+    assert guarded.post("/viewer/sign-in", content=b"{}", headers=bearer).status_code == 415
+    signed = guarded.post("/viewer/sign-in", json={}, headers=bearer)
+    assert signed.status_code == 204
     set_cookie = signed.headers["set-cookie"]
     assert "HttpOnly" in set_cookie
     assert "SameSite=strict" in set_cookie
@@ -90,8 +95,8 @@ def test_token_in_the_address_signs_the_browser_in_for_reads_only(guarded: TestC
     assert guarded.get("/sessions").json()["total"] == 1
     assert guarded.get("/sessions/S/messages", params={"limit": 1}).status_code == 200
     # A POST still needs the bearer token itself: the cookie never starts a restore.
-    post = guarded.post("/sessions/S/restore", json={})
-    assert post.status_code == 401
+    assert guarded.post("/sessions/S/restore", json={}).status_code == 401
+    assert guarded.post("/viewer/sign-in", json={}).status_code == 401
     guarded.cookies.clear()
     guarded.cookies.set(VIEWER_COOKIE, cookie[:-1] + ("0" if cookie[-1] != "0" else "1"))
     assert guarded.get("/sessions").status_code == 401

@@ -3,7 +3,7 @@ session, a citation followed, a growing log, the keyboard, hostile log text.
 
 Skipped without ``/usr/bin/chromium`` or ``playwright`` (as the HTML report's browser
 tests); the launch flags are theirs. Reads need the token here, so every test also goes
-through the sign-in (``/?token=``). Every request that would leave the server is refused
+through the sign-in (``/#token=``). Every request that would leave the server is refused
 and recorded.
 """
 
@@ -114,11 +114,14 @@ def page(site: Site) -> Iterator[Any]:
             pg.errors = []
             pg.on("pageerror", lambda e: pg.errors.append(str(e)))
             pg.on("console", lambda m: pg.errors.append(m.text) if m.type == "error" else None)
-            response = pg.goto(f"{site.url}/?token={TOKEN}")
+            requests: list[str] = []
+            pg.on("request", lambda r: requests.append(r.url))
+            response = pg.goto(f"{site.url}/#token={TOKEN}")
             assert response is not None
             assert response.headers["content-security-policy"] == viewer.CSP
-            assert pg.url == f"{site.url}/"  # the token left the address bar
             pg.wait_for_selector("#session-list a.row")
+            assert pg.url == f"{site.url}/#/"  # the token left the address bar
+            assert not [u for u in requests if TOKEN in u]  # and was in no address sent
             yield pg
         finally:
             browser.close()
@@ -263,9 +266,13 @@ def test_signed_out_browser_is_asked_for_the_token(site: Site) -> None:
             pg = browser.new_page()
             pg.goto(f"{site.url}/")
             pg.wait_for_selector("#signin:not([hidden])")
+            pg.fill("#token", "wrong")
+            pg.click("#signin button")
+            pg.wait_for_selector("#notice.error:has-text('wrong token')")
             pg.fill("#token", TOKEN)
             pg.click("#signin button")
             pg.wait_for_selector("#session-list a.row")
             assert pg.url == f"{site.url}/"
+            assert pg.locator("#signin").is_hidden()
         finally:
             browser.close()

@@ -1,7 +1,7 @@
 """The web viewer at ``/``: one page and its scripts and stylesheet, shipped in the package.
 
 The files hold no session data (the page reads the API from the browser), so they are
-served without the token; ``/?token=...`` signs the browser in (see ``security.py``).
+served without the token; ``/#token=...`` signs the browser in (see ``security.py``).
 Every answer carries a Content-Security-Policy that lets the page load only this
 server's scripts and styles and talk only to this server: log text the page shows can
 never run, and nothing leaves the machine.
@@ -9,15 +9,13 @@ never run, and nothing leaves the machine.
 
 from __future__ import annotations
 
-import secrets
 from functools import cache
 from importlib import resources
-from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, Request
-from fastapi.responses import RedirectResponse, Response
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import Response
 
-from ..deps import MAX_ID_CHARS
+from ..deps import authorize, json_content
 from ..security import VIEWER_COOKIE, viewer_cookie
 
 router = APIRouter(include_in_schema=False)
@@ -53,22 +51,25 @@ def _file(name: str) -> bytes:
 
 
 @router.get("/")
-def page(
-    request: Request,
-    token: Annotated[str | None, Query(max_length=MAX_ID_CHARS)] = None,
-) -> Response:
-    """The viewer's page; with ``token`` (the API's), sign this browser in and come back
-    to ``/`` (so the token leaves the address bar and the history)."""
-    if token is None:
-        return Response(_file("index.html"), media_type="text/html; charset=utf-8", headers=HEADERS)
-    expected: str = request.app.state.token
-    if not secrets.compare_digest(token.encode(), expected.encode()):
-        raise HTTPException(401, detail="wrong token: give the API's token as /?token=TOKEN")
-    back = RedirectResponse("/", status_code=303, headers=HEADERS)
-    back.set_cookie(
-        VIEWER_COOKIE, viewer_cookie(expected), httponly=True, samesite="strict", path="/"
-    )
-    return back
+def page() -> Response:
+    """The viewer's page."""
+    return Response(_file("index.html"), media_type="text/html; charset=utf-8", headers=HEADERS)
+
+
+@router.post(
+    f"{ASSETS_URL}/sign-in",
+    status_code=204,
+    dependencies=[Depends(authorize), Depends(json_content)],
+)
+def sign_in(request: Request) -> Response:
+    """Sign this browser in: the bearer token checked, a cookie that stands for it on
+    reads (``security.py``). The page posts the token it was given in its address's
+    fragment (``/#token=...``, which no request carries, so no access log shows it) or
+    in its form."""
+    token: str = request.app.state.token
+    done = Response(status_code=204, headers=HEADERS)
+    done.set_cookie(VIEWER_COOKIE, viewer_cookie(token), httponly=True, samesite="strict", path="/")
+    return done
 
 
 @router.get(f"{ASSETS_URL}/{{name}}")

@@ -35,6 +35,17 @@ export async function getJSON(path, params) {
   return r.json();
 }
 
+// Trade the API token for the viewer's cookie (HttpOnly: this script never sees it again).
+export async function signIn(token) {
+  const r = await fetch("/viewer/sign-in", {
+    method: "POST",
+    headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+    body: "{}",
+    credentials: "same-origin",
+  });
+  if (!r.ok) throw new ApiError(r.status, r.status === 401 ? "wrong token" : `${r.status} ${r.statusText}`);
+}
+
 export function sessionPath(id) {
   return `/sessions/${encodeURIComponent(id)}`;
 }

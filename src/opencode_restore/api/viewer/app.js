@@ -1,7 +1,8 @@
 // The viewer's entry: routes (#/ the list, #/?q= a search, #/s/ID[/M#] a session),
 // the dark/light switch and the keyboard.
 
-import { byId } from "./dom.js";
+import { signIn } from "./api.js";
+import { byId, notice } from "./dom.js";
 import { setupList, showList } from "./list.js";
 import { currentSessionId, leaveSession, showSession, step } from "./session.js";
 
@@ -84,7 +85,36 @@ document.addEventListener("keydown", (ev) => {
   }
 });
 
-setupList();
-window.addEventListener("hashchange", route);
-route();
-document.body.dataset.ready = "1";
+// ---- sign-in: the token from /#token=... (a fragment: never sent) or from the form ----
+async function useToken(token) {
+  try {
+    await signIn(token);
+  } catch (e) {
+    notice(`Sign-in failed: ${e.message}`, "error");
+    byId("signin").hidden = false;
+    return false;
+  }
+  byId("signin").hidden = true;
+  notice("");
+  return true;
+}
+byId("signin").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const input = byId("token");
+  if (await useToken(input.value.trim())) window.location.reload();
+  input.value = "";
+});
+
+async function start() {
+  setupList();
+  const given = /^#token=(.+)$/.exec(window.location.hash);
+  if (given) {
+    // Out of the address bar and the history before anything else happens.
+    window.history.replaceState(null, "", window.location.pathname + "#/");
+    await useToken(decodeURIComponent(given[1]));
+  }
+  window.addEventListener("hashchange", route);
+  route();
+  document.body.dataset.ready = "1";
+}
+start();
