@@ -19,6 +19,16 @@ Then the bound any layout of the same requests has: each turn's transcript
 the input caps the read share, and the cost with everything else read from the cache is
 the least cost/(b) there is.
 
+Why no layout beats it (the request flow with a network provider): a turn makes one call
+per transcript segment (``restore.max_turn_chars``), the segments are disjoint, and every
+later call of the turn (the next segment, a retry, a repair round) already reads the whole
+prefix before its segment. No call after the turn sees its transcript again: the range
+summaries, the evidence rounds and the synthesis read the turn summaries, under their own
+system prompts and tools, so they share no prefix with the turn calls. Both ratios can be
+raised without saving anything, by more calls over the same cached prefix (smaller
+segments, evidence rounds): the bench skips the evidence search, and a change counts only
+if the absolute cost of ours falls too. What lowers the bound is less new text per turn.
+
 Targets (200 turns): cache-read share >= 90 % of input tokens, cost <= 0.25 x (b), and the
 largest prompt under ``llm.context_budget_tokens`` at every length.
 

@@ -60,7 +60,10 @@ def test_help_lists_the_commands_as_the_real_ones_would() -> None:
 
 def test_completion_offers_the_commands_as_the_real_ones_would() -> None:
     def offered(group: click.Group, incomplete: str) -> list[tuple[str, str | None]]:
-        items: list[CompletionItem] = group.shell_complete(click.Context(group), incomplete)
+        # The group's own context settings, as click's completion builds it: a bare
+        # Context makes click (8.2+) cache a help option without -h on the shared group.
+        ctx = click.Context(group, **group.context_settings)
+        items: list[CompletionItem] = group.shell_complete(ctx, incomplete)
         return [(item.value, item.help) for item in items]
 
     assert offered(cli, "") == offered(_eager(), "")

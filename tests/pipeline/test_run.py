@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import io
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,13 @@ from opencode_restore.config import load_config
 from opencode_restore.errors import UsageError
 from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.llm.scripted import ScriptedProvider, ScriptedStatusError
+from opencode_restore.pipeline import budget
+from opencode_restore.pipeline.context import StageContext
 from opencode_restore.pipeline.journal.identity import journal_key
 from opencode_restore.pipeline.journal.lock import journal_lock
 from opencode_restore.pipeline.journal.store import JournalStore
+from opencode_restore.pipeline.prompting import render
+from opencode_restore.pipeline.prompting.render import RedactedFacts
 from opencode_restore.pipeline.restoration import Restoration
 from opencode_restore.pipeline.run import (
     RestoreOptions,
@@ -23,6 +28,8 @@ from opencode_restore.pipeline.run import (
     restore_locked,
     restore_session,
 )
+from opencode_restore.pipeline.stages import synthesizer, turn_summarizer
+from opencode_restore.redact import redact_value
 from opencode_restore.report.summary import summary_markdown, turns_summary_markdown
 
 from .helpers import two_turn_session
@@ -314,3 +321,69 @@ def test_the_offline_request_skips_a_second_redaction_and_changes_nothing(
     for _, secret in placements:
         assert secret not in summary_markdown(fast)
         assert secret not in debug.getvalue()
+
+
+def _redacted_again(facts: dict[str, Any], redact: Any) -> RedactedFacts:
+    """The plain path: facts redacted at every send, redacted before or not."""
+    return RedactedFacts(redact_value(facts, redact))
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    placements=st.lists(
+        st.tuples(st.integers(0, 5), st.sampled_from(SECRETS)), min_size=1, max_size=4
+    ),
+    named=st.booleans(),
+)
+def test_facts_redacted_once_give_what_redacting_them_at_every_send_gives(
+    placements: list[tuple[int, str]], named: bool
+) -> None:
+    # The turn stage redacts a turn's facts once for the provider and the synthesis reads
+    # that copy: pinned to the plain path, which redacts them again wherever they are sent.
+    def session() -> Any:
+        s = two_turn_session()
+        texts = [m for m in s.messages() if m.text]
+        for where, secret in placements:
+            message = texts[where % len(texts)]
+            lead = "DATADOG_APP_KEY=" if named else "token "
+            message.text = f"{message.text} {lead}{secret} and {secret[:12]}"
+        return s
+
+    config = load_config(env={})
+    options = RestoreOptions(skip_evidence_search=True)
+
+    def restored() -> Restoration:
+        return anyio.run(
+            lambda: restore_session(session(), config, OfflineProvider(), options=options)
+        )
+
+    once = restored()
+    with pytest.MonkeyPatch.context() as mp:
+        for module in (render, budget, turn_summarizer, synthesizer):
+            mp.setattr(module, "redact_facts", _redacted_again)
+        plain = restored()
+    assert summary_markdown(once) == summary_markdown(plain)
+    assert turns_summary_markdown(once) == turns_summary_markdown(plain)
+    assert once.model_dump() == plain.model_dump()
+
+
+def test_a_turns_facts_are_redacted_once_for_the_turn_and_the_synthesis(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: Counter[str] = Counter()
+    redact = StageContext.redact
+
+    def counted(self: StageContext, text: str) -> str:
+        seen[text] += 1
+        return redact(self, text)
+
+    monkeypatch.setattr(StageContext, "redact", counted)
+    options = RestoreOptions(skip_evidence_search=True)
+    anyio.run(
+        lambda: restore_session(
+            two_turn_session(), load_config(env={}), OfflineProvider(), options=options
+        )
+    )
+    requests = [text for text in seen if text.startswith("user_request=")]
+    assert len(requests) == 2  # one per turn
+    assert all(seen[text] == 1 for text in requests)

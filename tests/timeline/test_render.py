@@ -59,6 +59,32 @@ def test_tool_call_keeps_its_text_before_the_call() -> None:
     assert message_as_str(call) == "ASSISTANT:\nReading the file\nTool Call: Read\nArguments:\n"
 
 
+def test_tool_call_whose_text_is_its_input_as_json_shows_the_input_once() -> None:
+    # Claude Code's tool calls carry their input as JSON text too: a Write's whole file
+    # was sent uncapped before the capped argument list.
+    content = "x" * 50
+    call = msg(
+        "assistant",
+        "tool_use",
+        f'{{"file_path": "a.py", "content": "{content}"}}',
+        tool_name="Write",
+        tool_input={"file_path": "a.py", "content": content},
+    )
+    capped = MessagesPreprocessor(max_tool_output_chars=20)
+    rendered = message_as_str(call, capped)
+    assert rendered is not None
+    assert rendered.startswith("ASSISTANT:\nTool Call: Write\nArguments:\n")
+    assert content not in rendered
+    # Text that only looks like JSON, or is other JSON, is still shown.
+    for text in ('{"file_path": "b.py"}', "{not json"):
+        other = msg(
+            "assistant", "tool_use", text, tool_name="Write", tool_input={"file_path": "a.py"}
+        )
+        assert message_as_str(other) == (
+            f"ASSISTANT:\n{text}\nTool Call: Write\nArguments:\nfile_path: a.py\n"
+        )
+
+
 def test_tool_call_without_structured_input_uses_text_as_arguments() -> None:
     raw = msg("assistant", "tool_use", "ls -la", tool_name="shell")
     assert message_as_str(raw) == "ASSISTANT:\nTool Call: shell\nArguments: ls -la\n"

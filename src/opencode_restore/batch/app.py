@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 import tempfile
 from dataclasses import replace
@@ -141,6 +142,17 @@ def _plan_lines(items: list[BatchItem], reasons: dict[str, str], unchanged: int)
     return lines
 
 
+def _index(store: Store, data_dir: Path) -> None:
+    """Bring the search index up to date with what the scan found and the run restored;
+    a failure is said on stderr and leaves the night's restorations as they are."""
+    from ..search.index import index_path, update
+
+    try:
+        update(store, index_path(data_dir))
+    except (sqlite3.Error, OSError) as exc:
+        click.echo(f"warning: the search index was not updated: {exc}", err=True)
+
+
 def run_nightly(
     settings: RunSettings,
     *,
@@ -190,6 +202,7 @@ def run_nightly(
         manifest = Manifest(state_manifest(data_dir), sink)
         p = plan(store, manifest, spec, window=window, out=out, now=now, root=root, sink=sink)
         if not p.todo:
+            _index(store, data_dir)
             anyio.run(close_provider, provider)
             if not settings.quiet:
                 click.echo(
@@ -212,6 +225,7 @@ def run_nightly(
             journals=journal_store(config),
         )
         report = _execute(job, settings, RUN_KIND)
+        _index(store, data_dir)
         failed = len(report.failed)
         store.update_run(
             run_id,

@@ -67,6 +67,11 @@ COMMANDS: dict[str, LazyCommand] = {
         "hook",
         "Record a session from an agent hook (JSON on stdin, or as the last argument).",
     ),
+    "index": LazyCommand(
+        "search_cmds",
+        "index_cmd",
+        "Build or update the search index of every registered session (only what changed).",
+    ),
     "install": LazyCommand(
         "install_cmds", "install_cmd", "Make AGENT hand its sessions to opencode-restore."
     ),
@@ -98,6 +103,12 @@ COMMANDS: dict[str, LazyCommand] = {
         "Write a session (its files, its id, or --latest) as a self-contained HTML page.",
     ),
     "restore": LazyCommand("restore_cmd", "restore", "Restore a session into a SESSION SUMMARY."),
+    "search": LazyCommand(
+        "search_cmds",
+        "search_cmd",
+        'Search every registered session: words, "a phrase", prefix*, agent:X cwd:X file:X'
+        " kind:error|decision|command since:7d; one line per hit (--format json for scripts).",
+    ),
     "serve": LazyCommand(
         "store_cmds",
         "serve",

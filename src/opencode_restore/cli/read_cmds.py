@@ -65,6 +65,7 @@ def _label_option(ctx: click.Context, param: click.Parameter, value: str | None)
 )
 @click.option(
     "--context",
+    "-C",
     type=click.IntRange(min=0),
     default=None,
     metavar="N",

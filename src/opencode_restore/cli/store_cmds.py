@@ -56,14 +56,20 @@ def _store() -> object:
 )
 @friendly_errors
 def scan_cmd(agent: str | None, root: Path | None) -> None:
-    """Find sessions where each agent writes them and register them."""
+    """Find sessions where each agent writes them, register them and index what changed
+    of them for ``search``."""
     from ..command_sink import command_sink
+    from ..config import load_config
+    from ..search.index import index_path, update
     from ..store.discovery import scan
     from ..store.store import Store
+    from .search_cmds import progress_bar
 
     store = _store()
     assert isinstance(store, Store)
     result = scan(store, agent=agent, root=root, sink=command_sink())
+    with progress_bar("indexing", announce=False) as step:
+        update(store, index_path(load_config().data_dir), progress=step)
     per_agent: dict[str, set[str]] = {}
     for item in result.found:
         per_agent.setdefault(item.agent, set()).add(item.session_id)

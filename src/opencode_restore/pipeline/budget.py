@@ -31,7 +31,6 @@ from ..errors import ProviderError, RestoreError
 from ..llm.base import LLMRequest, LLMResult
 from ..llm.retry import call_with_retry
 from ..llm.window import SOURCE_ERROR, SOURCE_GUESS, Overflow
-from ..redact import redact_value
 from .context import MIN_OUTPUT_TOKENS, StageContext
 from .journal import policy
 from .journal.data import Block, Journal
@@ -41,6 +40,7 @@ from .prompting.render import (
     CHARS_PER_TOKEN,
     debug_view,
     raw_tokens,
+    redact_facts,
     redact_request,
     request_chars,
     stream_texts,
@@ -224,7 +224,7 @@ class Window:
             # of the process and the rest was redacted when the session was read: only
             # the facts, which it writes into every output, are redacted again. Doing
             # the whole request again per turn was a third of a long restore's CPU.
-            request.facts = redact_value(request.facts, self.ctx.redact)
+            request.facts = redact_facts(request.facts, self.ctx.redact)
             return request
         # Everything, the stream of earlier summaries and the facts included: nothing
         # unredacted reaches a provider (ctx.redact remembers the texts it has seen).

@@ -81,7 +81,8 @@ def _body(message: Message, options: MessagesPreprocessor) -> str:
 
 
 def _tool_call(message: Message, options: MessagesPreprocessor) -> str:
-    lines = [message.text] if message.text.strip() and message.tool_input is not None else []
+    shown = message.tool_input is not None and not _is_input(message.text, message.tool_input)
+    lines = [message.text] if shown and message.text.strip() else []
     lines.append(f"Tool Call: {message.tool_name or 'unknown'}")
     if message.tool_input is None:
         # No structured input: the block's text is the best record of the arguments.
@@ -91,6 +92,20 @@ def _tool_call(message: Message, options: MessagesPreprocessor) -> str:
         for key in sorted(message.tool_input, key=str):
             lines.append(f"{key}: {options.cap(value_text(message.tool_input[key]))}")
     return "\n".join(lines)
+
+
+def _is_input(text: str, tool_input: dict[str, Any]) -> bool:
+    """True when ``text`` is the call's input as JSON again (Claude Code's tool calls).
+
+    Shown, it repeated every argument uncapped before the capped list: a Write's whole
+    file, sent twice in each turn's prompt.
+    """
+    if not text.startswith("{"):
+        return False
+    try:
+        return bool(orjson.loads(text) == tool_input)
+    except orjson.JSONDecodeError:
+        return False
 
 
 def _tool_result(message: Message, options: MessagesPreprocessor) -> str:

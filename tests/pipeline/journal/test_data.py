@@ -113,6 +113,19 @@ def test_two_breakpoints_move_with_the_tail() -> None:
     assert sum(m.cache_breakpoint for m in three.messages) == 2
 
 
+def test_requests_share_the_streams_messages_and_mark_only_copies() -> None:
+    # Each block's message is made once and every request shares it: a breakpoint one
+    # request marks is on its own copy, never on the message the next request gets.
+    tl = timeline(3)
+    first = rendered(tl)
+    anyio.run(tl.add_turn, record(4))
+    second = rendered(tl)
+    assert first.messages[1] is second.messages[1]
+    assert marks(second) == ["[TURN 3 · M5–M6]", "[TURN 4 · M7–M8]"]
+    assert marks(first) == ["[TURN 2 · M3–M4]", "[TURN 3 · M5–M6]"]
+    assert not any(m.cache_breakpoint for m in tl.stream_messages())
+
+
 def test_the_turns_shared_part_ends_a_cached_prefix_before_the_notices() -> None:
     # The state and facts are the same for every segment of a turn: they follow the
     # stream with a breakpoint of their own, and the notices (new figures in every
@@ -391,3 +404,4 @@ def test_the_kept_stream_is_the_stream_rendered_afresh(edits: list[str]) -> None
     for name in edits:
         anyio.run(edit, name)
         assert list(tl.stream()) == render.stream_texts([b.view() for b in tl.blocks])
+        assert [m.content for m in tl.stream_messages()] == list(tl.stream())

@@ -3,6 +3,8 @@ calling conventions, malformed calls, the search limit, failures, and the restor
 
 from __future__ import annotations
 
+import itertools
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -487,3 +489,26 @@ def test_without_a_known_window_a_round_still_has_its_output_cap(
     [request] = provider.requests
     assert request.max_tokens == ROUND_MAX_TOKENS < config().llm.max_tokens
     assert all(m.content != ELIDED for m in request.messages)
+
+
+def test_each_round_reads_the_conversation_the_previous_round_sent(fixtures: Path) -> None:
+    # Every round resends the rounds before it: without a breakpoint at their end the
+    # provider charged them in full again each round.
+    provider = ScriptedProvider(
+        [
+            call("SEARCH_LOG", 1, pattern="Ran 2 tests", literal=True),
+            call("SEARCH_LOG", 2, pattern="greet", literal=True),
+            call("COMPLETE_EVIDENCE_SEARCH", 3, findings="Tests passed [M14]."),
+        ]
+    )
+    evidence(session_of(fixtures), provider)
+    sent = [r.messages for r in provider.requests]
+    assert len(sent) == 3
+    for before, now in itertools.pairwise(sent):
+        marked = [i for i, m in enumerate(now) if m.cache_breakpoint]
+        # The context's end (stable for the stage), the previous request's end, this one's.
+        assert marked[-2:] == [len(before) - 1, len(now) - 1]
+        # ... and the prefix up to the previous end is the very text sent before.
+        unmarked = [replace(m, cache_breakpoint=False) for m in now[: len(before)]]
+        assert unmarked == [replace(m, cache_breakpoint=False) for m in before]
+        assert len([*provider.requests[0].system, *marked]) <= 4  # Anthropic's limit

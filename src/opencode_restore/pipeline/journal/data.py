@@ -24,6 +24,7 @@ from typing import Any
 
 import anyio
 
+from ...llm.base import ChatMessage
 from ...model import Session
 from ...timeline.numbering import Numbering
 from ..prompting import render
@@ -165,6 +166,11 @@ class Journal:
             self._stream.add(block.view())
         self._streamed = len(self.blocks)
         return self._stream.texts
+
+    def stream_messages(self) -> Sequence[ChatMessage]:
+        """`stream` as one message per text, shared by every request (`render.Stream`)."""
+        self.stream()
+        return self._stream.messages
 
     def edited(self) -> None:
         """Blocks were changed in place (pruned): the next save writes a snapshot, and

@@ -91,7 +91,7 @@ async def render(
         return layout.build_request(
             system=system,
             header=header,
-            stream=journal.stream(),
+            stream=journal.stream_messages(),
             announcements=notes,
             task=task,
             base=base,

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -112,11 +112,14 @@ class Stream:
 
     Evidence blocks are left out: the synthesis, their only reader, quotes them in its task.
     A journal keeps one as its blocks are appended (``Journal.stream``), so each block is
-    rendered once, not again for every request of the restore.
+    rendered once, not again for every request of the restore; so is each block's
+    message (``messages``), which every request shares (`build_request` copies the ones
+    it marks).
     """
 
     def __init__(self) -> None:
         self.texts: list[str] = []
+        self.messages: list[ChatMessage] = []
         self._previous_turn: int | None = None
 
     def add(self, block: BlockView) -> None:
@@ -127,8 +130,10 @@ class Stream:
         same_turn = block.kind == "turn.summary" and block.turn == self._previous_turn
         if same_turn and self.texts:
             self.texts[-1] = f"{self.texts[-1]}\n{text}"
+            self.messages[-1] = ChatMessage("user", self.texts[-1])
         else:
             self.texts.append(text)
+            self.messages.append(ChatMessage("user", text))
         self._previous_turn = block.turn if block.kind == "turn.header" else None
 
 
@@ -144,28 +149,27 @@ def build_request(
     *,
     system: str,
     header: str,
-    stream: Sequence[str],
+    stream: Sequence[ChatMessage],
     announcements: Sequence[str],
     task: str,
     base: LLMRequest,
     turn: str = "",
 ) -> LLMRequest:
     """The request: ``base`` (stage, schema, facts, limits) with the rendered ``stream``
-    (`Stream.texts`).
+    (`Stream.messages`, shared: the ones marked as cache breakpoints are copied).
 
     ``turn`` is what every call of the current turn shares (empty: none).
     """
-    messages = [ChatMessage("user", header)]
-    messages += [ChatMessage("user", text) for text in stream]
+    messages = [ChatMessage("user", header), *stream]
     stable_end = len(messages) - 1
     if turn:
         messages.append(ChatMessage("user", turn, cache_breakpoint=True))
     messages += [ChatMessage("user", f"[NOTICE] {a}") for a in announcements]
     messages.append(ChatMessage("user", task))
     system_blocks = [SystemBlock(system)]
-    messages[stable_end].cache_breakpoint = True
+    messages[stable_end] = replace(messages[stable_end], cache_breakpoint=True)
     if stable_end >= 1:
-        messages[stable_end - 1].cache_breakpoint = True
+        messages[stable_end - 1] = replace(messages[stable_end - 1], cache_breakpoint=True)
     else:
         system_blocks[0].cache_breakpoint = True
     base.messages = messages
@@ -220,6 +224,22 @@ class RedactCache:
         return done
 
 
+class RedactedFacts(dict[str, Any]):
+    """Facts whose every string is redacted already (`redact_facts`).
+
+    The type carries that fact to whoever sends them, so facts redacted once (a turn's,
+    for every segment of the turn and again in the synthesis) are not scanned again.
+    """
+
+
+def redact_facts(facts: dict[str, Any], redact: Callable[[str], str]) -> RedactedFacts:
+    """``facts`` with every string redacted (`redact_value`); facts redacted already as
+    they are."""
+    if isinstance(facts, RedactedFacts):
+        return facts
+    return RedactedFacts(redact_value(facts, redact))
+
+
 def redact_request(
     request: LLMRequest, redact: Callable[[str], str], *, facts: bool = True
 ) -> LLMRequest:
@@ -230,18 +250,29 @@ def redact_request(
     facts, so a secret left there would reach every output. A provider that does not
     read them (``facts=False``: the network ones) gets none, which also spares their
     redaction on every call. Redacting twice changes nothing, so parts redacted earlier
-    may pass again.
+    may pass again; facts already redacted (`RedactedFacts`) are not scanned again.
     """
     for block in request.system:
         block.text = redact(block.text)
-    for message in request.messages:
-        message.content = redact(message.content)
-        message.tool_calls = [
-            ToolCallRequest(c.id, c.name, redact_value(c.arguments, redact))
-            for c in message.tool_calls
-        ]
-    request.facts = redact_value(request.facts, redact) if facts else {}
+    redact_messages(request.messages, redact)
+    request.facts = redact_facts(request.facts, redact) if facts else {}
     return request
+
+
+def redact_messages(messages: list[ChatMessage], redact: Callable[[str], str]) -> None:
+    """``messages``' text and tool-call arguments redacted, in place.
+
+    A message redaction changes is replaced by a redacted copy, never changed itself:
+    the stream's messages are shared by every request (`Stream.messages`).
+    """
+    for i, message in enumerate(messages):
+        content = redact(message.content)
+        if content != message.content or message.tool_calls:
+            calls = [
+                ToolCallRequest(c.id, c.name, redact_value(c.arguments, redact))
+                for c in message.tool_calls
+            ]
+            messages[i] = replace(message, content=content, tool_calls=calls)
 
 
 def request_chars(request: LLMRequest) -> int:

@@ -47,7 +47,7 @@ from ..evidence.tools import (
     canonical_name,
 )
 from ..prompting.prompts import capped_json, quote_log, render
-from ..prompting.render import redact_request
+from ..prompting.render import redact_messages
 from ..restoration import EVIDENCE_STOPPED_WARNING, EvidenceItem
 from ..state import RestoreState
 
@@ -187,6 +187,8 @@ class _Loop:
         self.state = state
         self.mode: ToolMode = options.tool_mode or ctx.config.llm.tool_mode
         self.history: list[ChatMessage] = []
+        #: Messages in the last request sent (where its cache breakpoint was).
+        self._sent = 0
         self.plan = plan_searches(turns, state, tools.workspace, options.max_searches)
         self.redact = ctx.redact
 
@@ -212,6 +214,7 @@ class _Loop:
                         request = self._rendered()
             window.fit_output(request)
         request.max_tokens = min(request.max_tokens, ROUND_MAX_TOKENS)
+        self._sent = len(request.messages)
         return request
 
     def _elide_oldest(self) -> bool:
@@ -269,12 +272,16 @@ class _Loop:
             facts={"planned_tool_calls": self.plan},
             tools=list(TOOL_SPECS) if self.native else [],
         )
-        # The model's replies and the tool answers are sent again each round: redacted too.
-        return redact_request(
-            replace(base, messages=[*base.messages, *self.history]),
-            self.redact,
-            facts=self.ctx.reads_facts,
-        )
+        # The model's replies and the tool answers are sent again each round: redacted too
+        # (the rendered prompt and the facts were, by ``ctx.request``).
+        redact_messages(self.history, self.redact)
+        # Each round sends the conversation so far again: its end is a cache breakpoint,
+        # and so is the end of the previous round's request, which this one reads.
+        messages = [*base.messages, *self.history]
+        ends = {len(messages) - 1, self._sent - 1} if self._sent else {len(messages) - 1}
+        for i in ends:
+            messages[i] = replace(messages[i], cache_breakpoint=True)
+        return replace(base, messages=messages)
 
     async def _complete(self) -> LLMResult:
         try:

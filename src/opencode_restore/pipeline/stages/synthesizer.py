@@ -25,6 +25,7 @@ from ...timeline.numbering import Numbering, citation_spans, cited_labels, uncit
 from ..budget import Window
 from ..context import StageContext
 from ..prompting.prompts import quote_log, render
+from ..prompting.render import RedactedFacts, redact_facts
 from ..restoration import CitationStats, EvidenceItem
 from ..schemas import (
     Decision,
@@ -127,8 +128,10 @@ async def synthesize(
     fallback was used, the reason. ``clean_outputs`` checks the citations.
     """
     first = next((m for t in turns for m in t.messages if m.is_human), None)
-    facts = {
-        "parsed_turns": parsed,
+    # Redacted here, once: the turns' facts are redacted already when the turn stage
+    # redacted them for the provider (`RedactedFacts`), and are not scanned again.
+    parsed_turns = [redact_facts(f, ctx.redact) for f in parsed]
+    rest = {
         "first_request": (
             {
                 "text": cap_middle(first.text, MAX_REQUEST_CHARS, "the request"),
@@ -144,12 +147,13 @@ async def synthesize(
         "failed_turns": [f.turn for f in state.failed_turns],
         "evidence": [e.model_dump() for e in evidence],
     }
+    facts = RedactedFacts({"parsed_turns": parsed_turns, **redact_value(rest, ctx.redact)})
     # The offline provider writes the rules' summary itself: it is offered nothing.
     model = not isinstance(ctx.provider, OfflineProvider)
     found: SessionSummary | None = None
     offered: list[Candidate] = []
     if model:
-        found = SessionSummary.model_validate(synthesis_from_facts(redact_value(facts, ctx.redact)))
+        found = SessionSummary.model_validate(synthesis_from_facts(facts))
         offered = offer(candidates(found, rejection_labels(parsed)), candidate_chars(window.budget))
     prompt = render(
         "synthesis",
@@ -175,8 +179,8 @@ async def synthesize(
     except (ProviderError, RestoreError) as exc:
         fallback_reason = str(exc)
         # A network provider's request carries no facts, and facts are all the offline
-        # provider writes from: give it them, redacted as its own requests are.
-        offline = replace(request, facts=redact_value(facts, ctx.redact))
+        # provider writes from: give it them (redacted above).
+        offline = replace(request, facts=facts)
         result = await OfflineProvider().complete(offline)
     answer = result.parsed
     assert isinstance(answer, SummaryFields)

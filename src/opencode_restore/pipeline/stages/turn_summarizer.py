@@ -32,6 +32,7 @@ from ...redact import redact_value
 from ..budget import Window
 from ..context import StageContext
 from ..prompting.prompts import RenderedPrompt, quote_log, render
+from ..prompting.render import redact_facts
 from ..restoration import WHOLE_SUMMARY
 from ..schemas import ArtifactNote, Decision, TurnSummary
 from ..state import RestoreState
@@ -90,7 +91,8 @@ class TurnOutcome:
     error: str | None
     labels: tuple[str, str] | None
     labels_end: int
-    #: The turn's parsed facts (``turn_facts``): the synthesis gets them without the turn.
+    #: The turn's parsed facts (``turn_facts``; `RedactedFacts` when they were redacted
+    #: for the provider): the synthesis gets them without the turn.
     facts: dict[str, Any]
 
 
@@ -185,6 +187,10 @@ async def summarize_turn(
     state_json = quote_log(_json(state.for_prompt()))
     facts_json = quote_log(_json({k: v for k, v in facts.items() if k not in _NOT_PROMPTED}))
 
+    # A provider that reads the facts gets them redacted once for every segment, and the
+    # synthesis reads that copy (`RedactedFacts`) instead of redacting them again.
+    sent = redact_facts(facts, ctx.redact) if ctx.reads_facts else facts
+
     limit = ctx.config.restore.max_turn_chars
     parts = segments(transcript, limit)
 
@@ -211,7 +217,7 @@ async def summarize_turn(
 
         refit = partial(_refit, of_part, min(limit, len(part)))
         request = await window.request(
-            of_part(limit), "turn_summary", facts=facts, schema=TurnSummary, refit=refit
+            of_part(limit), "turn_summary", facts=sent, schema=TurnSummary, refit=refit
         )
         try:
             result = await complete_structured(
@@ -225,7 +231,7 @@ async def summarize_turn(
             break
         except (ProviderError, RestoreError) as exc:
             state.fail_turn(turn.number, str(exc))
-            return TurnOutcome(turn, None, str(exc), labels, last, facts)
+            return TurnOutcome(turn, None, str(exc), labels, last, sent)
         window.observe(request, result)
         assert isinstance(result.parsed, TurnSummary)
         summary = result.parsed
@@ -236,7 +242,7 @@ async def summarize_turn(
         summary = hold_to_turn(summary, redact_value(turn_summary(facts), ctx.redact), within)
     summary.turn_number = turn.number
     state.add_summary(summary)
-    return TurnOutcome(turn, summary, None, labels, last, facts)
+    return TurnOutcome(turn, summary, None, labels, last, sent)
 
 
 async def summarize_turns(

@@ -1,0 +1,394 @@
+"""The search index: schema, incremental update, rebuild.
+
+One SQLite file, ``search.sqlite3`` in the data directory. ``docs`` is an FTS5 table of
+the texts; ``entries`` holds each text's label, kind, role and time under the same rowid;
+``sessions`` each session's agent and cwd once, with how far it was indexed: the labels
+issued so far and the restoration indexed. ``files`` remembers each transcript file's
+identity and size, so a grown file adds only the messages past the last label indexed
+(the session is read again, so the numbering goes on exactly as ``messages`` gives it),
+and a replaced or truncated one indexes its session again from scratch.
+
+An index that is missing, unreadable or of another schema version is built again: it
+holds nothing the store and the logs do not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..diagnostics import WarningSink
+from ..dirs import make_private_dirs
+from ..errors import SourceError
+from ..redact import redact_optional
+from ..store.fetch import existing_files, session_messages
+from ..store.store import SessionRow, Store
+from ..timeline.numbering import Labeler
+from .rows import Row, message_rows, restoration_rows
+
+#: The index's file name inside the data directory.
+INDEX_NAME = "search.sqlite3"
+#: Bumped whenever the schema or what a row holds changes: an older index is rebuilt.
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 10_000
+
+SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
+CREATE TABLE sessions (
+    sid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    agent TEXT NOT NULL,
+    cwd TEXT,
+    labels INTEGER NOT NULL DEFAULT 0,
+    restoration INTEGER
+);
+CREATE TABLE files (
+    sid INTEGER NOT NULL,
+    path TEXT NOT NULL,
+    device INTEGER NOT NULL,
+    inode INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    PRIMARY KEY (sid, path)
+) WITHOUT ROWID;
+CREATE TABLE entries (
+    id INTEGER PRIMARY KEY,
+    sid INTEGER NOT NULL,
+    time TEXT,
+    label INTEGER,
+    kind TEXT NOT NULL,
+    role TEXT
+);
+CREATE INDEX entries_sid ON entries(sid, kind);
+CREATE VIRTUAL TABLE docs USING fts5(text, tokenize = 'unicode61 remove_diacritics 2');
+"""
+
+#: Progress: (sessions done, sessions in all).
+Progress = Callable[[int, int], None]
+
+
+@dataclass(slots=True)
+class Updated:
+    """What an update did."""
+
+    sessions: int = 0
+    rows: int = 0
+    rebuilt: bool = False
+
+
+def index_path(data_dir: Path) -> Path:
+    """The index's file inside ``data_dir``."""
+    return data_dir / INDEX_NAME
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    return conn
+
+
+def _version(conn: sqlite3.Connection) -> int | None:
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+    except sqlite3.DatabaseError:
+        return None
+    return int(row[0]) if row is not None and str(row[0]).isdigit() else None
+
+
+def _remove(path: Path) -> None:
+    for p in (path, path.with_name(path.name + "-journal")):
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
+
+
+def _create(path: Path) -> sqlite3.Connection:
+    conn = _connect(path)
+    conn.executescript(f"BEGIN; {SCHEMA}; COMMIT;")
+    conn.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+    return conn
+
+
+def open_index(path: Path) -> tuple[sqlite3.Connection, bool]:
+    """The index at ``path``, and True when it was (re)created empty: it was missing,
+    not a SQLite file, or of another schema version."""
+    make_private_dirs(str(path.parent))
+    if path.exists():
+        conn = None
+        try:
+            conn = _connect(path)
+            if _version(conn) == SCHEMA_VERSION:
+                return conn, False
+        except sqlite3.DatabaseError:
+            pass
+        if conn is not None:
+            conn.close()
+        _remove(path)
+    return _create(path), True
+
+
+@dataclass(slots=True)
+class _Indexed:
+    sid: int
+    labels: int
+    restoration: int | None
+    files: dict[str, tuple[int, int, int]]
+
+
+def _indexed(conn: sqlite3.Connection, session_id: str) -> _Indexed | None:
+    row = conn.execute(
+        "SELECT sid, labels, restoration FROM sessions WHERE id = ?", (session_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    files = {
+        p: (d, i, s)
+        for p, d, i, s in conn.execute(
+            "SELECT path, device, inode, size FROM files WHERE sid = ?", (row[0],)
+        )
+    }
+    return _Indexed(row[0], row[1], row[2], files)
+
+
+def _identities(row: SessionRow) -> dict[str, tuple[int, int, int]]:
+    """Each readable chain file's (device, inode, size) now."""
+    present, _, _ = existing_files(row)
+    out: dict[str, tuple[int, int, int]] = {}
+    for p in present:
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        out[str(p)] = (st.st_dev, st.st_ino, st.st_size)
+    return out
+
+
+def _change(before: _Indexed | None, now: dict[str, tuple[int, int, int]]) -> str:
+    """``same``, ``grown`` (only appended to, or new files joined) or ``reset``."""
+    if before is None:
+        return "reset"
+    if before.files == now:
+        return "same"
+    for path, (dev, ino, size) in before.files.items():
+        cur = now.get(path)
+        if cur is None or cur[:2] != (dev, ino) or cur[2] < size:
+            return "reset"
+    return "grown"
+
+
+def _labelled(store: Store, row: SessionRow, after: int) -> tuple[Iterator[Row], Labeler]:
+    """The rows of ``row``'s messages labelled past ``after``, read through the same
+    redacting path the API serves messages by; the labeler counts every label issued."""
+    fetch = session_messages(store, row, WarningSink(), include_tools=True, include_thinking=True)
+    labeler = Labeler()
+
+    def rows() -> Iterator[Row]:
+        for m in fetch.messages:
+            label = labeler.label(m)
+            if label is not None and labeler.issued > after:
+                yield from message_rows(m, labeler.issued)
+
+    return rows(), labeler
+
+
+def _insert(conn: sqlite3.Connection, sid: int, rows: Iterable[Row]) -> int:
+    count = 0
+    for r in rows:
+        cur = conn.execute(
+            "INSERT INTO entries (sid, time, label, kind, role) VALUES (?, ?, ?, ?, ?)",
+            (sid, r.time, r.label, r.kind, r.role),
+        )
+        conn.execute("INSERT INTO docs (rowid, text) VALUES (?, ?)", (cur.lastrowid, r.text))
+        count += 1
+    return count
+
+
+def _delete(conn: sqlite3.Connection, sid: int, kinds: tuple[str, ...] | None = None) -> None:
+    where = "sid = ?" + (f" AND kind IN ({','.join('?' * len(kinds))})" if kinds else "")
+    args = (sid, *(kinds or ()))
+    conn.execute(f"DELETE FROM docs WHERE rowid IN (SELECT id FROM entries WHERE {where})", args)
+    conn.execute(f"DELETE FROM entries WHERE {where}", args)
+
+
+_SUMMARY_KINDS = ("decision", "summary")
+
+
+def _session_id(conn: sqlite3.Connection, row: SessionRow, before: _Indexed | None) -> int:
+    cwd = redact_optional(row.cwd)
+    if before is None:
+        cur = conn.execute(
+            "INSERT INTO sessions (id, agent, cwd) VALUES (?, ?, ?)", (row.id, row.agent, cwd)
+        )
+        return int(cur.lastrowid or 0)
+    conn.execute(
+        "UPDATE sessions SET agent = ?, cwd = ? WHERE sid = ?", (row.agent, cwd, before.sid)
+    )
+    return before.sid
+
+
+def _latest_restorations(store: Store) -> dict[str, int]:
+    return dict(
+        store.conn.execute("SELECT session_id, MAX(id) FROM restorations GROUP BY session_id")
+    )
+
+
+def index_session(
+    conn: sqlite3.Connection, store: Store, row: SessionRow, restoration: int | None
+) -> int:
+    """Bring ``row``'s rows up to date in one transaction; returns the rows added.
+
+    A session none of whose files can be read keeps what was indexed of it.
+    """
+    before = _indexed(conn, row.id)
+    now = _identities(row)
+    change = _change(before, now)
+    new_summary = restoration is not None and (before is None or before.restoration != restoration)
+    if change == "same" and not new_summary:
+        return 0
+    added = 0
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        sid = _session_id(conn, row, before)
+        if change != "same" and now:
+            after = before.labels if before is not None and change == "grown" else 0
+            if after == 0 and before is not None:
+                _delete(conn, sid, ("message", "tool", "error", "command", "file", "thinking"))
+            try:
+                rows, labeler = _labelled(store, row, after)
+                added += _insert(conn, sid, rows)
+            except (SourceError, OSError):
+                conn.execute("ROLLBACK")
+                return 0
+            conn.execute("UPDATE sessions SET labels = ? WHERE sid = ?", (labeler.issued, sid))
+            conn.execute("DELETE FROM files WHERE sid = ?", (sid,))
+            conn.executemany(
+                "INSERT INTO files VALUES (?, ?, ?, ?, ?)",
+                [(sid, p, *ident) for p, ident in now.items()],
+            )
+        if new_summary:
+            assert restoration is not None
+            _delete(conn, sid, _SUMMARY_KINDS)
+            saved = store.conn.execute(
+                "SELECT summary_json, created_at FROM restorations WHERE id = ?", (restoration,)
+            ).fetchone()
+            if saved is not None and saved[0]:
+                import json
+
+                added += _insert(conn, sid, restoration_rows(json.loads(saved[0]), saved[1]))
+            conn.execute("UPDATE sessions SET restoration = ? WHERE sid = ?", (restoration, sid))
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return added
+
+
+def _mark(conn: sqlite3.Connection, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def _marks_now(store: Store) -> tuple[str, str]:
+    """The store's newest session change and newest restoration, as meta values."""
+    touched = store.conn.execute("SELECT MAX(updated_at) FROM sessions").fetchone()[0]
+    restored = store.conn.execute("SELECT MAX(id) FROM restorations").fetchone()[0]
+    return touched or "", str(restored or 0)
+
+
+def _run(
+    conn: sqlite3.Connection,
+    store: Store,
+    ids: list[str],
+    marks: tuple[str, str] | None,
+    progress: Progress | None,
+) -> Updated:
+    done = Updated()
+    latest = _latest_restorations(store)
+    for n, session_id in enumerate(ids, start=1):
+        row = store.session(session_id)
+        if row is not None:
+            added = index_session(conn, store, row, latest.get(session_id))
+            done.sessions += added > 0
+            done.rows += added
+        if progress is not None:
+            progress(n, len(ids))
+    if marks is not None:
+        conn.executemany(
+            "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+            [("touched", marks[0]), ("restored", marks[1])],
+        )
+    return done
+
+
+def _all_ids(store: Store) -> list[str]:
+    return [r[0] for r in store.conn.execute("SELECT id FROM sessions ORDER BY updated_at, id")]
+
+
+def update(
+    store: Store,
+    path: Path,
+    session_ids: Iterable[str] | None = None,
+    *,
+    progress: Progress | None = None,
+) -> Updated:
+    """Index what changed of ``session_ids`` (default: every registered session: each
+    chain file is looked at, only grown or replaced ones are read)."""
+    conn, fresh = open_index(path)
+    try:
+        if fresh or session_ids is None:
+            # Taken first: a change made while this runs is seen by the next catch-up.
+            marks = _marks_now(store)
+            done = _run(conn, store, _all_ids(store), marks, progress)
+        else:
+            done = _run(conn, store, list(dict.fromkeys(session_ids)), None, progress)
+        done.rebuilt = fresh
+        return done
+    finally:
+        conn.close()
+
+
+def catch_up(store: Store, path: Path, *, progress: Progress | None = None) -> Updated:
+    """Index the sessions the store saw change since the last update: a hook touched them
+    (the hook itself only records the event, see ``hooks.receiver``) or a restoration of
+    them was saved. Cheap when nothing changed (two indexed queries); the whole store
+    when the index is missing or was rebuilt."""
+    conn, fresh = open_index(path)
+    try:
+        marks = _marks_now(store)
+        if fresh:
+            ids = _all_ids(store)
+        else:
+            touched, restored = _mark(conn, "touched") or "", _mark(conn, "restored") or "0"
+            if (touched, restored) == marks:
+                return Updated()
+            ids = [
+                r[0]
+                for r in store.conn.execute(
+                    "SELECT id FROM sessions WHERE updated_at > ? UNION"
+                    " SELECT session_id FROM restorations WHERE id > ?",
+                    (touched, int(restored) if restored.isdigit() else 0),
+                )
+            ]
+        done = _run(conn, store, ids, marks, progress)
+        done.rebuilt = fresh
+        return done
+    finally:
+        conn.close()
+
+
+def rebuild(store: Store, path: Path, *, progress: Progress | None = None) -> Updated:
+    """Build the index anew beside ``path`` and put it in its place in one rename, so a
+    search running meanwhile reads the old index whole."""
+    tmp = path.with_name(path.name + ".new")
+    _remove(tmp)
+    conn, _ = open_index(tmp)
+    try:
+        done = _run(conn, store, _all_ids(store), _marks_now(store), progress)
+    finally:
+        conn.close()
+    os.replace(tmp, path)
+    done.rebuilt = True
+    return done

@@ -1,0 +1,47 @@
+"""Shared pieces of the search tests: a store with sessions copied from the fixtures."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from opencode_restore.store.store import Store
+from tests.store.builders import CLAUDE_COMPACT, CODEX_RESUME, copy_to
+
+CLAUDE_ID = "e57fea98-e10e-4cce-a470-5de2e7413154"
+CODEX_ID = "01a1fde9-539c-77f2-9e0a-d405fab49546"
+
+
+def claude_session(store: Store, directory: Path, lines: int | None = None) -> Path:
+    """Register the Claude Code fixture (its first ``lines`` lines only, when given)."""
+    path = copy_to(CLAUDE_COMPACT, directory)
+    if lines is not None:
+        head = CLAUDE_COMPACT.read_text(encoding="utf-8").splitlines(keepends=True)[:lines]
+        path.write_text("".join(head), encoding="utf-8")
+    store.register(CLAUDE_ID, "claude-code", str(path), cwd="/home/dev/src/greet-cli")
+    return path
+
+
+def codex_session(store: Store, directory: Path) -> Path:
+    """Register the Codex fixture."""
+    path = copy_to(CODEX_RESUME, directory)
+    store.register(CODEX_ID, "codex", str(path), cwd="/work/other-project")
+    return path
+
+
+def append_lines(path: Path, source: Path, start: int) -> None:
+    """Append ``source``'s lines from ``start`` (0-based) to ``path``, as an agent would."""
+    rest = source.read_text(encoding="utf-8").splitlines(keepends=True)[start:]
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write("".join(rest))
+
+
+def rows_of(index: Path) -> list[tuple[object, ...]]:
+    """Every indexed row as (session, label, kind, role, time, text), sorted."""
+    with sqlite3.connect(index) as conn:
+        rows = conn.execute(
+            "SELECT s.id, e.label, e.kind, e.role, e.time, d.text FROM entries e"
+            " JOIN sessions s ON s.sid = e.sid JOIN docs d ON d.rowid = e.id"
+        ).fetchall()
+    return sorted(rows, key=json.dumps)

@@ -1,0 +1,164 @@
+"""The search index: build, incremental growth, truncation, rebuild, redaction."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from opencode_restore.diagnostics import WarningSink
+from opencode_restore.search.index import catch_up, index_path, open_index, rebuild, update
+from opencode_restore.search.query import search
+from opencode_restore.sources import iter_messages
+from opencode_restore.store.store import Store
+from opencode_restore.timeline.numbering import Labeler
+from tests.search.helpers import (
+    CLAUDE_ID,
+    append_lines,
+    claude_session,
+    codex_session,
+    rows_of,
+)
+from tests.store.builders import CLAUDE_COMPACT
+
+
+def test_build_indexes_every_session_with_the_labels_messages_shows(
+    store: Store, data_dir: Path, tmp_path: Path
+) -> None:
+    log = claude_session(store, tmp_path / "logs")
+    codex_session(store, tmp_path / "logs")
+    done = update(store, index_path(data_dir))
+    assert (done.sessions, done.rebuilt) == (2, True)
+    hits = search(index_path(data_dir), '"Show diff stat"')
+    assert hits
+    assert hits[0].session_id == CLAUDE_ID
+    assert hits[0].kind == "command"
+    # The label is the one `messages --label` gives the same message.
+    labeler = Labeler()
+    labels = {}
+    for m in iter_messages([log], WarningSink()):
+        label = labeler.label(m)
+        if label is not None:
+            labels[label] = m
+    cited = labels[hits[0].label or ""]
+    assert cited.tool_input is not None
+    assert "Show diff stat" in str(cited.tool_input)
+    assert {h.agent for h in search(index_path(data_dir), "greet", limit=100)} == {
+        "claude-code",
+        "codex",
+    }
+
+
+def test_an_unchanged_store_reads_nothing_again(
+    store: Store, data_dir: Path, tmp_path: Path
+) -> None:
+    claude_session(store, tmp_path / "logs")
+    update(store, index_path(data_dir))
+    again = update(store, index_path(data_dir))
+    assert (again.sessions, again.rows, again.rebuilt) == (0, 0, False)
+
+
+def test_a_grown_file_adds_only_its_new_messages(
+    store: Store, data_dir: Path, tmp_path: Path
+) -> None:
+    log = claude_session(store, tmp_path / "logs", lines=30)
+    index = index_path(data_dir)
+    first = update(store, index)
+    append_lines(log, CLAUDE_COMPACT, 30)
+    grown = update(store, index, [CLAUDE_ID])
+    assert grown.rows > 0
+    # Exactly what a fresh index of the whole file holds: nothing twice, nothing missed.
+    whole = tmp_path / "whole" / "search.sqlite3"
+    update(store, whole)
+    assert rows_of(index) == rows_of(whole)
+    assert first.rows + grown.rows == len(rows_of(whole))
+
+
+def test_a_truncated_or_replaced_file_is_indexed_again(
+    store: Store, data_dir: Path, tmp_path: Path
+) -> None:
+    log = claude_session(store, tmp_path / "logs")
+    index = index_path(data_dir)
+    update(store, index)
+    head = CLAUDE_COMPACT.read_text(encoding="utf-8").splitlines(keepends=True)[:30]
+    log.write_text("".join(head), encoding="utf-8")
+    update(store, index)
+    fresh = tmp_path / "fresh" / "search.sqlite3"
+    update(store, fresh)
+    assert rows_of(index) == rows_of(fresh)
+    assert not search(index, '"Show diff stat"')
+
+
+def test_an_old_schema_or_a_corrupt_file_is_rebuilt(
+    store: Store, data_dir: Path, tmp_path: Path
+) -> None:
+    claude_session(store, tmp_path / "logs")
+    index = index_path(data_dir)
+    update(store, index)
+    with sqlite3.connect(index) as conn:
+        conn.execute("UPDATE meta SET value = '0' WHERE key = 'schema'")
+    assert update(store, index).rebuilt
+    assert search(index, "greet")
+    index.write_bytes(b"this is not a database" * 100)
+    done = catch_up(store, index)
+    assert done.rebuilt
+    assert done.rows > 0
+    assert search(index, "greet")
+    conn, fresh = open_index(index)
+    conn.close()
+    assert not fresh
+
+
+def test_rebuild_replaces_the_file_whole(store: Store, data_dir: Path, tmp_path: Path) -> None:
+    claude_session(store, tmp_path / "logs")
+    index = index_path(data_dir)
+    update(store, index)
+    before = rows_of(index)
+    done = rebuild(store, index)
+    assert done.rebuilt
+    assert rows_of(index) == before
+    assert not index.with_name(index.name + ".new").exists()
+
+
+def test_catch_up_indexes_sessions_a_hook_touched_and_new_restorations(
+    store: Store, data_dir: Path, tmp_path: Path
+) -> None:
+    index = index_path(data_dir)
+    catch_up(store, index)
+    assert not search(index, "greet")
+    claude_session(store, tmp_path / "logs")  # what the hook does: register, touch
+    assert catch_up(store, index).sessions == 1
+    assert catch_up(store, index).sessions == 0
+    store.add_restoration(
+        CLAUDE_ID,
+        provider="offline",
+        summary_markdown=None,
+        summary={
+            "summary": {
+                "goal": "Add a shout flag to the greeter [M2]",
+                "key_decisions": [{"decision": "Use argparse store_true", "reason": "[M5]"}],
+                "progress": {"done": ["flag added [M9]"], "in_progress": []},
+                "stood_in": ["goal"],
+            }
+        },
+        usage=None,
+        errors=None,
+    )
+    assert catch_up(store, index).rows == 3
+    decision = search(index, "argparse", kinds=frozenset({"decision"}))
+    assert [(h.kind, h.label) for h in decision] == [("decision", "M5")]
+    assert search(index, "shout flag greeter")[0].kind == "summary"
+
+
+def test_no_secret_of_a_log_reaches_the_index_file(
+    store: Store, data_dir: Path, tmp_path: Path
+) -> None:
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    log = claude_session(store, tmp_path / "logs")
+    text = log.read_text(encoding="utf-8").replace("Show diff stat", f"token {secret} stat")
+    log.write_text(text, encoding="utf-8")
+    index = index_path(data_dir)
+    update(store, index)
+    assert search(index, "stat token")
+    raw = b"".join(p.read_bytes() for p in index.parent.glob("search.sqlite3*"))
+    assert secret.encode() not in raw
+    assert b"a1B2c3D4e5F6g7H8" not in raw

@@ -1,0 +1,122 @@
+"""Queries: syntax, filters, snippets, and never an SQLite error for any text."""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from opencode_restore.search.index import index_path, update
+from opencode_restore.search.query import Hit, QueryError, parse, search, split_marks
+from opencode_restore.store.store import Store
+from tests.search.helpers import CLAUDE_ID, CODEX_ID, claude_session, codex_session
+
+
+@pytest.fixture
+def index(store: Store, data_dir: Path, tmp_path: Path) -> Path:
+    claude_session(store, tmp_path / "logs")
+    codex_session(store, tmp_path / "logs")
+    path = index_path(data_dir)
+    update(store, path)
+    return path
+
+
+def test_words_phrases_and_prefixes() -> None:
+    parsed = parse('git "diff stat" sho* kind:command agent:codex')
+    assert parsed.match == '"git" AND "diff stat" AND "sho"*'
+    assert parsed.kinds == frozenset({"command"})
+    assert parsed.agent == "codex"
+
+
+def test_fts_syntax_in_a_query_is_only_words() -> None:
+    parsed = parse("NEAR(a b) OR -x AND ^y http://example.com")
+    assert parsed.match is not None
+    assert '"http://example.com"' in parsed.match
+    assert '"NEAR(a"' in parsed.match
+
+
+@pytest.mark.parametrize(
+    ("query", "says"),
+    [
+        ('"unclosed phrase', "unterminated quote"),
+        ("kind:bogus git", "unknown kind"),
+        ("agent: git", "needs a value"),
+        ("agent:codex", "at least one word"),
+        ("since:yesterday git", "since:"),
+        ("--- ...", "at least one word"),
+    ],
+)
+def test_bad_queries_say_why_in_one_line(query: str, says: str) -> None:
+    with pytest.raises(QueryError) as err:
+        parse(query)
+    assert says in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+@given(st.text(max_size=40))
+def test_any_text_is_hits_or_a_query_error(query: str) -> None:
+    try:
+        parse(query)
+    except QueryError:
+        return
+
+
+def test_any_text_runs_against_a_real_index(index: Path) -> None:
+    for query in ['a"b', "x*y", '"', "(", "NOT", "a:b:c", "*", "'", "NEAR(greet, 2)"]:
+        with contextlib.suppress(QueryError):
+            search(index, query)
+
+
+def test_filters(index: Path) -> None:
+    assert {h.session_id for h in search(index, "greet agent:codex", limit=50)} == {CODEX_ID}
+    assert {h.session_id for h in search(index, "greet", agent="claude-code", limit=50)} == {
+        CLAUDE_ID
+    }
+    # cwd: the directory, one under it, or its last part.
+    for cwd in ("/home/dev/src/greet-cli", "/home/dev/src", "greet-cli"):
+        assert {h.session_id for h in search(index, "greet", cwd=cwd, limit=50)} == {CLAUDE_ID}
+    assert not search(index, "greet cwd:greet")
+    kinds = {h.kind for h in search(index, "git kind:command", limit=50)}
+    assert kinds == {"command"}
+    assert search(index, "greet since:2026-01-01")
+    assert not search(index, "greet", since=datetime(2030, 1, 1, tzinfo=UTC))
+
+
+def test_file_filter(index: Path) -> None:
+    files = search(index, "file:test_greet.py", limit=50)
+    assert files
+    assert {h.kind for h in files} == {"file"}
+    assert all("test_greet" in h.snippet.replace("\x02", "").replace("\x03", "") for h in files)
+    within = search(index, "shout file:README.md", limit=50)
+    assert within
+    assert {h.kind for h in within} != {"file"}
+    assert not search(index, "shout file:nowhere.xyz")
+
+
+def test_snippet_marks_and_json_form(index: Path) -> None:
+    hit = search(index, "argparse", limit=1)[0]
+    assert "\x02" in hit.snippet
+    assert "\x03" in hit.snippet
+    data = hit.to_dict()
+    assert "\x02" not in data["snippet"]
+    for start, end in data["highlights"]:
+        assert data["snippet"][start:end].lower().startswith("argparse")
+    assert data["label"] == hit.label
+    assert data["session_id"] == hit.session_id
+
+
+def test_split_marks() -> None:
+    assert split_marks("a \x02bc\x03 d \x02e\x03") == ("a bc d e", [[2, 4], [7, 8]])
+
+
+def test_limit_offset_and_a_missing_index(index: Path, tmp_path: Path) -> None:
+    hits = search(index, "greet", limit=5)
+    assert len(hits) == 5
+    assert hits[1:3] == search(index, "greet", limit=2, offset=1)
+    assert search(tmp_path / "none.sqlite3", "greet") == []
+    assert all(isinstance(h, Hit) for h in hits)
+    assert [h.score for h in hits] == sorted(h.score for h in hits)
