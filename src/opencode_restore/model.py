@@ -91,6 +91,10 @@ class Message:
         return self.role == "user" and self.type == "text" and not self.meta.get("synthetic")
 
 
+#: A message with its ``[M#]`` label, the one a restoration cites (None: it has none).
+Labelled = tuple[Message, str | None]
+
+
 @dataclass(slots=True)
 class ModelCall:
     """One model invocation: the input conversation and the response blocks."""

@@ -23,7 +23,7 @@ from ..config import Config, load_config
 from ..store.store import Store
 from .deps import UNAUTHORIZED, authorize
 from .jobs import JobQueue
-from .routes import docs, health, messages, restores, search, sessions
+from .routes import docs, health, messages, restores, search, sessions, viewer
 from .security import HostGuard, HostPolicy, load_or_create_token
 
 
@@ -104,6 +104,8 @@ def create_app(
     read_guard: list[Any] = [Depends(authorize)] if reads_need_token else []
     read_errors = UNAUTHORIZED if reads_need_token else {}
     app.include_router(docs.router, dependencies=read_guard)
+    # The viewer's files hold no data: served unguarded, so the page can ask for the token.
+    app.include_router(viewer.router)
     for routes in (health, sessions, messages, restores, search):
         app.include_router(routes.router, dependencies=read_guard, responses=read_errors)
     return app

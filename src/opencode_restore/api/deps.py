@@ -18,6 +18,7 @@ from ..since import SinceError, parse_since
 from ..store.lookup import AmbiguousSession, SessionNotFound, match_session
 from ..store.store import SessionRow, Store
 from .jobs import JobQueue
+from .security import VIEWER_COOKIE, viewer_cookie
 
 BEARER = HTTPBearer(
     auto_error=False,
@@ -34,6 +35,8 @@ SESSION_LOOKUP: dict[int | str, dict[str, Any]] = {
 #: Time parameters: an ISO 8601 time or a span back from now, as ``--since`` takes.
 TIME_OR_SPAN: dict[str, Any] = {"examples": ["2026-02-11T10:30:00Z", "24h"]}
 _JSON_MEDIA = "application/json"
+#: The methods the viewer's cookie may stand for the token on: reads only.
+READ_METHODS = frozenset({"GET", "HEAD"})
 #: Bounds of every identifier and text parameter: far above any real value (a UUID, an
 #: opencode or Inspect sample id, an agent name, an ISO time), so anything longer is a 422
 #: before a lookup, not a 404 quoting kilobytes back.
@@ -62,10 +65,16 @@ def authorize(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)],
 ) -> None:
-    """Answer 401 unless the request carries the app's bearer token."""
+    """Answer 401 unless the request carries the app's bearer token (or, to read, the web
+    viewer's cookie: see ``security.py``)."""
     token: str = request.app.state.token
     given = credentials.credentials if credentials is not None else ""
-    if not secrets.compare_digest(given.encode(), token.encode()):
+    if secrets.compare_digest(given.encode(), token.encode()):
+        return
+    cookie = request.cookies.get(VIEWER_COOKIE, "")
+    if request.method not in READ_METHODS or not secrets.compare_digest(
+        cookie.encode(), viewer_cookie(token).encode()
+    ):
         raise HTTPException(
             401, detail="missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"}
         )

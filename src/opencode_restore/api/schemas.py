@@ -34,9 +34,16 @@ class SessionOut(BaseModel):
     files: list[ChainFileOut] | None = Field(
         default=None, description="The chain, oldest first (only on GET /sessions/{id})"
     )
+    restored_at: str | None = Field(
+        default=None,
+        description="When its latest restoration was made; null: never restored "
+        "(only on GET /sessions/{id})",
+    )
 
     @classmethod
-    def of(cls, row: SessionRow, with_files: bool = False) -> SessionOut:
+    def of(
+        cls, row: SessionRow, with_files: bool = False, restored_at: str | None = None
+    ) -> SessionOut:
         """The API shape of a stored session."""
         files = None
         if with_files:
@@ -57,6 +64,7 @@ class SessionOut(BaseModel):
             last_event=row.last_event,
             file_count=len(row.files) if with_files else row.file_count,
             files=files,
+            restored_at=restored_at,
         )
 
 
@@ -102,6 +110,11 @@ class MessageOut(BaseModel):
         None,
         description="Context that wrapped the user's request and was taken off its text "
         "(e.g. an IDE's active file and open tabs); text holds the request alone.",
+    )
+    label: str | None = Field(
+        None,
+        description="With labels=true: the message's [M#] label, the one a restoration of "
+        "the session cites (null for a message a restore shows no label).",
     )
 
 

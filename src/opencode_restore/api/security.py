@@ -7,10 +7,19 @@ It can re-point its own host name at 127.0.0.1 (DNS rebinding) and then read ans
 (a form, ``fetch`` with ``no-cors``) whose answer it never reads: every POST needs the
 bearer token, which such a request cannot carry, and a JSON content type, which it cannot
 set. Reads need the token too once the API is reachable from other machines.
+
+A browser cannot put a bearer token on the pages it opens, so the web viewer signs in
+once: opened as ``/#token=...`` (a fragment, never sent, so never in an access log) or
+given the token in its form, the page posts it as a bearer token and gets a cookie holding
+a value derived from the token (not the token), ``HttpOnly`` (no script reads it) and
+``SameSite=Strict`` (no other site's request carries it). The cookie stands for the token
+on reads only; a POST still needs the bearer token itself.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import ipaddress
 import os
 import secrets
@@ -29,6 +38,14 @@ from ..errors import ConfigError
 TOKEN_FILE = "api-token"
 #: ``allowed_hosts`` entry that turns the Host check off.
 ANY_HOST = "*"
+#: The web viewer's sign-in cookie (see the module's docstring).
+VIEWER_COOKIE = "opencode_restore_viewer"
+
+
+def viewer_cookie(token: str) -> str:
+    """The viewer cookie's value for ``token``: a keyed hash, so a leaked cookie is not the
+    token (it cannot start a restore) and a new token voids every cookie."""
+    return hmac.new(token.encode(), b"opencode-restore web viewer", hashlib.sha256).hexdigest()
 
 
 def is_loopback(host: str) -> bool:

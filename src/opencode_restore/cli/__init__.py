@@ -110,7 +110,9 @@ COMMANDS: dict[str, LazyCommand] = {
         " kind:error|decision|command since:7d; one line per hit (--format json for scripts).",
     ),
     "serve": LazyCommand(
-        "store_cmds", "serve", "Serve the HTTP API over the session store (docs at /docs)."
+        "store_cmds",
+        "serve",
+        "Serve the HTTP API over the session store (docs at /docs, the web viewer at /).",
     ),
     "sessions": LazyCommand(
         "store_cmds", "sessions", "The session store: find sessions on disk and list them."

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from itertools import islice, tee
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ import click
 
 from ..command_sink import command_sink
 from ..errors import UsageError
-from ..model import Message
+from ..model import Labelled, Message
 from ..since import Since
 from ..sources import iter_messages, message_filter, open_session, readers
 from ..timeline.numbering import Labeler, parse_label
@@ -28,8 +28,6 @@ from .targets import input_options
 
 #: The messages shown on each side of ``--around``'s message when ``--context`` is not given.
 AROUND = 2
-#: A message with its ``[M#]`` label (None: a restore shows it no label).
-Labelled = tuple[Message, str | None]
 
 
 def _label_option(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -91,7 +89,7 @@ def messages(
 ) -> None:
     """Print a session's messages, each with the [M#] label a restoration cites
     (LOG...: one session's files, oldest first, or its id)."""
-    from ..report.messages import iter_json, iter_jsonl, iter_markdown
+    from ..report.messages import iter_json, iter_jsonl, iter_markdown, unzip
     from ..sources import resolve
 
     if label is not None and around is not None:
@@ -116,7 +114,7 @@ def messages(
             raise UsageError(f"{target} is not a label of this session ({_issued(labeler)})")
     else:
         chosen = ((m, lab) for m, lab in stream if keep(m))
-    shown, labels = _unzip(chosen)
+    shown, labels = unzip(chosen)
     pieces: Iterator[bytes] | Iterator[str]
     if fmt == "markdown":
         pieces = iter_markdown(shown, labels)
@@ -147,12 +145,6 @@ def _around(
 def _issued(labeler: Labeler) -> str:
     """What labels the session has, for the error naming one it has not."""
     return f"its labels run M1-M{labeler.issued}" if labeler.issued else "it has no labels"
-
-
-def _unzip(pairs: Iterable[Labelled]) -> tuple[Iterator[Message], Iterator[str | None]]:
-    """The messages and their labels as two iterators read in step (never held whole)."""
-    left, right = tee(pairs)
-    return (m for m, _ in left), (lab for _, lab in right)
 
 
 def _write(pieces: Iterator[bytes] | Iterator[str], output: Path | None, inputs: Any) -> None:

@@ -182,7 +182,7 @@ def list_cmd(
 )
 @friendly_errors
 def serve(host: str, port: int, token: str | None, allowed_hosts: tuple[str, ...]) -> None:
-    """Serve the HTTP API over the session store (docs at /docs)."""
+    """Serve the HTTP API over the session store (docs at /docs, the web viewer at /)."""
     try:
         import uvicorn
 
@@ -223,4 +223,7 @@ def serve(host: str, port: int, token: str | None, allowed_hosts: tuple[str, ...
         reads_need_token=explicit or not loopback,
         allowed_hosts=hosts,
     )
+    shown = f"[{host}]" if ":" in host else host
+    sign_in = " (reads need the token: open /#token=TOKEN once)" if explicit or not loopback else ""
+    click.echo(f"web viewer: http://{shown}:{port}/{sign_in}", err=True)
     uvicorn.run(app, host=host, port=port, log_level="info")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
-from itertools import repeat
+from itertools import repeat, tee
 from typing import Any
 
 import orjson
 
-from ..model import Message
+from ..model import Labelled, Message
 
 _SECONDS = orjson.OPT_UTC_Z | orjson.OPT_OMIT_MICROSECONDS
 
@@ -68,6 +68,12 @@ def injected_of(m: Message) -> tuple[str | None, dict[str, str] | None]:
     if isinstance(wrapped, dict) and isinstance(wrapped.get("text"), str):
         context = {"kind": str(wrapped.get("kind") or "context"), "text": wrapped["text"]}
     return (kind if isinstance(kind, str) and kind else None), context
+
+
+def unzip(pairs: Iterable[Labelled]) -> tuple[Iterator[Message], Iterator[str | None]]:
+    """The messages and their labels as two iterators read in step (never held whole)."""
+    left, right = tee(pairs)
+    return (m for m, _ in left), (lab for _, lab in right)
 
 
 #: Messages per chunk of :func:`iter_jsonl`: one write per chunk, not per message.

@@ -6,20 +6,22 @@ registered only while it still resolves to a place a transcript may be
 on a format with tail reads (a ``sources.base.TailReader``) seeks each file to its
 last checkpoint older than ``since``; every other request streams the reader's
 messages over the whole chain (of a container, the session named by the row's id).
+A request for labels (``label``) reads the whole chain too: a message's ``[M#]`` counts
+every labelled message before it, which a tail read never sees.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from ..diagnostics import WarningSink
 from ..errors import SourceError
-from ..model import Message
+from ..model import Labelled, Message
 from ..redact import Redactor, redact_message
-from ..sources import filter_messages, is_container, iter_messages, readers
+from ..sources import is_container, iter_messages, message_filter, readers
 from ..sources.base import Checkpoint, ContainerReader, Reader, TailReader
 from ..sources.ids import unique_ids
 from .checkpoints import tail_start, update_index
@@ -31,9 +33,14 @@ from .transcript_paths import read_refusal
 class Fetch:
     """How a request was served: ``mode`` is ``tail``, ``full`` or ``empty``."""
 
-    messages: Iterator[Message]
+    labelled: Iterator[Labelled]
     mode: str
     missing: list[str]
+
+    @property
+    def messages(self) -> Iterator[Message]:
+        """The messages without their labels."""
+        return (m for m, _ in self.labelled)
 
 
 def existing_files(row: SessionRow) -> tuple[list[Path], list[int], list[str]]:
@@ -113,11 +120,15 @@ def session_messages(
     include_tools: bool = False,
     include_thinking: bool = False,
     raw: bool = False,
+    label: Callable[[Message], str | None] | None = None,
 ) -> Fetch:
     """Plan and start reading ``row``'s messages (raises ``SourceError`` when none is readable).
 
     Planning (and the checkpoint index update) happens now; messages are read lazily.
     Every string of every message is redacted on the way out unless ``raw`` is asked for.
+    ``label`` (a ``timeline.numbering.Labeler``'s, passed in: the store sits below the
+    timeline) is called on every message of the chain in order, before the filters, so
+    each message carries the label a restoration cites.
     """
     files, positions, missing = existing_files(row)
     if not files:
@@ -125,7 +136,7 @@ def session_messages(
     stream: Iterator[Message] | None = None
     mode = "full"
     reader = _reader(row.agent)
-    if since is not None and isinstance(reader, TailReader):
+    if since is not None and label is None and isinstance(reader, TailReader):
         stream = _tail(store, reader, files, since, sink)
         mode = "tail" if stream is not None else "full"
     if stream is None:
@@ -134,16 +145,16 @@ def session_messages(
             stream = iter(unique_ids(reader.read(files, sink, session=row.id)).messages())
         else:
             stream = iter_messages(files, sink, row.agent if reader is not None else None)
-    filtered = filter_messages(
-        _renumber(stream, positions),
-        since=since,
-        include_tools=include_tools,
-        include_thinking=include_thinking,
+    keep = message_filter(since, include_tools, include_thinking)
+    renumbered = _renumber(stream, positions)
+    pairs: Iterator[Labelled] = (
+        ((m, label(m)) for m in renumbered) if label else ((m, None) for m in renumbered)
     )
+    filtered = (pair for pair in pairs if keep(pair[0]))
     return Fetch(filtered if raw else _redacted(filtered), mode, missing)
 
 
-def _redacted(messages: Iterator[Message]) -> Iterator[Message]:
+def _redacted(pairs: Iterator[Labelled]) -> Iterator[Labelled]:
     redactor = Redactor()
-    for m in messages:
-        yield redact_message(m, redactor.redact)
+    for m, lab in pairs:
+        yield redact_message(m, redactor.redact), lab

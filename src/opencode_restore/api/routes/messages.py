@@ -12,8 +12,9 @@ from fastapi.responses import StreamingResponse
 
 from ...diagnostics import WarningSink
 from ...errors import SourceError
-from ...report.messages import iter_json
+from ...report.messages import iter_json, unzip
 from ...store.fetch import session_messages
+from ...timeline.numbering import Labeler
 from ..deps import (
     SESSION_LOOKUP,
     SessionId,
@@ -64,6 +65,13 @@ def get_messages(
     raw: Annotated[
         bool, Query(description="Serve secrets unredacted (redacted unless asked)")
     ] = False,
+    labels: Annotated[
+        bool,
+        Query(
+            description="Give each message its [M#] label, the one a restoration cites "
+            "(the whole chain is read: a since request is not served from the tail)"
+        ),
+    ] = False,
     limit: Annotated[
         int | None, Query(ge=1, le=2**62, description="At most this many messages (default all)")
     ] = None,
@@ -74,7 +82,8 @@ def get_messages(
     """The session's messages stitched across its chain, oldest first (streamed JSON).
 
     ``since`` and the ``include_*`` filters apply first, then ``offset`` and ``limit``.
-    Secrets in every string are redacted unless ``raw=true`` is asked for.
+    Secrets in every string are redacted unless ``raw=true`` is asked for; with
+    ``labels=true`` each message carries its ``label`` (null: a restore shows it none).
     """
     row = session_or_404(store, session_id)
     since_ts = query_time("since", since)
@@ -87,13 +96,19 @@ def get_messages(
             include_tools=include_tools,
             include_thinking=include_thinking,
             raw=raw,
+            label=Labeler().label if labels else None,
         )
     except SourceError as exc:
         raise HTTPException(410, detail=exc.reason) from exc
     # islice takes no index past sys.maxsize; no session comes near it.
     stop = None if limit is None else min(offset + limit, sys.maxsize)
-    page = itertools.islice(fetch.messages, offset, stop)
-    body = _chunks(iter_json({"session_id": row.id, "agent": row.agent}, page))
+    header = {"session_id": row.id, "agent": row.agent}
+    if labels:
+        shown, issued = unzip(itertools.islice(fetch.labelled, offset, stop))
+        pieces = iter_json(header, shown, issued)
+    else:
+        pieces = iter_json(header, itertools.islice(fetch.messages, offset, stop))
+    body = _chunks(pieces)
     try:
         # Read the first chunk before answering: a file that fails as it is opened
         # gets a JSON error, not a cut stream (past the first chunk, nothing can).

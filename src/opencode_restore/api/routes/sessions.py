@@ -48,5 +48,9 @@ def list_sessions(
 
 @router.get("/sessions/{session_id}", responses=SESSION_LOOKUP)
 def get_session(session_id: SessionId, store: StoreDep) -> SessionOut:
-    """One session with its transcript chain, oldest file first."""
-    return SessionOut.of(session_or_404(store, session_id), with_files=True)
+    """One session with its transcript chain, oldest file first, and when it was last
+    restored (a viewer asks for the restoration only when there is one)."""
+    row = session_or_404(store, session_id)
+    latest = store.latest_restoration(row.id)
+    restored_at = latest.created_at if latest is not None else None
+    return SessionOut.of(row, with_files=True, restored_at=restored_at)

@@ -1,0 +1,73 @@
+"""``GET /sessions/{id}/messages?labels=true``: each message with the [M#] a restoration cites."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
+
+from opencode_restore.api import create_app
+from opencode_restore.cli import cli
+from opencode_restore.config import load_config
+from opencode_restore.store.store import Store
+from tests.store.builders import CLAUDE_SPOTTER
+
+CLAUDE = "claude-code/recorded/print-continue/d703ad6a-fc57-46ca-94d6-a6af7cf0c933.jsonl"
+
+
+@pytest.fixture
+def client(store: Store) -> Iterator[TestClient]:
+    app = create_app(store, token="t" * 32, config=load_config(), reads_need_token=False)
+    with TestClient(app, base_url="http://127.0.0.1") as c:
+        yield c
+
+
+def _api(client: TestClient, sid: str, **params: Any) -> tuple[list[dict[str, Any]], str]:
+    r = client.get(f"/sessions/{sid}/messages", params=params)
+    assert r.status_code == 200, r.text
+    messages: list[dict[str, Any]] = json.loads(r.content)["messages"]
+    return messages, r.headers["x-fetch-mode"]
+
+
+def _cli_labels(log: Path, *args: str) -> list[tuple[str, str | None]]:
+    result = CliRunner().invoke(cli, ["messages", str(log), *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    return [(r["id"], r["label"]) for r in map(json.loads, result.stdout.splitlines())]
+
+
+def test_labels_are_the_ones_the_messages_command_shows(
+    client: TestClient, store: Store, fixtures: Path
+) -> None:
+    log = fixtures / CLAUDE
+    store.register("S", "claude-code", str(log))
+    every = ("--include-tools", "--include-thinking")
+    full, _ = _api(client, "S", labels=True, include_tools=True, include_thinking=True)
+    assert [(m["id"], m["label"]) for m in full] == _cli_labels(log, *every)
+    # The filters hide messages, never renumber the ones shown.
+    texts, _ = _api(client, "S", labels=True)
+    assert [(m["id"], m["label"]) for m in texts] == _cli_labels(log)
+    assert texts[-1]["label"] == "M32"
+    page, _ = _api(client, "S", labels=True, offset=3, limit=2)
+    assert page == texts[3:5]
+    # Unasked, the answer is as before: no label key.
+    plain, _ = _api(client, "S")
+    assert all("label" not in m for m in plain)
+    assert plain == [{k: v for k, v in m.items() if k != "label"} for m in texts]
+
+
+def test_labels_with_since_read_the_whole_chain(client: TestClient, store: Store) -> None:
+    store.register("big", "claude-code", str(CLAUDE_SPOTTER))
+    every, _ = _api(client, "big", labels=True, include_tools=True)
+    since = every[-11]["timestamp"]
+    tail, mode = _api(client, "big", since=since, include_tools=True)
+    assert mode == "tail"  # the tail read stays for unlabelled requests
+    labelled, mode = _api(client, "big", since=since, include_tools=True, labels=True)
+    assert mode == "full"
+    assert labelled == [m for m in every if m["timestamp"] and m["timestamp"] > since]
+    assert [m["id"] for m in labelled] == [m["id"] for m in tail]
+    assert all(m["label"] for m in labelled if m["type"] == "text" and m["role"] == "user")
