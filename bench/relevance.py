@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from common import parse_args  # noqa: E402
 from opencode_restore.search.index import index_path, update  # noqa: E402
 from opencode_restore.search.query import search  # noqa: E402
+from opencode_restore.sources.opencode.reader import list_sessions  # noqa: E402
 from opencode_restore.store import open_store  # noqa: E402
 
 FIXTURE = ROOT / "fixtures" / "search" / "relevance.json"
@@ -81,15 +82,27 @@ def corpus(data: dict[str, Any], real: Path | None) -> dict[str, tuple[str, Path
     return found
 
 
+def registered_id(name: str, agent: str, path: Path) -> str:
+    """The id to register a session of the set under: its name, but an opencode export
+    is read by the id it holds (under another, it reads as no session and is never
+    indexed), as ``sessions scan`` registers it."""
+    if agent != "opencode":
+        return name
+    roots = [s["id"] for s in list_sessions(path) if s["parent_id"] is None and s["id"]]
+    return str(roots[0]) if roots else name
+
+
 def evaluate(data_dir: Path, real: Path | None, fixture: Path = FIXTURE) -> list[Outcome]:
     """Index the set's sessions in ``data_dir`` and run every query whose answer sessions
     are all indexed."""
     data = json.loads(fixture.read_text(encoding="utf-8"))
     sessions = corpus(data, real)
     store = open_store(data_dir)
+    names: dict[str, str] = {}  # registered id -> the set's name
     try:
         for name, (agent, path) in sessions.items():
-            store.register(name, agent, str(path))
+            names[registered_id(name, agent, path)] = name
+            store.register(registered_id(name, agent, path), agent, str(path))
         index = index_path(data_dir)
         update(store, index)
     finally:
@@ -104,7 +117,7 @@ def evaluate(data_dir: Path, real: Path | None, fixture: Path = FIXTURE) -> list
         except Exception as exc:  # a query the parser refuses is a miss, said as such
             out.error = str(exc).splitlines()[0]
         else:
-            out.sessions = list(dict.fromkeys(h.session_id for h in hits))
+            out.sessions = list(dict.fromkeys(names[h.session_id] for h in hits))
         outcomes.append(out)
     return outcomes
 
