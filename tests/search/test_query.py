@@ -11,7 +11,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from opencode_restore.search.index import index_path, update
-from opencode_restore.search.query import Hit, QueryError, parse, search, split_marks
+from opencode_restore.search.query import (
+    Hit,
+    QueryError,
+    interleave,
+    parse,
+    search,
+    session_score,
+    split_marks,
+)
 from opencode_restore.store.store import Store
 from tests.search.helpers import CLAUDE_ID, CODEX_ID, claude_session, codex_session
 
@@ -27,9 +35,20 @@ def index(store: Store, data_dir: Path, tmp_path: Path) -> Path:
 
 def test_words_phrases_and_prefixes() -> None:
     parsed = parse('git "diff stat" sho* kind:command agent:codex')
-    assert parsed.match == '"git" AND "diff stat" AND "sho"*'
+    # Every phrase, any word: the phrase joins the words so a row with both ranks first.
+    assert parsed.match == '"diff stat" AND ("diff stat" OR "git" OR "sho"*)'
     assert parsed.kinds == frozenset({"command"})
     assert parsed.agent == "codex"
+    assert parse("git sho*").match == '"git" OR "sho"*'
+    assert parse('"a b" "c"').match == '"a b" AND "c"'
+
+
+def test_stop_words_are_dropped_from_words_not_from_phrases() -> None:
+    assert parse("where did I fix the BOM bug?").match == '"fix" OR "BOM" OR "bug?"'
+    assert parse("Why doesn’t it start").match == '"start"'
+    assert parse('"read the readme" of it').match == '"read the readme"'
+    # A query of stop words alone still searches for them.
+    assert parse("where is it").match == '"where" OR "is" OR "it"'
 
 
 def test_fts_syntax_in_a_query_is_only_words() -> None:
@@ -119,4 +138,39 @@ def test_limit_offset_and_a_missing_index(index: Path, tmp_path: Path) -> None:
     assert hits[1:3] == search(index, "greet", limit=2, offset=1)
     assert search(tmp_path / "none.sqlite3", "greet") == []
     assert all(isinstance(h, Hit) for h in hits)
-    assert [h.score for h in hits] == sorted(h.score for h in hits)
+
+
+def test_words_spread_over_a_sessions_messages_find_it(index: Path) -> None:
+    """No one row holds both "argparse" and "readme"; each session holds both."""
+    assert not search(index, '"argparse" "readme"')
+    hits = search(index, "where was argparse in the readme?", limit=200)
+    assert {h.session_id for h in hits} == {CLAUDE_ID, CODEX_ID}
+    assert len(hits) == len(search(index, "argparse", limit=200)) + len(
+        search(index, "readme", limit=200)
+    )
+
+
+def test_stems_match(index: Path) -> None:
+    """The tokenizer is porter: "greeting", "greets" and "greeted" find "greet"."""
+    assert {h.session_id for h in search(index, "greeting", limit=50)} == {CLAUDE_ID, CODEX_ID}
+
+
+def test_hits_come_session_by_session_best_row_first(index: Path) -> None:
+    hits = search(index, "greet", limit=200)
+    first = hits[0].session_id
+    other = next(h for h in hits if h.session_id != first)
+    # The best row of each session comes before any session's second row.
+    assert hits[1] == other
+    for session in (first, other.session_id):
+        own = [h.score for h in hits if h.session_id == session]
+        assert own == sorted(own)
+
+
+def test_a_session_with_several_strong_rows_beats_one_with_a_single_stronger_row() -> None:
+    one_strong = [(1, 1, -5.0)]
+    several = [(2, 2, -4.0), (3, 2, -3.0), (4, 2, -2.0)]
+    order = interleave(sorted([*one_strong, *several], key=lambda r: r[2]))
+    assert [row for row, _ in order] == [2, 1, 3, 4]
+    assert session_score([-4.0, -3.0, -2.0]) < session_score([-5.0])
+    # The hundredth weak row hardly counts.
+    assert session_score([-4.0] + [-0.1] * 100) > session_score([-4.0, -3.0])

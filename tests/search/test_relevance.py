@@ -63,11 +63,6 @@ def test_a_label_of_the_fixture_opens_the_message_it_names(tmp_path: Path) -> No
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    reason="62% on i29-index's first ranking: a query's words must all match in one row "
-    "(a message), so most multi-word queries find nothing; see the branch's report",
-    strict=False,
-)
 def test_the_right_session_is_in_the_top_3_for_90_percent(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

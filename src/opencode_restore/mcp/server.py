@@ -187,8 +187,8 @@ def build_server(config: Config) -> MCPServer[Any]:
     async def search_sessions(
         query: str = Field(
             max_length=1000,
-            description='Words (all must match), "a phrase", prefix*, and filters agent:, '
-            "cwd:, file:, kind:, since:.",
+            description='Words (any may match: more and rarer rank first), "a phrase" (must '
+            "match), prefix*, and filters agent:, cwd:, file:, kind:, since:.",
         ),
         agent: str | None = Field(
             None, description="Only this agent: claude-code, codex, gemini, opencode, pi."

@@ -33,7 +33,7 @@ from .rows import Row, message_rows, restoration_rows
 #: The index's file name inside the data directory.
 INDEX_NAME = "search.sqlite3"
 #: Bumped whenever the schema or what a row holds changes: an older index is rebuilt.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 10_000
 
 SCHEMA = """
@@ -63,7 +63,7 @@ CREATE TABLE entries (
     role TEXT
 );
 CREATE INDEX entries_sid ON entries(sid, kind);
-CREATE VIRTUAL TABLE docs USING fts5(text, tokenize = 'unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE docs USING fts5(text, tokenize = 'porter unicode61 remove_diacritics 2');
 """
 
 #: Progress: (sessions done, sessions in all).

@@ -1,11 +1,19 @@
-"""Queries on the search index: parsing, BM25 ranking, snippets.
+"""Queries on the search index: parsing, ranking, snippets.
 
-A query is words (all must match), ``"a phrase"``, ``prefix*`` and field filters:
-``agent:X``, ``cwd:X`` (the directory, one under it, or its last part), ``file:X``
-(sessions that touched a file matching X), ``kind:error|decision|command|...`` and
-``since:2026-11-01`` (or a span: ``7d``). Every word is quoted before it reaches FTS5,
-so no query text is FTS5 syntax: a bad query is a `QueryError` (one line), never an
-SQLite error.
+A query is words, ``"a phrase"``, ``prefix*`` and field filters: ``agent:X``, ``cwd:X``
+(the directory, one under it, or its last part), ``file:X`` (sessions that touched a file
+matching X), ``kind:error|decision|command|...`` and ``since:2026-11-01`` (or a span:
+``7d``). A row matches when it holds every phrase and any of the words: what a user
+remembers of a session is spread over its messages, so a word missing from one row must
+not hide it. English stop words ("where did I ...") are dropped from the words, not from
+phrases. Every word is quoted before it reaches FTS5, so no query text is FTS5 syntax: a
+bad query is a `QueryError` (one line), never an SQLite error.
+
+Ranking: each row's BM25 (more and rarer words, stems alike: the index's tokenizer is
+``porter``) weighted by what the row is (a user's prompt or a restoration's decision above
+tool output); a session's score adds its best rows' with decreasing weight, so several
+strong rows beat one weak one. Hits come session by session, best session first: the
+best row of every session, then their second rows, and so on.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from ..errors import RestoreError, UsageError
 from ..since import SinceError, parse_since
 from ..store.db import iso_utc
 from .rows import KINDS
+from .stopwords import STOP_WORDS
 
 #: Where a snippet's matched terms start and end (front ends make them bold or <mark>).
 MARK_START, MARK_END = "\x02", "\x03"
@@ -29,6 +38,21 @@ MAX_LIMIT = 1000
 #: Tokens around the match a snippet shows.
 SNIPPET_TOKENS = 16
 FIELDS = ("agent", "cwd", "file", "kind", "since")
+#: The best rows a query ranks before it groups them by session (more when paged past):
+#: enough for the first pages' sessions to be scored on several rows each; every one
+#: more costs the sort and a row handed to Python.
+CANDIDATES = 500
+#: A session's score: its best rows' BM25, each weighing this much of the one before.
+SESSION_DECAY = 0.5
+SESSION_ROWS = 5
+#: How much a row's BM25 weighs by what it is: what the user asked and what a
+#: restoration decided say what a session is about; tool output and thinking mention
+#: everything in passing.
+_WEIGHT = (
+    "CASE WHEN e.kind = 'message' AND e.role = 'user' THEN 2.0"
+    " WHEN e.kind = 'decision' THEN 2.0 WHEN e.kind = 'summary' THEN 1.5"
+    " WHEN e.kind IN ('tool', 'thinking') THEN 0.5 ELSE 1.0 END"
+)
 
 # A token: "a phrase" (maybe unterminated), field:"quoted value", field:value, or a word.
 _TOKEN = re.compile(r'(?:(\w+):)?(?:"([^"]*)("?)|(\S*))')
@@ -129,9 +153,29 @@ def _kinds(value: str) -> frozenset[str]:
     return kinds
 
 
+def _stop(word: str) -> bool:
+    return word.lower().replace("\u2019", "'").strip(".,;:!?()[]{}<>") in STOP_WORDS
+
+
+def _match(phrases: list[str], words: list[tuple[str, str]]) -> str | None:
+    """The FTS5 expression: every phrase, and any word (stop words dropped unless they
+    are all the query has). A phrase is in the words' group too, so a row holding both
+    ranks above one holding the phrase alone."""
+    kept = [term for word, term in words if not _stop(word)]
+    if not kept and not phrases:
+        kept = [term for _, term in words]
+    anyword = " OR ".join(dict.fromkeys([*phrases, *kept]))
+    if not phrases:
+        return anyword or None
+    if not kept:
+        return " AND ".join(phrases)
+    return " AND ".join(phrases) + f" AND ({anyword})"
+
+
 def parse(query: str) -> Parsed:
     """Parse ``query`` (see the module's doc); raises `QueryError`."""
-    terms: list[str] = []
+    phrases: list[str] = []
+    words: list[tuple[str, str]] = []  # (the word as typed, its FTS5 string)
     parsed = Parsed(None)
     for m in _TOKEN.finditer(query):
         field, quoted, closed, bare = m.group(1), m.group(2), m.group(3), m.group(4)
@@ -147,8 +191,10 @@ def parse(query: str) -> Parsed:
         if field is None:
             prefix = quoted is None and value.endswith("*")
             term = _phrase(value.rstrip("*") if prefix else value, prefix)
-            if term is not None:
-                terms.append(term)
+            if term is not None and quoted is None:
+                words.append((value, term))
+            elif term is not None:
+                phrases.append(term)
             continue
         name = field.lower()
         if not value:
@@ -166,7 +212,7 @@ def parse(query: str) -> Parsed:
                 parsed.since = parse_since(value, "since:").cutoff()
             except SinceError as exc:
                 raise QueryError(str(exc)) from None
-    parsed.match = " AND ".join(terms) if terms else None
+    parsed.match = _match(phrases, words)
     if parsed.match is None and parsed.file is None:
         raise QueryError(f"{query!r}: give at least one word to search for")
     return parsed
@@ -196,8 +242,9 @@ def search(
     limit: int = 20,
     offset: int = 0,
 ) -> list[Hit]:
-    """The rows matching ``query`` best first (BM25), with the filters of the query and
-    of the arguments (both apply). A missing index has no hits; raises `QueryError`."""
+    """The rows matching ``query`` best first (see the module's doc), with the filters of
+    the query and of the arguments (both apply). A missing index has no hits; raises
+    `QueryError`."""
     parsed = parse(query)
     if kinds is not None:
         bad = sorted(kinds - KINDS)
@@ -239,18 +286,19 @@ def search(
                 " WHERE d.docs MATCH ? AND f.kind = 'file')"
             )
             args.append(file_phrase)
-    sql = (
-        "SELECT s.id, s.agent, s.cwd, e.time, e.label, e.kind, e.role,"
-        f" snippet(docs, 0, char(2), char(3), '…', {SNIPPET_TOKENS}), bm25(docs)"
-        " FROM docs JOIN entries e ON e.id = docs.rowid JOIN sessions s ON s.sid = e.sid"
-        " WHERE docs MATCH ?"
-        + "".join(f" AND {w}" for w in where)
-        + " ORDER BY bm25(docs) LIMIT ? OFFSET ?"
+    assert match is not None  # parse() refuses a query with neither words nor file:
+    where_sql = "".join(f" AND {w}" for w in where)
+    ranked = (
+        f"SELECT e.id, e.sid, bm25(docs) * ({_WEIGHT}) AS score FROM docs"
+        " JOIN entries e ON e.id = docs.rowid JOIN sessions s ON s.sid = e.sid"
+        f" WHERE docs MATCH ?{where_sql} ORDER BY score LIMIT ?"
     )
     try:
         conn = sqlite3.connect(index_path.resolve().as_uri() + "?mode=ro", uri=True)
         try:
-            rows = conn.execute(sql, [match, *args, limit, max(0, offset)]).fetchall()
+            rows = conn.execute(ranked, [match, *args, max(CANDIDATES, offset + limit)])
+            page = interleave(rows.fetchall())[max(0, offset) : max(0, offset) + limit]
+            found = _details(conn, match, [row for row, _ in page])
         finally:
             conn.close()
     except sqlite3.OperationalError as exc:
@@ -260,6 +308,45 @@ def search(
     except sqlite3.DatabaseError as exc:
         raise IndexUnusable(index_path, exc) from None
     return [
-        Hit(sid, ag, cw, t, None if lab is None else f"M{lab}", kind, role, snip, float(score))
-        for sid, ag, cw, t, lab, kind, role, snip, score in rows
+        Hit(sid, ag, cw, t, None if lab is None else f"M{lab}", kind, role, snip, score)
+        for row, score in page
+        for sid, ag, cw, t, lab, kind, role, snip in (found[row],)
     ]
+
+
+def interleave(rows: list[tuple[int, int, float]]) -> list[tuple[int, float]]:
+    """``(row, session, score)`` best row first, as ``(row, score)`` in hit order: the
+    sessions best first by `session_score`, the best row of each, then their second rows,
+    and so on (one session's many rows do not push the others off the page)."""
+    by_session: dict[int, list[tuple[int, float]]] = {}
+    for row, session, score in rows:
+        by_session.setdefault(session, []).append((row, float(score)))
+    order = sorted(by_session.values(), key=lambda own: session_score([s for _, s in own]))
+    out: list[tuple[int, float]] = []
+    for depth in range(max((len(own) for own in order), default=0)):
+        out.extend(own[depth] for own in order if depth < len(own))
+    return out
+
+
+def session_score(scores: list[float]) -> float:
+    """A session's score from its rows' (best first, BM25: lower is better): the best
+    rows' added with weights halving, so a second and third strong row count, the
+    hundredth weak one hardly."""
+    return sum(score * SESSION_DECAY**at for at, score in enumerate(scores[:SESSION_ROWS]))
+
+
+def _details(conn: sqlite3.Connection, match: str, rows: list[int]) -> dict[int, tuple[Any, ...]]:
+    """What the hits of ``rows`` show: session, agent, cwd, time, label, kind, role and
+    the snippet of the matched words."""
+    if not rows:
+        return {}
+    sql = (
+        "SELECT docs.rowid, s.id, s.agent, s.cwd, e.time, e.label, e.kind, e.role,"
+        f" snippet(docs, 0, char(2), char(3), '…', {SNIPPET_TOKENS})"
+        " FROM docs JOIN entries e ON e.id = docs.rowid JOIN sessions s ON s.sid = e.sid"
+        # The range bounds the one scan FTS5 makes; handed ``rowid IN`` itself it looks
+        # each row up alone, expanding a prefix* again for every one (10x slower).
+        " WHERE docs MATCH ? AND docs.rowid BETWEEN ? AND ?"
+        f" AND +docs.rowid IN ({','.join('?' * len(rows))})"
+    )
+    return {r[0]: r[1:] for r in conn.execute(sql, [match, min(rows), max(rows), *rows])}

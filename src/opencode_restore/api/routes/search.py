@@ -38,8 +38,8 @@ def search_sessions(
         Query(
             min_length=1,
             max_length=MAX_QUERY_CHARS,
-            description='Words (all must match), "a phrase", prefix*, and agent:, cwd:, '
-            "file:, kind:, since: filters",
+            description='Words (any may match: more and rarer rank first), "a phrase" (must '
+            "match), prefix*, and agent:, cwd:, file:, kind:, since: filters",
         ),
     ],
     agent: Annotated[
