@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from opencode_restore.mcp.tools import MAX_HITS, HistoryTools, ToolFailure
 from opencode_restore.search.index import index_path, update
 from opencode_restore.search.query import MARK_END, MARK_START, Hit
 from opencode_restore.store import open_store
+from tests.search.helpers import SINCE_FORMS
 from tests.store.builders import FIXTURES, copy_to
 
 KEY = "sk-proj-AbCdEf0123456789AbCdEf0123456789AbCdEf01"
@@ -76,6 +78,29 @@ def test_bounds_and_errors_are_one_line_failures(
     tools.search_sessions("shout", limit=10**6, kind="error, command")
     assert seen["limit"] == MAX_HITS
     assert seen["kinds"] == frozenset({"error", "command"})
+
+
+@pytest.mark.parametrize(("since", "means"), SINCE_FORMS)
+def test_since_takes_every_form_the_cli_does(
+    tools: HistoryTools,
+    monkeypatch: pytest.MonkeyPatch,
+    since: str,
+    means: timedelta | datetime,
+) -> None:
+    seen: dict[str, Any] = {}
+
+    def spy(*args: Any, **kwargs: Any) -> list[Hit]:
+        seen.update(kwargs)
+        return []
+
+    monkeypatch.setattr(tools_module, "search", spy)
+    before = datetime.now(UTC)
+    tools.search_sessions("shout", since=since)
+    after = datetime.now(UTC)
+    if isinstance(means, timedelta):
+        assert before - means <= seen["since"] <= after - means
+    else:
+        assert seen["since"] == means
 
 
 def test_filters_narrow(tools: HistoryTools) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from opencode_restore.store.store import Store
@@ -11,6 +12,20 @@ from tests.store.builders import CLAUDE_COMPACT, CODEX_RESUME, copy_to
 
 CLAUDE_ID = "e57fea98-e10e-4cce-a470-5de2e7413154"
 CODEX_ID = "01a1fde9-539c-77f2-9e0a-d405fab49546"
+
+#: Every form the CLI's --since takes (since.py): the viewer sends the spans.
+SINCE_FORMS = [
+    ("24h", timedelta(hours=24)),
+    ("7d", timedelta(days=7)),
+    ("30d", timedelta(days=30)),
+    ("90m", timedelta(minutes=90)),
+    ("1.5d", timedelta(hours=36)),
+    ("2w", timedelta(days=14)),
+    ("3600s", timedelta(hours=1)),
+    ("2026-02-11T10:30:00Z", datetime(2026, 2, 11, 10, 30, tzinfo=UTC)),
+    ("2026-02-11T10:30:00", datetime(2026, 2, 11, 10, 30, tzinfo=UTC)),
+    ("2026-02-11", datetime(2026, 2, 11, tzinfo=UTC)),
+]
 
 
 def claude_session(store: Store, directory: Path, lines: int | None = None) -> Path:

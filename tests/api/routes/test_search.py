@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from opencode_restore.config import load_config
 from opencode_restore.search.index import index_path, update
 from opencode_restore.search.query import MARK_END, MARK_START, Hit
 from opencode_restore.store.store import Store
+from tests.search.helpers import SINCE_FORMS
 from tests.store.builders import FIXTURES, copy_to
 
 TOKEN = "t" * 32
@@ -87,6 +89,30 @@ def test_filters_reach_the_query(client: TestClient) -> None:
         for h in client.get("/search", params={"q": "shout", "kind": "command"}).json()["hits"]
     }
     assert kinds <= {"command"}
+
+
+@pytest.mark.parametrize(("since", "means"), SINCE_FORMS)
+def test_since_takes_every_form_the_cli_does(
+    client: TestClient,
+    monkeypatch: pytest.MonkeyPatch,
+    since: str,
+    means: timedelta | datetime,
+) -> None:
+    seen: dict[str, Any] = {}
+
+    def spy(*args: Any, **kwargs: Any) -> list[Hit]:
+        seen.update(kwargs)
+        return []
+
+    monkeypatch.setattr(search_route, "search", spy)
+    before = datetime.now(UTC)
+    r = client.get("/search", params={"q": "shout", "since": since})
+    after = datetime.now(UTC)
+    assert r.status_code == 200, r.text
+    if isinstance(means, timedelta):
+        assert before - means <= seen["since"] <= after - means
+    else:
+        assert seen["since"] == means
 
 
 def test_bad_queries_are_400_and_bad_bounds_422(client: TestClient) -> None:
