@@ -1,8 +1,10 @@
 """Remove secrets from text before it is sent to an LLM provider.
 
-Compiled regexes, one pass each (15-20 MB/s on logs): first, self-identifying tokens (keys
-with a vendor prefix, JWTs, private key blocks) anywhere in the text; then contextual secrets,
-where only the value is replaced and the context is kept: passwords in URLs,
+Compiled regexes, each run only on a text that holds what its matches need (a token's
+prefix, a context's anchor, a gitleaks keyword: all found in one pass, see ``prefilter``):
+first, self-identifying tokens (keys with a vendor prefix, JWTs, private key blocks)
+anywhere in the text; then contextual secrets, where only the value is replaced and the
+context is kept: passwords in URLs,
 bearer and basic credentials, API-key headers, `--password=...` flags and assignments to
 secret-named variables anywhere on a line (`DB_PASSWORD=...`, `"apiKey": "..."`,
 `password: hunter2`, `curl ...?token=abc123&...`).
@@ -37,6 +39,7 @@ from typing import Any
 
 from ..model import Message, Session
 from .gitleaks import GITLEAKS_COMMIT, rule_set, trailing_name
+from .prefilter import Prefilter
 
 #: The edition of what redaction removes: part of a saved journal's fingerprint
 #: (``pipeline.resume``), so that a journal redacted by an earlier edition, which may
@@ -182,6 +185,7 @@ _TOKEN_RES = [
 # Token kinds whose pattern cannot start with a literal are tried only when the text
 # holds their fixed middle part (a pattern starting with a class is tried everywhere).
 _TOKEN_GATES = {
+    "aws-access-key": re.compile(r"AKIA|ASIA|ABIA|ACCA"),
     "mailchimp-key": re.compile(r"-us[0-9]"),
     "telegram-bot-token": re.compile(r"[0-9]:AA"),
     "terraform-token": re.compile(r"\.atlasv1\."),
@@ -195,6 +199,20 @@ for _kind, _regex, _literal in _TOKEN_RES:
     if not _TOKEN_GROUPS or _literal is None or _TOKEN_GROUPS[-1][0] != _literal:
         _TOKEN_GROUPS.append((_literal, []))
     _TOKEN_GROUPS[-1][1].append((_kind, _regex, _TOKEN_GATES.get(_kind)))
+# The groups each needle (or gate) lets run, by their place in ``_TOKEN_GROUPS``, and
+# those that run on every text (a pattern with neither).
+_GROUPS_BY_FIND: dict[str, list[int]] = {}
+_EVERY_TEXT_GROUPS: set[int] = set()
+for _index, (_literal, _patterns) in enumerate(_TOKEN_GROUPS):
+    if _literal is not None:
+        _GROUPS_BY_FIND.setdefault(_literal, []).append(_index)
+        continue
+    for _shape in _patterns:
+        _gate = _shape[2]
+        if _gate is None:
+            _EVERY_TEXT_GROUPS.add(_index)
+        else:
+            _GROUPS_BY_FIND.setdefault(_gate.pattern, []).append(_index)
 # A token whose random part is a run of one filler is a documentation placeholder
 # (`ghp_xxxxxxxx…`, `sk-XXXX…`), not a key.
 _FILLER = re.compile(r"x{4,}|X{4,}|\*{4,}")
@@ -360,10 +378,64 @@ _AT_WORDS = frozenset({"quoted"})
 _HINTED_BY_WORDS = {"yaml": (": ", ":\t")}
 # Each context pattern with how it is tried: its hint, whether it runs at secret words
 # only, and the text a secret word must be followed by for it to run.
+#
+# A literal every match of a pattern holds (``need``): a text without it is not scanned.
+# In ASCII text (where a name's case is ASCII's) two patterns ask more, since an anchor
+# alone (a colon, an `=`) is in most strings of a log: `_replace_value` keeps what
+# "header" finds unless a key header's name is just before the colon, and what "assign"
+# finds unless the name before the `=` ends with a secret word or is `*_KEY`; the
+# patterns anchored on secret words run only where one is.
+_NEEDS = {
+    "url": "://", "bearer": "earer", "basic": "asic", "header": ":", "assign": "=",
+    "flag": "--", "user": "-u", "mysql": "-p", "sshpass": "sshpass", "cookie": "ookie",
+    "docker": '"auth', "yaml": ":", "yaml-escaped": "\\n", "yaml-first": '"',
+}  # fmt: skip
+
+
+def _any_case(word: str) -> str:
+    """``word`` as a pattern of either case of each letter (``re`` and Hyperscan alike)."""
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else re.escape(c) for c in word)
+
+
+_ANY_WORD = "|".join(_any_case(word) for word in _WORDS)
+_ASCII_NEEDS = {
+    "header": "|".join(
+        f"{_any_case(name)}:" for name in ("api-key", "auth-token", "access-token", "private-token")
+    ),
+    "assign": rf"(?:[_-]KEY|{_ANY_WORD})[\"']?[ \t]*=",
+    **dict.fromkeys(("quoted", *_HINTS), _ANY_WORD),
+}
 _CONTEXT_STEPS = [
-    (kind, regex, _HINTS.get(kind), kind in _AT_WORDS, _HINTED_BY_WORDS.get(kind))
+    (
+        kind,
+        regex,
+        _NEEDS.get(kind),
+        _ASCII_NEEDS.get(kind),
+        _HINTS.get(kind),
+        kind in _AT_WORDS,
+        _HINTED_BY_WORDS.get(kind),
+    )
     for kind, regex in _CONTEXT_RES
 ]
+
+
+@functools.cache
+def _prefilter(fast: bool = True) -> Prefilter:
+    """One pass that finds every needle, gate and need of our own patterns (``fast``:
+    with Hyperscan where it is installed)."""
+    return Prefilter(
+        cased=[
+            *(needle for needle, _ in _TOKEN_GROUPS if needle is not None),
+            *(need for need in _NEEDS.values() if need is not None),
+        ],
+        patterns=[
+            *(gate.pattern for gate in _TOKEN_GATES.values()),
+            *_ASCII_NEEDS.values(),
+        ],
+        fast=fast,
+    )
+
+
 # Line breaks and indentation inside a secret, as written or escaped in a JSON string.
 _LAYOUT = re.compile(r"\s+|\\[nrt]")
 _LABELS = {
@@ -442,16 +514,30 @@ class Redactor:
         return original if text == original else text
 
     def _redact_ours(self, text: str) -> str:
-        """One pass of our own rules over ``text``: vendor tokens, then contexts."""
-        for needle, patterns in _TOKEN_GROUPS:
-            if needle is not None and needle not in text:
-                continue
-            for kind, regex, gate in patterns:
-                if gate is None or gate.search(text):
+        """One pass of our own rules over ``text``: vendor tokens, then contexts.
+
+        A pattern runs only where the text holds what every match of it needs (see
+        ``_NEEDS``), all found in one pass (``_prefilter``), found again only when a
+        pattern changed the text.
+        """
+        found = _prefilter().found(text)
+        scanned = text
+        groups = {i for key in found for i in _GROUPS_BY_FIND.get(key, ())}
+        groups |= _EVERY_TEXT_GROUPS
+        for index in sorted(groups):
+            for kind, regex, gate in _TOKEN_GROUPS[index][1]:
+                if gate is None or gate.pattern in found:
                     text = regex.sub(self._token_replacer(kind), text)
+        if text is not scanned:
+            found, scanned = _prefilter().found(text), text
+        ascii_text = text.isascii()
         words_of: str | None = None
         words: list[tuple[int, int]] | None = None
-        for kind, regex, hint, at_words, hinted_by in _CONTEXT_STEPS:
+        for kind, regex, need, ascii_need, hint, at_words, hinted_by in _CONTEXT_STEPS:
+            if need is not None and need not in found:
+                continue
+            if ascii_need is not None and ascii_text and ascii_need not in found:
+                continue
             replace = self._value_replacers[kind]
             by_words = at_words or hinted_by is not None
             if by_words and words_of is not text:
@@ -465,6 +551,9 @@ class Redactor:
                 text = _sub_at(regex, text, sorted({start for start, _ in words}), replace)
             elif hinted_by is not None and any(text.startswith(hinted_by, end) for _, end in words):
                 text = regex.sub(replace, text)
+            if text is not scanned:
+                found, scanned = _prefilter().found(text), text
+                ascii_text = text.isascii()
         return text
 
     def _gitleaks_escaped(self, text: str, view: str) -> str:
