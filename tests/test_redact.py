@@ -578,9 +578,8 @@ class _Everything(Prefilter):
         return {*self.cased, *self.caseless, *self.patterns}
 
 
-_EVERY_RULE = _Everything(
-    redact_module._prefilter().cased, patterns=redact_module._prefilter().patterns
-)
+_OURS = redact_module._prefilter()
+_EVERY_RULE = _Everything(_OURS.cased, _OURS.caseless, _OURS.patterns)
 _CORPUS = [
     *(text for text, _, _ in SECRETS),
     *(text for text, _, _ in MID_LINE),

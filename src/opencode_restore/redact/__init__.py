@@ -384,7 +384,8 @@ _HINTED_BY_WORDS = {"yaml": (": ", ":\t")}
 # alone (a colon, an `=`) is in most strings of a log: `_replace_value` keeps what
 # "header" finds unless a key header's name is just before the colon, and what "assign"
 # finds unless the name before the `=` ends with a secret word or is `*_KEY`; the
-# patterns anchored on secret words run only where one is.
+# patterns anchored on secret words run only where one is. (Not all of them exactly: a
+# regex of each for `re` cost more, where Hyperscan is missing, than it saved.)
 _NEEDS = {
     "url": "://", "bearer": "earer", "basic": "asic", "header": ":", "assign": "=",
     "flag": "--", "user": "-u", "mysql": "-p", "sshpass": "sshpass", "cookie": "ookie",
@@ -392,18 +393,14 @@ _NEEDS = {
 }  # fmt: skip
 
 
-def _any_case(word: str) -> str:
-    """``word`` as a pattern of either case of each letter (``re`` and Hyperscan alike)."""
-    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else re.escape(c) for c in word)
-
-
-_ANY_WORD = "|".join(_any_case(word) for word in _WORDS)
+# Literals (any of which will do) that a match needs in ASCII text: the secret words
+# are looked for in any case, ``_KEY`` as written.
+_HEADER_NAMES = ("api-key:", "auth-token:", "access-token:", "private-token:")
+_KEY_ENDINGS = ("_KEY", "-KEY")
 _ASCII_NEEDS = {
-    "header": "|".join(
-        f"{_any_case(name)}:" for name in ("api-key", "auth-token", "access-token", "private-token")
-    ),
-    "assign": rf"(?:[_-]KEY|{_ANY_WORD})[\"']?[ \t]*=",
-    **dict.fromkeys(("quoted", *_HINTS), _ANY_WORD),
+    "header": frozenset(_HEADER_NAMES),
+    "assign": frozenset((*_WORDS, *_KEY_ENDINGS)),
+    **dict.fromkeys(("quoted", *_HINTS), frozenset(_WORDS)),
 }
 _CONTEXT_STEPS = [
     (
@@ -427,11 +424,10 @@ def _prefilter(fast: bool = True) -> Prefilter:
         cased=[
             *(needle for needle, _ in _TOKEN_GROUPS if needle is not None),
             *(need for need in _NEEDS.values() if need is not None),
+            *_KEY_ENDINGS,
         ],
-        patterns=[
-            *(gate.pattern for gate in _TOKEN_GATES.values()),
-            *_ASCII_NEEDS.values(),
-        ],
+        caseless=[*_WORDS, *_HEADER_NAMES],
+        patterns=[gate.pattern for gate in _TOKEN_GATES.values()],
         fast=fast,
     )
 
@@ -536,7 +532,7 @@ class Redactor:
         for kind, regex, need, ascii_need, hint, at_words, hinted_by in _CONTEXT_STEPS:
             if need is not None and need not in found:
                 continue
-            if ascii_need is not None and ascii_text and ascii_need not in found:
+            if ascii_need is not None and ascii_text and ascii_need.isdisjoint(found):
                 continue
             replace = self._value_replacers[kind]
             by_words = at_words or hinted_by is not None

@@ -26,6 +26,8 @@ from typing import Any
 #: Hyperscan database (~40 ms for ours, and ~15 ms to import the module): a process that
 #: redacts a few prompts (a hook) never pays it.
 COMPILE_AFTER = 1 << 20
+#: Up to this many caseless literals, the path without Hyperscan looks for each apart.
+_ONE_BY_ONE = 32
 
 
 @functools.cache
@@ -80,10 +82,12 @@ class Prefilter:
         if len(set(answers)) < len(answers):
             raise ValueError("a literal or pattern is given twice (answers would be ambiguous)")
         self._compiled = [re.compile(pattern) for pattern in self.patterns]
-        # Without Hyperscan the caseless literals are found in one scan of the lower-cased
-        # text: the longest one starting at each position (a trie-shaped alternation in a
-        # look-ahead), then every literal that is a prefix of one found.
-        self._longest = re.compile(f"(?=({trie(self.caseless)}))") if self.caseless else None
+        # Without Hyperscan many caseless literals (gitleaks' ~240 keywords) are found in
+        # one scan of the lower-cased text: the longest one starting at each position (a
+        # trie-shaped alternation in a look-ahead), then every literal that is a prefix of
+        # one found; a few are looked for one by one (a scan tries every position).
+        many = len(self.caseless) > _ONE_BY_ONE
+        self._longest = re.compile(f"(?=({trie(self.caseless)}))") if many else None
         self._prefixes = {
             word: frozenset(other for other in self.caseless if word.startswith(other))
             for word in self.caseless
@@ -143,6 +147,9 @@ class Prefilter:
             if self._longest is not None:
                 for word in set(self._longest.findall(text.lower())):
                     found |= self._prefixes[word]
+            elif self.caseless:
+                lower = text.lower()
+                found.update(literal for literal in self.caseless if literal in lower)
             return found
         ids = self._scan(text.encode("utf-8", "surrogatepass"))
         if not text.isascii() and self.caseless:
