@@ -416,6 +416,20 @@ _CONTEXT_STEPS = [
 ]
 
 
+# The context steps (their places in ``_CONTEXT_STEPS``) each literal found lets run, and
+# those that run on every text (none so far: each pattern needs a literal).
+_STEPS_BY_NEED: dict[str, list[int]] = {}
+for _index, _step in enumerate(_CONTEXT_STEPS):
+    _STEPS_BY_NEED.setdefault(_step[2] or "", []).append(_index)
+_EVERY_TEXT_STEPS = frozenset(_STEPS_BY_NEED.pop("", ()))
+
+
+def _steps_after(done: int, found: set[str]) -> list[int]:
+    """The context steps after the ``done``-th that a text holding ``found`` lets run."""
+    steps = {i for key in found for i in _STEPS_BY_NEED.get(key, ()) if i > done}
+    return sorted(steps.union(i for i in _EVERY_TEXT_STEPS if i > done))
+
+
 @functools.cache
 def _prefilter(fast: bool = True) -> Prefilter:
     """One pass that finds every needle, gate and need of our own patterns (``fast``:
@@ -524,14 +538,15 @@ class Redactor:
             for kind, regex, gate in _TOKEN_GROUPS[index][1]:
                 if gate is None or gate.pattern in found:
                     text = regex.sub(self._token_replacer(kind), text)
-        if text is not scanned:
-            found, scanned = _prefilter().found(text), text
+        text, found = self._rescanned(text, scanned, found)
+        scanned = text
         ascii_text = text.isascii()
+        steps = _steps_after(-1, found)
         words_of: str | None = None
         words: list[tuple[int, int]] | None = None
-        for kind, regex, need, ascii_need, hint, at_words, hinted_by in _CONTEXT_STEPS:
-            if need is not None and need not in found:
-                continue
+        while steps:
+            index = steps.pop(0)
+            kind, regex, _, ascii_need, hint, at_words, hinted_by = _CONTEXT_STEPS[index]
             if ascii_need is not None and ascii_text and ascii_need.isdisjoint(found):
                 continue
             replace = self._value_replacers[kind]
@@ -548,9 +563,20 @@ class Redactor:
             elif hinted_by is not None and any(text.startswith(hinted_by, end) for _, end in words):
                 text = regex.sub(replace, text)
             if text is not scanned:
-                found, scanned = _prefilter().found(text), text
-                ascii_text = text.isascii()
+                text, found = self._rescanned(text, scanned, found)
+                if text is not scanned:  # (a label may hold what a later step needs)
+                    steps = _steps_after(index, found)
+                scanned, ascii_text = text, text.isascii()
         return text
+
+    @staticmethod
+    def _rescanned(text: str, scanned: str, found: set[str]) -> tuple[str, set[str]]:
+        """``text`` after a pattern ran on ``scanned``, and what it holds: the same object
+        when nothing changed (a match that was kept still built an equal copy, which
+        would be scanned again and its secret words found again)."""
+        if text is scanned or text == scanned:
+            return scanned, found
+        return text, _prefilter().found(text)
 
     def _gitleaks_escaped(self, text: str, view: str) -> str:
         """``text``, which holds JSON string escapes, with what the gitleaks rules find in
