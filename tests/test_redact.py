@@ -572,10 +572,15 @@ _PLAIN_RULES = dataclasses.replace(
 
 
 class _Everything(Prefilter):
-    """A prefilter that finds everything: every one of our rules runs on every text."""
+    """A prefilter that finds all our literals (every one of our rules runs on every
+    text) and the gitleaks keywords the text holds (their rules run as gitleaks runs them)."""
 
     def found(self, text: str) -> set[str]:
-        return {*self.cased, *self.caseless, *self.patterns}
+        keywords = set(_PLAIN_RULES.keywords.caseless)
+        present = _PLAIN_RULES.keywords.found(text)
+        needles = {needle for needle, _ in redact_module._TOKEN_GROUPS if needle is not None}
+        ours = {*self.cased, *(set(self.caseless) - keywords), *self.patterns, *needles}
+        return ours | present
 
 
 _OURS = redact_module._prefilter()

@@ -434,13 +434,17 @@ def _steps_after(done: int, found: set[str]) -> list[int]:
 def _prefilter(fast: bool = True) -> Prefilter:
     """One pass that finds every needle, gate and need of our own patterns (``fast``:
     with Hyperscan where it is installed)."""
+    # The gitleaks keywords too (one pass for both); a needle that is also a keyword is
+    # looked for as the keyword (any case): a weaker gate, but one a match still needs.
+    keywords = rule_set().keywords.caseless
+    cased = [
+        *(needle for needle, _ in _TOKEN_GROUPS if needle is not None),
+        *(need for need in _NEEDS.values() if need is not None),
+        *_KEY_ENDINGS,
+    ]
     return Prefilter(
-        cased=[
-            *(needle for needle, _ in _TOKEN_GROUPS if needle is not None),
-            *(need for need in _NEEDS.values() if need is not None),
-            *_KEY_ENDINGS,
-        ],
-        caseless=[*_WORDS, *_HEADER_NAMES],
+        cased=[literal for literal in cased if literal not in keywords],
+        caseless=[*_WORDS, *_HEADER_NAMES, *keywords],
         patterns=[gate.pattern for gate in _TOKEN_GATES.values()],
         fast=fast,
     )
@@ -518,13 +522,14 @@ class Redactor:
         if not text:
             return text  # (every emptied body of a hollow session, every missing field)
         original = text
-        text = self._redact_ours(text)
+        text, found = self._redact_ours(text)
         view = _unescape(_unescape(text))
-        text = self._gitleaks(text) if view == text else self._gitleaks_escaped(text, view)
+        text = self._gitleaks(text, found) if view == text else self._gitleaks_escaped(text, view)
         return original if text == original else text
 
-    def _redact_ours(self, text: str) -> str:
-        """One pass of our own rules over ``text``: vendor tokens, then contexts.
+    def _redact_ours(self, text: str) -> tuple[str, set[str]]:
+        """One pass of our own rules over ``text``: vendor tokens, then contexts; and what
+        ``_prefilter`` finds in the text it returns.
 
         A pattern runs only where the text holds what every match of it needs (see
         ``_NEEDS``), all found in one pass (``_prefilter``), found again only when a
@@ -567,7 +572,7 @@ class Redactor:
                 if text is not scanned:  # (a label may hold what a later step needs)
                     steps = _steps_after(index, found)
                 scanned, ascii_text = text, text.isascii()
-        return text
+        return text, found
 
     @staticmethod
     def _rescanned(text: str, scanned: str, found: set[str]) -> tuple[str, set[str]]:
@@ -610,13 +615,15 @@ class Redactor:
                 text = re.sub(bounded, label, text)  # (no backslash in a label)
         return text
 
-    def _gitleaks(self, text: str) -> str:
+    def _gitleaks(self, text: str, holds: set[str] | None = None) -> str:
         """``text`` with what the gitleaks rules find replaced (after our own rules,
-        whose labels and context handling come first): overlapping finds are merged."""
+        whose labels and context handling come first): overlapping finds are merged.
+        ``holds``: what ``_prefilter`` found in ``text``, when it was run on it."""
         parts: list[str] = []
         done = 0
         label = ""
-        for found in sorted(rule_set().findings(text), key=lambda f: (f.start, -f.end)):
+        finds = rule_set().findings(text, holds)
+        for found in sorted(finds, key=lambda f: (f.start, -f.end)):
             if found.start < done:  # overlaps the previous find: widen it
                 done = max(done, found.end)
                 continue

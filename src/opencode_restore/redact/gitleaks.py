@@ -311,11 +311,14 @@ class RuleSet:
         """Every rule, compiled."""
         return tuple(map(self.rule, range(len(self.tables))))
 
-    def findings(self, text: str) -> Iterator[Finding]:
-        """The secrets in ``text``, rule by rule, as gitleaks finds them."""
+    def findings(self, text: str, holds: Iterable[str] | None = None) -> Iterator[Finding]:
+        """The secrets in ``text``, rule by rule, as gitleaks finds them. ``holds``: the
+        keywords ``text`` holds (with other literals), when a caller's scan found them."""
         if len(text) < SHORTEST_MATCH:
             return  # (most strings of a log: ids, names, `ok`)
-        found = self.keywords.found(text)
+        found = [
+            k for k in (self.keywords.found(text) if holds is None else holds) if k in self.gated
+        ]
         if not found:
             return
         lower = text.lower()
