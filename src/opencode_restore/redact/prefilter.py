@@ -16,6 +16,7 @@ question is asked as before. Both answer the same (a property test pins them): a
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import re
@@ -38,6 +39,16 @@ def _engine() -> Any:
         return importlib.import_module("hyperscan")
     except ImportError:
         return None
+
+
+def _give_back_freed_memory() -> None:
+    """Return to the system the memory Hyperscan's compiler freed (~13 MB for ours, a
+    database of 0.2 MB): glibc kept ~9 MB of it in the process, in every later peak RSS
+    of a restore. Where there is no glibc, nothing to do."""
+    import ctypes  # (only here: a process that never compiles does not load it)
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def trie(words: Iterable[str]) -> str:
@@ -130,6 +141,7 @@ class Prefilter:
             elements=len(expressions),
             flags=flags,
         )
+        _give_back_freed_memory()
         return database
 
     def found(self, text: str) -> set[str]:
