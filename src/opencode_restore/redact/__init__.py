@@ -34,7 +34,7 @@ import functools
 import json
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..model import Message, Session
@@ -758,19 +758,33 @@ def redact_value(value: Any, redact: Callable[[str], str]) -> Any:
     A string under a name (a tool input's ``{"DATADOG_APP_KEY": "..."}``) is redacted
     with its name in view (see ``redact_field``): alone, the value of a rule that needs
     the name (most keyword rules, ``*_KEY=``) was kept.
+
+    A dict or list in which nothing changed comes back as itself, not a copy: a copy of
+    a long restore's facts (every turn's, in the synthesis request) was about 20 MB of
+    its peak at 200 MB (bench/scale.py). Tuples still come back as lists.
     """
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, dict):
-        return {
+        done = {
             key: redact_field(key, item, redact)
             if isinstance(item, str)
             else redact_value(item, redact)
             for key, item in value.items()
         }
+        return value if _unchanged(done.values(), value.values()) else done
     if isinstance(value, list | tuple):
-        return [redact_value(item, redact) for item in value]
+        items = [redact_value(item, redact) for item in value]
+        return value if isinstance(value, list) and _unchanged(items, value) else items
     return value
+
+
+def _unchanged(done: Iterable[Any], items: Iterable[Any]) -> bool:
+    """True when each of ``done`` is its item of ``items`` (or an equal string)."""
+    return all(
+        new is old or (type(new) is str and type(old) is str and new == old)
+        for new, old in zip(done, items, strict=True)
+    )
 
 
 # A field name that reads as a variable name: only such names are put before the value.
