@@ -230,6 +230,23 @@ def test_search_lists_hits_and_enter_opens_one(page: Any, site: Site) -> None:
     assert page.errors == []
 
 
+def test_the_project_filter_asks_the_server(page: Any, site: Site) -> None:
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url))
+    page.route("**/search?*", lambda route: route.fulfill(json={"hits": [], "query": "x"}))
+    page.fill("#search", "greet")
+    page.press("#search", "Enter")
+    page.wait_for_selector("#hits:not([hidden])")
+    page.fill("#f-project", "other")
+    page.wait_for_function("() => document.querySelectorAll('#session-list a.row').length === 1")
+    assert page.locator("#session-list a.row").get_attribute("data-session") == OTHER
+    assert page.locator("#sessions-head").inner_text() == "Sessions: 1 of 1"
+    # The list and the search both asked the server for the project (not only what was loaded).
+    assert any("/sessions?" in u and "cwd=other" in u for u in asked)
+    assert any("/search?" in u and "cwd=other" in u and "q=greet" in u for u in asked)
+    assert page.errors == []
+
+
 def test_search_without_the_route_says_so(page: Any) -> None:
     page.route("**/search?*", lambda route: route.fulfill(status=404, json={"detail": "Not Found"}))
     page.fill("#search", "anything")
