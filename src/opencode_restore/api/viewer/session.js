@@ -148,7 +148,7 @@ async function loadSummary(state, session) {
   if (state.generation !== generation) return;
   box.appendChild(el("p", "meta", `Restored ${when(r.created_at)}` + (r.provider ? ` by ${r.provider}` : "")));
   const body = el("div", "markdown");
-  renderMarkdown(body, r.markdown || "", citeLink(state));
+  renderMarkdown(body, r.markdown || "", { cite: citeLink(state), shift: 1 });
   box.appendChild(body);
 }
 
