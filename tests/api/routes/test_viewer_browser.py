@@ -23,6 +23,7 @@ import uvicorn
 from opencode_restore.api import create_app
 from opencode_restore.api.routes import viewer
 from opencode_restore.config import load_config
+from opencode_restore.search.index import index_path, update
 from opencode_restore.store.store import Store
 from tests.api.test_server import _free_port
 from tests.report.test_html_browser import ARGS, CHROMIUM
@@ -244,6 +245,30 @@ def test_the_project_filter_asks_the_server(page: Any, site: Site) -> None:
     # The list and the search both asked the server for the project (not only what was loaded).
     assert any("/sessions?" in u and "cwd=other" in u for u in asked)
     assert any("/search?" in u and "cwd=other" in u and "q=greet" in u for u in asked)
+    assert page.errors == []
+
+
+def test_search_against_the_real_index_opens_the_hit_at_its_label(
+    page: Any, site: Site, store: Store
+) -> None:
+    update(store, index_path(store.path.parent))
+    page.fill("#f-project", "other")
+    page.fill("#search", "README")
+    page.press("#search", "Enter")
+    page.wait_for_selector("#hit-list a.row")
+    first = page.locator("#hit-list a.row").first
+    # Only the project's session: the filter reached GET /search.
+    assert set(
+        page.eval_on_selector_all("#hit-list a.row", "a => a.map(e => e.dataset.session)")
+    ) == {OTHER}
+    assert first.locator("mark").first.inner_text() == "README"
+    label = first.locator(".label").inner_text().strip("[]")
+    first.click()
+    page.wait_for_function(
+        f"() => document.querySelector('#messages .current')?.dataset.label === '{label}'"
+    )
+    assert page.url.endswith(f"#/s/{OTHER}/{label}")
+    assert "README" in page.locator(f"#m-{label}").inner_text()
     assert page.errors == []
 
 
