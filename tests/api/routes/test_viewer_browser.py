@@ -182,16 +182,18 @@ def test_a_growing_log_shows_its_new_messages_without_a_reload(page: Any, site: 
     page.wait_for_function(
         "() => document.getElementById('thread-info').textContent.includes('new')"
     )
-    after = page.evaluate(
-        "[...document.querySelectorAll('#messages > .msg')].map(e => e.dataset.id)"
+    shown = (
+        "[...document.querySelectorAll('#messages > .msg')]"
+        ".map(e => [e.dataset.id, e.dataset.label])"
     )
-    assert len(after) == len(set(after))  # nothing shown twice
-    # The same page reloaded shows the same messages, in the same order.
+    after = page.evaluate(shown)
+    assert len(after) == len({i for i, _ in after})  # nothing shown twice
+    # Polled messages carry their [M#] too.
+    assert [label for _, label in after[before:] if label]
+    # The same page reloaded shows the same messages, in the same order, labelled alike.
     page.reload()
     page.wait_for_selector("body[data-loaded='1']")
-    assert after == page.evaluate(
-        "[...document.querySelectorAll('#messages > .msg')].map(e => e.dataset.id)"
-    )
+    assert after == page.evaluate(shown)
     assert page.errors == []
 
 
