@@ -9,13 +9,15 @@ READ_FILE returns, the hook prompt, a malformed line), then runs every product p
 server, batch, the hooks, the API, the MCP tools) and prints, per sink, the kinds
 redacted, the kinds the sink held with redaction off (a sink holding a kind only when
 unredacted is where redaction did its work; MCP, HTML and hook.log redact either way) and
-the look-alikes intact among those it carries. Then the redaction speed on mixed text.
+the look-alikes intact among those it carries. Then the redactor's speed (CPU time) on
+every distinct string of the fixture logs with the corpus: with its one Hyperscan pass and
+with each literal looked for apart (where hyperscan has no wheel), interleaved rounds.
 
     python bench/redaction.py [--smoke] [--by-placement] [--ours]
 
 ``--by-placement`` adds, per placement, the kinds each sink leaks when the corpus sits
 there alone (ten more runs): where the redactor still misses. ``--smoke``: 12 kinds and 8
-look-alikes, redaction on only, 0.2 MB of text (CI: it still runs). ``--ours`` also prints
+look-alikes, redaction on only, 0.2 MB of strings (CI: it still runs). ``--ours`` also prints
 the table for our own corpus (tests/security/corpus.py, 113 kinds in four placements, the
 eight sinks of issue 14), which says 100 % because it was written with our rules.
 """
@@ -23,12 +25,17 @@ eight sinks of issue 14), which says 100 % because it was written with our rules
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import os
 import sys
 import tempfile
 import time
 from collections.abc import Collection
 from pathlib import Path
+from unittest.mock import patch
+
+import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -47,7 +54,10 @@ from tests.security.sinks import (  # noqa: E402
     plant_log,
 )
 
-from opencode_restore.redact import redact  # noqa: E402
+from opencode_restore import redact as redact_module  # noqa: E402
+from opencode_restore.redact import Redactor, redact  # noqa: E402
+from opencode_restore.redact.gitleaks import rule_set  # noqa: E402
+from opencode_restore.redact.prefilter import COMPILE_AFTER, Prefilter  # noqa: E402
 
 
 class _Env:
@@ -126,11 +136,7 @@ def main() -> None:
         _by_placement(cases)
     if args.ours:
         _ours(args.smoke)
-    chunk = "\n".join(c.text for c in cases + others) + "\n"
-    size = 200_000 if args.smoke else 2_000_000
-    text = chunk * (size // len(chunk) + 1)
-    best = min(_timed(text) for _ in range(3))
-    print(f"redaction speed: {len(text) / 1e6:.1f} MB mixed text in {best:.2f} s")
+    _speed([c.text for c in cases + others], 200_000 if args.smoke else None)
 
 
 def _by_placement(cases: list[Case]) -> None:
@@ -177,10 +183,74 @@ def _ours(smoke: bool) -> None:
     print(f"look-alikes unchanged: {survivors}/{len(LOOK_ALIKES)}")
 
 
-def _timed(text: str) -> float:
-    started = time.perf_counter()
-    redact(text)
-    return time.perf_counter() - started
+def _log_strings(limit: int | None) -> list[str]:
+    """Every distinct string of the fixture logs, in file order, up to ``limit`` characters.
+
+    Prose, tool inputs (JSON documents, commands, code), tool output, titles and ids, as
+    a restore redacts them: ~18,700 strings, 4.3 MB, most under 100 characters.
+    """
+    seen: dict[str, None] = {}
+
+    def walk(value: object) -> None:
+        if isinstance(value, str):
+            seen.setdefault(value)
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    lines = (
+        line
+        for path in sorted((ROOT / "fixtures").rglob("*.jsonl"))
+        for line in path.read_bytes().splitlines()
+    )
+    for line in lines:
+        with contextlib.suppress(orjson.JSONDecodeError):
+            walk(orjson.loads(line))
+        if limit is not None and sum(map(len, seen)) >= limit:
+            break
+    return list(seen)
+
+
+def _redact_all(texts: list[str]) -> float:
+    """CPU seconds to redact ``texts`` with one Redactor, as a session is redacted."""
+    redactor = Redactor()
+    started = time.process_time()
+    for text in texts:
+        redactor.redact(text)
+    return time.process_time() - started
+
+
+def _speed(samples: list[str], limit: int | None) -> None:
+    """The redactor's speed on distinct text (CPU time; three interleaved rounds): with its
+    one Hyperscan pass, and with each literal looked for apart (the path where hyperscan
+    has no wheel), both on the same strings."""
+    texts = _log_strings(limit) + samples
+    size = sum(map(len, texts))
+    fast, plain = redact_module._prefilter(), redact_module._prefilter(fast=False)
+    rules = rule_set()
+    plain_rules = dataclasses.replace(
+        rules, keywords=Prefilter(caseless=rules.keywords.caseless, fast=False)
+    )
+    fast.found("x" * COMPILE_AFTER)  # compiled now, as in a restore past its first MB
+    _redact_all(texts)  # (and every gitleaks rule these texts reach)
+    times: dict[str, list[float]] = {"one pass": [], "apart": []}
+    for _ in range(3):
+        times["one pass"].append(_redact_all(texts))
+        with (
+            patch.object(redact_module, "_prefilter", lambda: plain),
+            patch.object(redact_module, "rule_set", lambda: plain_rules),
+        ):
+            times["apart"].append(_redact_all(texts))
+    best = {path: min(seconds) for path, seconds in times.items()}
+    print(
+        f"redaction speed (CPU, {len(texts):,} distinct log strings, {size / 1e6:.1f} MB; "
+        f"hyperscan {'on' if fast.fast else 'missing'}): "
+        + ", ".join(f"{path} {size / 1e6 / s:.1f} MB/s" for path, s in best.items())
+        + f"; {best['apart'] / best['one pass']:.1f}x"
+    )
 
 
 if __name__ == "__main__":

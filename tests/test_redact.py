@@ -6,17 +6,21 @@ Secrets are assembled at run time so that secret scanners do not flag this file.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import importlib
+import itertools
 import json
 import re
 import uuid
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import pytest
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from opencode_restore import redact as redact_module
 from opencode_restore.diagnostics import WarningSink
 from opencode_restore.model import Message
 from opencode_restore.redact import (
@@ -28,6 +32,8 @@ from opencode_restore.redact import (
     redact_value,
 )
 from opencode_restore.redact.gitleaks import rule_set
+from opencode_restore.redact.prefilter import Prefilter
+from tests.security.gitleaks_corpus import load_samples, look_alikes
 
 ALNUM = "aB3dE5fG7hJ9kL2mN4pQ6rS8tU0vW1xY"  # 32 mixed characters
 
@@ -556,3 +562,129 @@ def test_a_quoted_value_in_a_json_pair_is_redacted_with_its_quotes() -> None:
     out, count = redact(json.dumps({"HASHICORP_TF_PASSWORD": password}))
     assert password.strip('"') not in out
     assert count == 1
+
+
+# --- issue 28: a rule runs only where the text holds what its matches need ---------------------
+
+_PLAIN_RULES = dataclasses.replace(
+    rule_set(), keywords=Prefilter(caseless=rule_set().keywords.caseless, fast=False)
+)
+
+
+class _Everything(Prefilter):
+    """A prefilter that finds all our literals (every one of our rules runs on every
+    text) and the gitleaks keywords the text holds (their rules run as gitleaks runs them)."""
+
+    def found(self, text: str) -> set[str]:
+        keywords = set(_PLAIN_RULES.keywords.caseless)
+        present = _PLAIN_RULES.keywords.found(text)
+        needles = {needle for needle, _ in redact_module._TOKEN_GROUPS if needle is not None}
+        ours = {*self.cased, *(set(self.caseless) - keywords), *self.patterns, *needles}
+        return ours | present
+
+
+_OURS = redact_module._prefilter()
+_EVERY_RULE = _Everything(_OURS.cased, _OURS.caseless, _OURS.patterns)
+_CORPUS = [
+    *(text for text, _, _ in SECRETS),
+    *(text for text, _, _ in MID_LINE),
+    *SURVIVORS,
+    *PLACEHOLDERS,
+    *(sample.text for sample in load_samples()),
+    *look_alikes(),
+]
+# What a rule of ours is anchored on (token prefixes, context names), each before a value
+# of one of the shapes and lengths keys take: texts where a wrong prefilter answer shows.
+_ANCHORS = [
+    *(needle for needle, _ in redact_module._TOKEN_GROUPS if needle is not None),
+    *["AKIA", "ASIA", "ABIA", "ACCA", "1234567890:AA", ".atlasv1.", "-us1", "-----BEGIN"],
+    *["--password=", "--token ", "-u ", "-u u:", "--user=u:", "mysql -p", "sshpass -p "],
+    *["Cookie: a=", '"auth": "', "Bearer ", "Basic ", "https://user:", "X-Api-Key: "],
+    *["Auth-Token:", "DB_KEY=", "MY-KEY = ", "API_KEY='", "password: ", "\\npassword: "],
+    *['"secret: ', "passwd=", "my_token="],
+]
+_KEY_VALUES = [
+    *(rep(chars, size) for chars in (ALNUM, HEX, UPPER_NUM) for size in (16, 20, 32, 36, 40, 64)),
+    *["hunter2", "s3cr3t-value", "dXNlcjpwYXNz", "x1y2z3w4v5", "AgE" + rep(ALNUM, 60)],
+]
+_ANCHORED = st.tuples(
+    st.sampled_from(["", " ", "x", '"', "\\n"]),
+    st.sampled_from(_ANCHORS),
+    st.sampled_from(_KEY_VALUES),
+    st.sampled_from(["", " ", "\\n", '"', "@host", "_", "\u212a"]),
+).map("".join)
+_PROSE = ["Let me read the file.", "The tests pass now", " ", "\n", "é", "\u212a", "token"]
+_CODE = ['{"command": "', '", "x": 1}', "def f(api_key):\n", "  return 1\n", "a = b", "\\n"]
+_MIXED = st.lists(
+    st.one_of(st.sampled_from(_CORPUS), _ANCHORED, _TEXT, st.sampled_from(_PROSE + _CODE)),
+    max_size=6,
+).map("".join)
+# As logged: decoded, encoded once in a JSON string, or twice (a raw line quoting JSON).
+_LOGGED = st.one_of(_MIXED, _MIXED.map(json.dumps), _MIXED.map(json.dumps).map(json.dumps))
+
+
+def _redacted_with(texts: list[str], prefilter: Prefilter, rules: Any) -> tuple[list[str], Any]:
+    redactor = Redactor()
+    with (
+        patch.object(redact_module, "_prefilter", lambda: prefilter),
+        patch.object(redact_module, "rule_set", lambda: rules),
+    ):
+        return [redactor.redact(text) for text in texts], dict(redactor.by_kind)
+
+
+@given(st.lists(_LOGGED, min_size=1, max_size=3))
+@settings(max_examples=300, deadline=None)
+def test_the_prefilter_redacts_as_running_every_rule_does(texts: list[str]) -> None:
+    # Hyperscan's one pass, each literal looked for apart, and every one of our rules run
+    # on every text (the gitleaks rules gated by their keywords, as gitleaks runs them):
+    # the same text out and the same counts.
+    fast = _redacted_with(texts, redact_module._prefilter(), rule_set())
+    plain = _redacted_with(texts, redact_module._prefilter(fast=False), _PLAIN_RULES)
+    every = _redacted_with(texts, _EVERY_RULE, _PLAIN_RULES)
+    assert fast == plain == every
+
+
+def test_a_token_found_in_a_text_is_redacted_by_the_one_pass() -> None:
+    # A gate-only kind (its pattern starts with a class) still runs: the AWS key.
+    assert redact(f"id {AWS_ACCESS} ok") == ("id [REDACTED:aws-access-key] ok", 1)
+
+
+def test_every_anchor_before_every_value_redacts_as_running_every_rule_does() -> None:
+    # Each anchor of ours before each value shape, in plain text and in a JSON string:
+    # the combinations the random mixes above reach only by chance.
+    ends = itertools.cycle(["", " ", "\\n", '"', "@host"])
+    texts = [f"x {anchor}{value}{next(ends)}" for anchor in _ANCHORS for value in _KEY_VALUES]
+    texts += [json.dumps(text) for text in texts[::7]]
+    fast = _redacted_with(texts, redact_module._prefilter(), rule_set())
+    plain = _redacted_with(texts, redact_module._prefilter(fast=False), _PLAIN_RULES)
+    every = _redacted_with(texts, _EVERY_RULE, _PLAIN_RULES)
+    assert fast == plain == every
+
+
+_PLAIN_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(alphabet="abc xyz:=/", max_size=12),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from("ab_z"), inner),
+    max_leaves=20,
+)
+
+
+@given(_PLAIN_JSON)
+def test_a_value_redaction_leaves_unchanged_is_returned_as_itself(value: Any) -> None:
+    # A copy of every turn's facts was ~20 MB of a 200 MB restore's peak (bench/scale.py).
+    got = redact_value(value, Redactor().redact)
+    assert got == value
+    if isinstance(value, dict | list):
+        assert got is value
+
+
+def test_a_value_with_a_secret_is_copied_where_it_changed_and_left_whole() -> None:
+    kept = {"note": "plain"}
+    value = {"outer": [{"env": f"OPENAI_API_KEY={OPENAI}"}, kept], "same": kept, "t": ("x",)}
+    got = redact_value(value, Redactor().redact)
+    assert OPENAI not in json.dumps(got)
+    assert OPENAI in json.dumps(value)  # the original is not redacted in place
+    assert got is not value
+    assert got["outer"] is not value["outer"]
+    assert got["same"] is kept
+    assert got["outer"][1] is kept
+    assert got["t"] == ["x"]  # a tuple still comes back as a list

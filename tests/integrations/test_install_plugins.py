@@ -243,6 +243,13 @@ def test_an_npmrc_edited_after_install_loses_only_our_block(tmp_path: Path) -> N
 
 def test_cli_pi_round_trip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    # The command on PATH, as after install.sh: its absence adds a note (tested below),
+    # and the test must not depend on how the suite was started.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "opencode-restore").write_text("#!/bin/sh\n")
+    (bin_dir / "opencode-restore").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
     out = _cli("install", "pi", "--project")
     extension = tmp_path / ".pi/extensions/opencode-restore.ts"
     assert out == f"pi: installed in {extension}\n"
@@ -278,3 +285,12 @@ def test_pi_has_no_mcp_install() -> None:
     result = CliRunner().invoke(cli, ["install", "pi", "--mcp"])
     assert result.exit_code == 2
     assert "pi reads no MCP config" in result.output
+
+
+def test_a_project_install_says_when_the_command_is_not_on_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    out = _cli("install", "pi", "--project")
+    assert "pi: note: the project's files run `opencode-restore` from PATH" in out

@@ -5,8 +5,11 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from opencode_restore.diagnostics import WarningSink
-from opencode_restore.search.index import catch_up, index_path, open_index, rebuild, update
+from opencode_restore.search import index as search_index
+from opencode_restore.search.index import catch_up, index_path, rebuild, update
 from opencode_restore.search.query import search
 from opencode_restore.sources import iter_messages
 from opencode_restore.store.store import Store
@@ -103,9 +106,7 @@ def test_an_old_schema_or_a_corrupt_file_is_rebuilt(
     assert done.rebuilt
     assert done.rows > 0
     assert search(index, "greet")
-    conn, fresh = open_index(index)
-    conn.close()
-    assert not fresh
+    assert not update(store, index).rebuilt
 
 
 def test_rebuild_replaces_the_file_whole(store: Store, data_dir: Path, tmp_path: Path) -> None:
@@ -116,7 +117,7 @@ def test_rebuild_replaces_the_file_whole(store: Store, data_dir: Path, tmp_path:
     done = rebuild(store, index)
     assert done.rebuilt
     assert rows_of(index) == before
-    assert not index.with_name(index.name + ".new").exists()
+    assert [p.name for p in index.parent.glob("search.sqlite3*")] == [index.name]
 
 
 def test_catch_up_indexes_sessions_a_hook_touched_and_new_restorations(
@@ -162,3 +163,21 @@ def test_no_secret_of_a_log_reaches_the_index_file(
     raw = b"".join(p.read_bytes() for p in index.parent.glob("search.sqlite3*"))
     assert secret.encode() not in raw
     assert b"a1B2c3D4e5F6g7H8" not in raw
+
+
+def test_a_build_that_fails_leaves_the_index_it_replaces_whole(
+    store: Store, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    claude_session(store, tmp_path / "logs")
+    index = index_path(data_dir)
+    update(store, index)
+    before = rows_of(index)
+
+    def broken(*args: object) -> int:
+        raise sqlite3.OperationalError("disk full")
+
+    monkeypatch.setattr(search_index, "index_session", broken)
+    with pytest.raises(sqlite3.OperationalError):
+        rebuild(store, index)
+    assert rows_of(index) == before
+    assert [p.name for p in index.parent.glob("search.sqlite3*")] == [index.name]

@@ -112,6 +112,42 @@ def test_serve_starts_uvicorn(
     assert [(h, p) for _a, h, p in calls] == [(host, 9999)]
 
 
+@pytest.mark.parametrize(
+    ("host", "args", "line"),
+    [
+        ("127.0.0.1", [], "web viewer: http://127.0.0.1:9999/"),
+        ("::1", [], "web viewer: http://[::1]:9999/"),
+        (
+            "127.0.0.1",
+            ["--token", "s3cret-token"],
+            "web viewer: http://127.0.0.1:9999/ (reads need the token: open /#token=TOKEN once)",
+        ),
+        (
+            "0.0.0.0",
+            ["--token", "s3cret-token"],
+            "web viewer: http://0.0.0.0:9999/ (reads need the token: open /#token=TOKEN once)",
+        ),
+    ],
+)
+def test_serve_says_where_the_viewer_is(
+    runner: CliRunner,
+    data_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    host: str,
+    args: list[str],
+    line: str,
+) -> None:
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn, "run", lambda *_a, **_kw: None)
+    result = runner.invoke(cli, ["serve", "--host", host, "--port", "9999", *args])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    assert line in result.stderr.splitlines()
+    # The line says how to sign in, never the token itself (terminals get logged).
+    assert "s3cret-token" not in result.stderr
+
+
 def test_loopback_detection() -> None:
     assert is_loopback("127.0.0.2")
     assert is_loopback("[::1]")

@@ -42,6 +42,8 @@ READ_METHODS = frozenset({"GET", "HEAD"})
 #: before a lookup, not a 404 quoting kilobytes back.
 MAX_ID_CHARS = 512
 MAX_NAME_CHARS = 64
+#: A cwd filter is a path.
+MAX_PATH_CHARS = 4096
 MAX_TIME_CHARS = 64
 #: A session id in the path.
 SessionId = Annotated[

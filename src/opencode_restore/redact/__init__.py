@@ -1,8 +1,10 @@
 """Remove secrets from text before it is sent to an LLM provider.
 
-Compiled regexes, one pass each (15-20 MB/s on logs): first, self-identifying tokens (keys
-with a vendor prefix, JWTs, private key blocks) anywhere in the text; then contextual secrets,
-where only the value is replaced and the context is kept: passwords in URLs,
+Compiled regexes, each run only on a text that holds what its matches need (a token's
+prefix, a context's anchor, a gitleaks keyword: all found in one pass, see ``prefilter``):
+first, self-identifying tokens (keys with a vendor prefix, JWTs, private key blocks)
+anywhere in the text; then contextual secrets, where only the value is replaced and the
+context is kept: passwords in URLs,
 bearer and basic credentials, API-key headers, `--password=...` flags and assignments to
 secret-named variables anywhere on a line (`DB_PASSWORD=...`, `"apiKey": "..."`,
 `password: hunter2`, `curl ...?token=abc123&...`).
@@ -32,11 +34,12 @@ import functools
 import json
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..model import Message, Session
 from .gitleaks import GITLEAKS_COMMIT, rule_set, trailing_name
+from .prefilter import Prefilter
 
 #: The edition of what redaction removes: part of a saved journal's fingerprint
 #: (``pipeline.resume``), so that a journal redacted by an earlier edition, which may
@@ -182,6 +185,7 @@ _TOKEN_RES = [
 # Token kinds whose pattern cannot start with a literal are tried only when the text
 # holds their fixed middle part (a pattern starting with a class is tried everywhere).
 _TOKEN_GATES = {
+    "aws-access-key": re.compile(r"AKIA|ASIA|ABIA|ACCA"),
     "mailchimp-key": re.compile(r"-us[0-9]"),
     "telegram-bot-token": re.compile(r"[0-9]:AA"),
     "terraform-token": re.compile(r"\.atlasv1\."),
@@ -195,6 +199,20 @@ for _kind, _regex, _literal in _TOKEN_RES:
     if not _TOKEN_GROUPS or _literal is None or _TOKEN_GROUPS[-1][0] != _literal:
         _TOKEN_GROUPS.append((_literal, []))
     _TOKEN_GROUPS[-1][1].append((_kind, _regex, _TOKEN_GATES.get(_kind)))
+# The groups each needle (or gate) lets run, by their place in ``_TOKEN_GROUPS``, and
+# those that run on every text (a pattern with neither).
+_GROUPS_BY_FIND: dict[str, list[int]] = {}
+_EVERY_TEXT_GROUPS: set[int] = set()
+for _index, (_literal, _patterns) in enumerate(_TOKEN_GROUPS):
+    if _literal is not None:
+        _GROUPS_BY_FIND.setdefault(_literal, []).append(_index)
+        continue
+    for _shape in _patterns:
+        _gate = _shape[2]
+        if _gate is None:
+            _EVERY_TEXT_GROUPS.add(_index)
+        else:
+            _GROUPS_BY_FIND.setdefault(_gate.pattern, []).append(_index)
 # A token whose random part is a run of one filler is a documentation placeholder
 # (`ghp_xxxxxxxx…`, `sk-XXXX…`), not a key.
 _FILLER = re.compile(r"x{4,}|X{4,}|\*{4,}")
@@ -360,10 +378,78 @@ _AT_WORDS = frozenset({"quoted"})
 _HINTED_BY_WORDS = {"yaml": (": ", ":\t")}
 # Each context pattern with how it is tried: its hint, whether it runs at secret words
 # only, and the text a secret word must be followed by for it to run.
+#
+# A literal every match of a pattern holds (``need``): a text without it is not scanned.
+# In ASCII text (where a name's case is ASCII's) two patterns ask more, since an anchor
+# alone (a colon, an `=`) is in most strings of a log: `_replace_value` keeps what
+# "header" finds unless a key header's name is just before the colon, and what "assign"
+# finds unless the name before the `=` ends with a secret word or is `*_KEY`; the
+# patterns anchored on secret words run only where one is. (Not all of them exactly: a
+# regex of each for `re` cost more, where Hyperscan is missing, than it saved.)
+_NEEDS = {
+    "url": "://", "bearer": "earer", "basic": "asic", "header": ":", "assign": "=",
+    "flag": "--", "user": "-u", "mysql": "-p", "sshpass": "sshpass", "cookie": "ookie",
+    "docker": '"auth', "yaml": ":", "yaml-escaped": "\\n", "yaml-first": '"',
+}  # fmt: skip
+
+
+# Literals (any of which will do) that a match needs in ASCII text: the secret words
+# are looked for in any case, ``_KEY`` as written.
+_HEADER_NAMES = ("api-key:", "auth-token:", "access-token:", "private-token:")
+_KEY_ENDINGS = ("_KEY", "-KEY")
+_ASCII_NEEDS = {
+    "header": frozenset(_HEADER_NAMES),
+    "assign": frozenset((*_WORDS, *_KEY_ENDINGS)),
+    **dict.fromkeys(("quoted", *_HINTS), frozenset(_WORDS)),
+}
 _CONTEXT_STEPS = [
-    (kind, regex, _HINTS.get(kind), kind in _AT_WORDS, _HINTED_BY_WORDS.get(kind))
+    (
+        kind,
+        regex,
+        _NEEDS.get(kind),
+        _ASCII_NEEDS.get(kind),
+        _HINTS.get(kind),
+        kind in _AT_WORDS,
+        _HINTED_BY_WORDS.get(kind),
+    )
     for kind, regex in _CONTEXT_RES
 ]
+
+
+# The context steps (their places in ``_CONTEXT_STEPS``) each literal found lets run, and
+# those that run on every text (none so far: each pattern needs a literal).
+_STEPS_BY_NEED: dict[str, list[int]] = {}
+for _index, _step in enumerate(_CONTEXT_STEPS):
+    _STEPS_BY_NEED.setdefault(_step[2] or "", []).append(_index)
+_EVERY_TEXT_STEPS = frozenset(_STEPS_BY_NEED.pop("", ()))
+
+
+def _steps_after(done: int, found: set[str]) -> list[int]:
+    """The context steps after the ``done``-th that a text holding ``found`` lets run."""
+    steps = {i for key in found for i in _STEPS_BY_NEED.get(key, ()) if i > done}
+    return sorted(steps.union(i for i in _EVERY_TEXT_STEPS if i > done))
+
+
+@functools.cache
+def _prefilter(fast: bool = True) -> Prefilter:
+    """One pass that finds every needle, gate and need of our own patterns (``fast``:
+    with Hyperscan where it is installed)."""
+    # The gitleaks keywords too (one pass for both); a needle that is also a keyword is
+    # looked for as the keyword (any case): a weaker gate, but one a match still needs.
+    keywords = rule_set().keywords.caseless
+    cased = [
+        *(needle for needle, _ in _TOKEN_GROUPS if needle is not None),
+        *(need for need in _NEEDS.values() if need is not None),
+        *_KEY_ENDINGS,
+    ]
+    return Prefilter(
+        cased=[literal for literal in cased if literal not in keywords],
+        caseless=[*_WORDS, *_HEADER_NAMES, *keywords],
+        patterns=[gate.pattern for gate in _TOKEN_GATES.values()],
+        fast=fast,
+    )
+
+
 # Line breaks and indentation inside a secret, as written or escaped in a JSON string.
 _LAYOUT = re.compile(r"\s+|\\[nrt]")
 _LABELS = {
@@ -436,22 +522,38 @@ class Redactor:
         if not text:
             return text  # (every emptied body of a hollow session, every missing field)
         original = text
-        text = self._redact_ours(text)
+        text, found = self._redact_ours(text)
         view = _unescape(_unescape(text))
-        text = self._gitleaks(text) if view == text else self._gitleaks_escaped(text, view)
+        text = self._gitleaks(text, found) if view == text else self._gitleaks_escaped(text, view)
         return original if text == original else text
 
-    def _redact_ours(self, text: str) -> str:
-        """One pass of our own rules over ``text``: vendor tokens, then contexts."""
-        for needle, patterns in _TOKEN_GROUPS:
-            if needle is not None and needle not in text:
-                continue
-            for kind, regex, gate in patterns:
-                if gate is None or gate.search(text):
+    def _redact_ours(self, text: str) -> tuple[str, set[str]]:
+        """One pass of our own rules over ``text``: vendor tokens, then contexts; and what
+        ``_prefilter`` finds in the text it returns.
+
+        A pattern runs only where the text holds what every match of it needs (see
+        ``_NEEDS``), all found in one pass (``_prefilter``), found again only when a
+        pattern changed the text.
+        """
+        found = _prefilter().found(text)
+        scanned = text
+        groups = {i for key in found for i in _GROUPS_BY_FIND.get(key, ())}
+        groups |= _EVERY_TEXT_GROUPS
+        for index in sorted(groups):
+            for kind, regex, gate in _TOKEN_GROUPS[index][1]:
+                if gate is None or gate.pattern in found:
                     text = regex.sub(self._token_replacer(kind), text)
+        text, found = self._rescanned(text, scanned, found)
+        scanned = text
+        ascii_text = text.isascii()
+        steps = _steps_after(-1, found)
         words_of: str | None = None
         words: list[tuple[int, int]] | None = None
-        for kind, regex, hint, at_words, hinted_by in _CONTEXT_STEPS:
+        while steps:
+            index = steps.pop(0)
+            kind, regex, _, ascii_need, hint, at_words, hinted_by = _CONTEXT_STEPS[index]
+            if ascii_need is not None and ascii_text and ascii_need.isdisjoint(found):
+                continue
             replace = self._value_replacers[kind]
             by_words = at_words or hinted_by is not None
             if by_words and words_of is not text:
@@ -465,7 +567,21 @@ class Redactor:
                 text = _sub_at(regex, text, sorted({start for start, _ in words}), replace)
             elif hinted_by is not None and any(text.startswith(hinted_by, end) for _, end in words):
                 text = regex.sub(replace, text)
-        return text
+            if text is not scanned:
+                text, found = self._rescanned(text, scanned, found)
+                if text is not scanned:  # (a label may hold what a later step needs)
+                    steps = _steps_after(index, found)
+                scanned, ascii_text = text, text.isascii()
+        return text, found
+
+    @staticmethod
+    def _rescanned(text: str, scanned: str, found: set[str]) -> tuple[str, set[str]]:
+        """``text`` after a pattern ran on ``scanned``, and what it holds: the same object
+        when nothing changed (a match that was kept still built an equal copy, which
+        would be scanned again and its secret words found again)."""
+        if text is scanned or text == scanned:
+            return scanned, found
+        return text, _prefilter().found(text)
 
     def _gitleaks_escaped(self, text: str, view: str) -> str:
         """``text``, which holds JSON string escapes, with what the gitleaks rules find in
@@ -499,13 +615,15 @@ class Redactor:
                 text = re.sub(bounded, label, text)  # (no backslash in a label)
         return text
 
-    def _gitleaks(self, text: str) -> str:
+    def _gitleaks(self, text: str, holds: set[str] | None = None) -> str:
         """``text`` with what the gitleaks rules find replaced (after our own rules,
-        whose labels and context handling come first): overlapping finds are merged."""
+        whose labels and context handling come first): overlapping finds are merged.
+        ``holds``: what ``_prefilter`` found in ``text``, when it was run on it."""
         parts: list[str] = []
         done = 0
         label = ""
-        for found in sorted(rule_set().findings(text), key=lambda f: (f.start, -f.end)):
+        finds = rule_set().findings(text, holds)
+        for found in sorted(finds, key=lambda f: (f.start, -f.end)):
             if found.start < done:  # overlaps the previous find: widen it
                 done = max(done, found.end)
                 continue
@@ -640,19 +758,33 @@ def redact_value(value: Any, redact: Callable[[str], str]) -> Any:
     A string under a name (a tool input's ``{"DATADOG_APP_KEY": "..."}``) is redacted
     with its name in view (see ``redact_field``): alone, the value of a rule that needs
     the name (most keyword rules, ``*_KEY=``) was kept.
+
+    A dict or list in which nothing changed comes back as itself, not a copy: a copy of
+    a long restore's facts (every turn's, in the synthesis request) was about 20 MB of
+    its peak at 200 MB (bench/scale.py). Tuples still come back as lists.
     """
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, dict):
-        return {
+        done = {
             key: redact_field(key, item, redact)
             if isinstance(item, str)
             else redact_value(item, redact)
             for key, item in value.items()
         }
+        return value if _unchanged(done.values(), value.values()) else done
     if isinstance(value, list | tuple):
-        return [redact_value(item, redact) for item in value]
+        items = [redact_value(item, redact) for item in value]
+        return value if isinstance(value, list) and _unchanged(items, value) else items
     return value
+
+
+def _unchanged(done: Iterable[Any], items: Iterable[Any]) -> bool:
+    """True when each of ``done`` is its item of ``items`` (or an equal string)."""
+    return all(
+        new is old or (type(new) is str and type(old) is str and new == old)
+        for new, old in zip(done, items, strict=True)
+    )
 
 
 # A field name that reads as a variable name: only such names are put before the value.

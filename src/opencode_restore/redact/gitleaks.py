@@ -24,7 +24,8 @@ is widened to the ends a URL, an argument list or a JSON string gives it (``@``,
 match.
 
 Speed: as in gitleaks, a rule runs only on a text that holds one of its keywords (any
-case); the keywords are found in one scan of a trie-shaped alternation. A rule whose
+case); every keyword a text holds, overlapping ones too, is found in one pass (see
+``prefilter``: Hyperscan, or a trie-shaped alternation where it is missing). A rule whose
 every match starts with a known literal is tried only where that literal is (``find``
 on the lower-cased text, then ``match`` there), never at every position: the leading
 ``[\\w.-]{0,50}?`` of the keyword-context rules (a name before the keyword, never part
@@ -44,6 +45,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .prefilter import Prefilter, trie
 
 #: The gitleaks release and commit the vendored config comes from.
 GITLEAKS_VERSION = "v8.30.0-27-gb58d3f10"
@@ -178,7 +181,7 @@ def _allow(table: dict[str, Any]) -> _Allow | None:
     regexes = [to_python(p) for p in table.get("regexes", [])]
     regex = re.compile("|".join(f"(?:{p})" for p in regexes), re.ASCII) if regexes else None
     words = {w.lower() for w in table.get("stopwords", [])}
-    stopwords = re.compile(_trie(sorted(words))) if words else None
+    stopwords = re.compile(trie(sorted(words))) if words else None
     if regex is None and stopwords is None:
         return None
     return _Allow(table.get("regexTarget", "secret"), regex, stopwords)
@@ -276,21 +279,6 @@ def _rule(table: dict[str, Any]) -> Rule:
     )
 
 
-def _trie(words: Iterable[str]) -> str:
-    """An alternation of ``words`` shaped as a trie: ``re`` tries one branch per letter."""
-    by_first: dict[str, list[str]] = {}
-    for word in words:
-        by_first.setdefault(word[0], []).append(word[1:])
-    parts = []
-    for first, rests in sorted(by_first.items()):
-        longer = [r for r in rests if r]
-        tail = _trie(longer) if longer else ""
-        if tail and "" in rests:
-            tail = f"(?:{tail})?"
-        parts.append(re.escape(first) + tail)
-    return parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
-
-
 @dataclass(frozen=True, slots=True)
 class RuleSet:
     """The rules, the keyword scanner and the global allowlist.
@@ -301,7 +289,8 @@ class RuleSet:
     """
 
     tables: tuple[dict[str, Any], ...]
-    keywords: re.Pattern[str]
+    #: Finds which keywords a text holds, any case (see ``prefilter``).
+    keywords: Prefilter
     #: For each keyword the scanner can report, the rules (their indexes) that any
     #: keyword it holds gates (``api_org_`` holds ``api``: the scan reports the longest).
     gated: dict[str, frozenset[int]]
@@ -322,17 +311,20 @@ class RuleSet:
         """Every rule, compiled."""
         return tuple(map(self.rule, range(len(self.tables))))
 
-    def findings(self, text: str) -> Iterator[Finding]:
-        """The secrets in ``text``, rule by rule, as gitleaks finds them."""
+    def findings(self, text: str, holds: Iterable[str] | None = None) -> Iterator[Finding]:
+        """The secrets in ``text``, rule by rule, as gitleaks finds them. ``holds``: the
+        keywords ``text`` holds (with other literals), when a caller's scan found them."""
         if len(text) < SHORTEST_MATCH:
             return  # (most strings of a log: ids, names, `ok`)
+        found = [
+            k for k in (self.keywords.found(text) if holds is None else holds) if k in self.gated
+        ]
+        if not found:
+            return
         lower = text.lower()
         # Offsets in ``lower`` are those of ``text`` unless a letter lower-cased to two
         # characters (``İ``); none shrinks, so equal lengths say none did.
         aligned = len(lower) == len(text)
-        found = set(self.keywords.findall(lower))
-        if not found:
-            return
         gated = frozenset().union(*(self.gated[k] for k in found))
         for index in sorted(gated):
             rule = self.rule(index)
@@ -433,7 +425,7 @@ def rule_set() -> RuleSet:
     allow = _allow(config.get("allowlist", {}))
     return RuleSet(
         tables=tables,
-        keywords=re.compile(_trie(words)),
+        keywords=Prefilter(caseless=words),
         gated=gated,
         allows=(allow,) if allow is not None else (),
         built={},

@@ -155,6 +155,12 @@ def _asset(name: str) -> str:
     return resources.files(__package__).joinpath("templates", name).read_text(encoding="utf-8")
 
 
+def markdown_script() -> str:
+    """The summary's markdown renderer (``templates/markdown.js``): one script defining
+    ``renderMarkdown``, inlined in this report and served to the web viewer."""
+    return _asset("markdown.js")
+
+
 def embed_json(data: Any) -> str:
     """JSON safe inside a ``<script>`` element: no ``<``, ``>`` or ``&`` appears raw."""
     return orjson.dumps(data).decode().translate(_ESCAPES)
@@ -165,7 +171,7 @@ def render_html(data: dict[str, Any]) -> str:
     parts = {
         "TITLE": html.escape(str(data.get("title") or "session"), quote=True),
         "CSS": _asset("report.css"),
-        "JS": _asset("report.js"),
+        "JS": markdown_script() + "\n" + _asset("report.js"),
         "DATA": embed_json(data),
     }
     # One pass: text put in by a placeholder is never scanned for more placeholders.

@@ -15,6 +15,7 @@ holds nothing the store and the logs do not.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
@@ -104,29 +105,21 @@ def _remove(path: Path) -> None:
             p.unlink()
 
 
-def _create(path: Path) -> sqlite3.Connection:
-    conn = _connect(path)
-    conn.executescript(f"BEGIN; {SCHEMA}; COMMIT;")
-    conn.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-    return conn
-
-
-def open_index(path: Path) -> tuple[sqlite3.Connection, bool]:
-    """The index at ``path``, and True when it was (re)created empty: it was missing,
-    not a SQLite file, or of another schema version."""
-    make_private_dirs(str(path.parent))
-    if path.exists():
-        conn = None
-        try:
-            conn = _connect(path)
-            if _version(conn) == SCHEMA_VERSION:
-                return conn, False
-        except sqlite3.DatabaseError:
-            pass
-        if conn is not None:
-            conn.close()
-        _remove(path)
-    return _create(path), True
+def _open(path: Path) -> sqlite3.Connection | None:
+    """The index at ``path``, or None when it is missing, not a SQLite file, or of
+    another schema version (it is then built again)."""
+    if not path.exists():
+        return None
+    conn = None
+    try:
+        conn = _connect(path)
+        if _version(conn) == SCHEMA_VERSION:
+            return conn
+    except sqlite3.DatabaseError:
+        pass
+    if conn is not None:
+        conn.close()
+    return None
 
 
 @dataclass(slots=True)
@@ -193,16 +186,20 @@ def _labelled(store: Store, row: SessionRow, after: int) -> tuple[Iterator[Row],
     return rows(), labeler
 
 
-def _insert(conn: sqlite3.Connection, sid: int, rows: Iterable[Row]) -> int:
-    count = 0
-    for r in rows:
-        cur = conn.execute(
-            "INSERT INTO entries (sid, time, label, kind, role) VALUES (?, ?, ?, ?, ?)",
-            (sid, r.time, r.label, r.kind, r.role),
-        )
-        conn.execute("INSERT INTO docs (rowid, text) VALUES (?, ?)", (cur.lastrowid, r.text))
-        count += 1
-    return count
+def _insert(conn: sqlite3.Connection, sid: int, rows: list[Row]) -> int:
+    if not rows:
+        return 0
+    # The rowids given here, so both tables take their rows in one statement each.
+    first = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM entries").fetchone()[0]
+    conn.executemany(
+        "INSERT INTO entries (id, sid, time, label, kind, role) VALUES (?, ?, ?, ?, ?, ?)",
+        [(first + n, sid, r.time, r.label, r.kind, r.role) for n, r in enumerate(rows)],
+    )
+    conn.executemany(
+        "INSERT INTO docs (rowid, text) VALUES (?, ?)",
+        [(first + n, r.text) for n, r in enumerate(rows)],
+    )
+    return len(rows)
 
 
 def _delete(conn: sqlite3.Connection, sid: int, kinds: tuple[str, ...] | None = None) -> None:
@@ -234,10 +231,30 @@ def _latest_restorations(store: Store) -> dict[str, int]:
     )
 
 
+def _read(store: Store, row: SessionRow, after: int) -> tuple[list[Row], int] | None:
+    """``row``'s rows past label ``after`` and the labels issued in all, or None when
+    its files cannot be read."""
+    try:
+        rows, labeler = _labelled(store, row, after)
+        return list(rows), labeler.issued
+    except (SourceError, OSError):
+        return None
+
+
+def _summary_rows(store: Store, restoration: int) -> list[Row]:
+    saved = store.conn.execute(
+        "SELECT summary_json, created_at FROM restorations WHERE id = ?", (restoration,)
+    ).fetchone()
+    if saved is None or not saved[0]:
+        return []
+    return list(restoration_rows(json.loads(saved[0]), saved[1]))
+
+
 def index_session(
     conn: sqlite3.Connection, store: Store, row: SessionRow, restoration: int | None
 ) -> int:
-    """Bring ``row``'s rows up to date in one transaction; returns the rows added.
+    """Bring ``row``'s rows up to date; returns the rows added. Everything is read
+    first, then written in one transaction (``conn``'s own when it is in one: a build).
 
     A session none of whose files can be read keeps what was indexed of it.
     """
@@ -247,42 +264,39 @@ def index_session(
     new_summary = restoration is not None and (before is None or before.restoration != restoration)
     if change == "same" and not new_summary:
         return 0
-    added = 0
-    conn.execute("BEGIN IMMEDIATE")
+    after = before.labels if before is not None and change == "grown" else 0
+    read = None
+    if change != "same" and now:
+        read = _read(store, row, after)
+        if read is None:
+            return 0
+    summary = _summary_rows(store, restoration) if new_summary and restoration is not None else None
+    own = not conn.in_transaction
+    if own:
+        conn.execute("BEGIN IMMEDIATE")
     try:
+        added = 0
         sid = _session_id(conn, row, before)
-        if change != "same" and now:
-            after = before.labels if before is not None and change == "grown" else 0
+        if read is not None:
             if after == 0 and before is not None:
                 _delete(conn, sid, ("message", "tool", "error", "command", "file", "thinking"))
-            try:
-                rows, labeler = _labelled(store, row, after)
-                added += _insert(conn, sid, rows)
-            except (SourceError, OSError):
-                conn.execute("ROLLBACK")
-                return 0
-            conn.execute("UPDATE sessions SET labels = ? WHERE sid = ?", (labeler.issued, sid))
+            added += _insert(conn, sid, read[0])
+            conn.execute("UPDATE sessions SET labels = ? WHERE sid = ?", (read[1], sid))
             conn.execute("DELETE FROM files WHERE sid = ?", (sid,))
             conn.executemany(
                 "INSERT INTO files VALUES (?, ?, ?, ?, ?)",
                 [(sid, p, *ident) for p, ident in now.items()],
             )
-        if new_summary:
-            assert restoration is not None
+        if summary is not None:
             _delete(conn, sid, _SUMMARY_KINDS)
-            saved = store.conn.execute(
-                "SELECT summary_json, created_at FROM restorations WHERE id = ?", (restoration,)
-            ).fetchone()
-            if saved is not None and saved[0]:
-                import json
-
-                added += _insert(conn, sid, restoration_rows(json.loads(saved[0]), saved[1]))
+            added += _insert(conn, sid, summary)
             conn.execute("UPDATE sessions SET restoration = ? WHERE sid = ?", (restoration, sid))
     except BaseException:
-        if conn.in_transaction:
+        if own and conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
-    conn.execute("COMMIT")
+    if own:
+        conn.execute("COMMIT")
     return added
 
 
@@ -335,17 +349,17 @@ def update(
     progress: Progress | None = None,
 ) -> Updated:
     """Index what changed of ``session_ids`` (default: every registered session: each
-    chain file is looked at, only grown or replaced ones are read)."""
-    conn, fresh = open_index(path)
+    chain file is looked at, only grown or replaced ones are read). An index that cannot
+    be used is built again whole."""
+    conn = _open(path)
+    if conn is None:
+        return rebuild(store, path, progress=progress)
     try:
-        if fresh or session_ids is None:
+        if session_ids is None:
             # Taken first: a change made while this runs is seen by the next catch-up.
             marks = _marks_now(store)
-            done = _run(conn, store, _all_ids(store), marks, progress)
-        else:
-            done = _run(conn, store, list(dict.fromkeys(session_ids)), None, progress)
-        done.rebuilt = fresh
-        return done
+            return _run(conn, store, _all_ids(store), marks, progress)
+        return _run(conn, store, list(dict.fromkeys(session_ids)), None, progress)
     finally:
         conn.close()
 
@@ -354,41 +368,62 @@ def catch_up(store: Store, path: Path, *, progress: Progress | None = None) -> U
     """Index the sessions the store saw change since the last update: a hook touched them
     (the hook itself only records the event, see ``hooks.receiver``) or a restoration of
     them was saved. Cheap when nothing changed (two indexed queries); the whole store
-    when the index is missing or was rebuilt."""
-    conn, fresh = open_index(path)
+    when the index is missing or unusable."""
+    conn = _open(path)
+    if conn is None:
+        return rebuild(store, path, progress=progress)
     try:
         marks = _marks_now(store)
-        if fresh:
-            ids = _all_ids(store)
-        else:
-            touched, restored = _mark(conn, "touched") or "", _mark(conn, "restored") or "0"
-            if (touched, restored) == marks:
-                return Updated()
-            ids = [
-                r[0]
-                for r in store.conn.execute(
-                    "SELECT id FROM sessions WHERE updated_at > ? UNION"
-                    " SELECT session_id FROM restorations WHERE id > ?",
-                    (touched, int(restored) if restored.isdigit() else 0),
-                )
-            ]
-        done = _run(conn, store, ids, marks, progress)
-        done.rebuilt = fresh
-        return done
+        touched, restored = _mark(conn, "touched") or "", _mark(conn, "restored") or "0"
+        if (touched, restored) == marks:
+            return Updated()
+        ids = [
+            r[0]
+            for r in store.conn.execute(
+                "SELECT id FROM sessions WHERE updated_at > ? UNION"
+                " SELECT session_id FROM restorations WHERE id > ?",
+                (touched, int(restored) if restored.isdigit() else 0),
+            )
+        ]
+        return _run(conn, store, ids, marks, progress)
     finally:
         conn.close()
 
 
 def rebuild(store: Store, path: Path, *, progress: Progress | None = None) -> Updated:
     """Build the index anew beside ``path`` and put it in its place in one rename, so a
-    search running meanwhile reads the old index whole."""
-    tmp = path.with_name(path.name + ".new")
+    search running meanwhile reads the old index whole.
+
+    The new file is this process's own until the rename (its name holds the pid: two
+    builds at once each rename a whole index), so it is written without a journal or a
+    sync, in one transaction, and synced once before the rename.
+    """
+    make_private_dirs(str(path.parent))
+    tmp = path.with_name(f"{path.name}.new-{os.getpid()}")
     _remove(tmp)
-    conn, _ = open_index(tmp)
     try:
-        done = _run(conn, store, _all_ids(store), _marks_now(store), progress)
-    finally:
-        conn.close()
-    os.replace(tmp, path)
+        conn = _connect(tmp)
+        try:
+            conn.execute("PRAGMA journal_mode = OFF")
+            conn.execute("PRAGMA synchronous = OFF")
+            conn.execute("BEGIN")
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            marks = _marks_now(store)  # before the ids: see update
+            done = _run(conn, store, _all_ids(store), marks, progress)
+            # One segment per level merged into one: fewer pages, faster queries.
+            conn.execute("INSERT INTO docs (docs) VALUES ('optimize')")
+            conn.execute("COMMIT")
+            conn.execute("PRAGMA journal_mode = DELETE")
+        finally:
+            conn.close()
+        with tmp.open("rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        _remove(tmp)
+        raise
     done.rebuilt = True
     return done

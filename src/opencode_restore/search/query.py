@@ -28,6 +28,7 @@ from typing import Any
 from ..errors import RestoreError, UsageError
 from ..since import SinceError, parse_since
 from ..store.db import iso_utc
+from ..store.store import cwd_clause
 from .rows import KINDS
 from .stopwords import STOP_WORDS
 
@@ -218,19 +219,6 @@ def parse(query: str) -> Parsed:
     return parsed
 
 
-def _cwd_clause(cwd: str) -> tuple[str, list[Any]]:
-    """The sessions of ``cwd``: that directory, one under it, or one whose last part it is."""
-    base = cwd.rstrip("/\\") or cwd
-    return (
-        "(s.cwd = ? OR substr(s.cwd, 1, ?) = ? OR s.cwd LIKE ? ESCAPE '\\')",
-        [base, len(base) + 1, base + "/", "%/" + _like(base)],
-    )
-
-
-def _like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
 def search(
     index_path: Path,
     query: str,
@@ -262,7 +250,7 @@ def search(
             args.append(value)
     for value in (cwd, parsed.cwd):
         if value is not None:
-            clause, more = _cwd_clause(value)
+            clause, more = cwd_clause(value)
             where.append(clause)
             args.extend(more)
     for cutoff in (since, parsed.since):

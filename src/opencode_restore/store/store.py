@@ -207,22 +207,28 @@ class Store:
         since: str | None = None,
         until: str | None = None,
         cwds: list[str] | None = None,
+        project: str | None = None,
         limit: int = 100,
         offset: int = 0,
     ) -> tuple[list[SessionRow], int]:
         """One page of sessions, most recently updated first, and the total that match.
 
         ``since`` / ``until`` bound ``updated_at`` (store text times, see ``iso_utc``);
-        ``cwds`` keeps the sessions recorded in one of these directories.
+        ``cwds`` keeps the sessions recorded in one of these directories, ``project`` those
+        of a directory as `cwd_clause` matches it (as search's ``cwd:`` filter does).
         """
         where: list[str] = []
-        args: list[str | int] = []
+        args: list[Any] = []
         if agent is not None:
             where.append("s.agent = ?")
             args.append(agent)
         if cwds is not None:
             where.append(f"s.cwd IN ({', '.join('?' * len(cwds))})")
             args.extend(cwds)
+        if project is not None:
+            clause, more = cwd_clause(project)
+            where.append(clause)
+            args.extend(more)
         if since is not None:
             where.append("s.updated_at > ?")
             args.append(since)
@@ -365,6 +371,20 @@ class Store:
             (run_id,),
         ).fetchone()
         return None if row is None else RunRow(*row)
+
+
+def cwd_clause(cwd: str) -> tuple[str, list[Any]]:
+    """A WHERE clause over ``s.cwd`` and its arguments: the sessions of ``cwd``, that
+    directory, one under it, or one whose last part it is."""
+    base = cwd.rstrip("/\\") or cwd
+    return (
+        "(s.cwd = ? OR substr(s.cwd, 1, ?) = ? OR s.cwd LIKE ? ESCAPE '\\')",
+        [base, len(base) + 1, base + "/", "%/" + _like(base)],
+    )
+
+
+def _like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _session_row(row: tuple[Any, ...]) -> SessionRow:

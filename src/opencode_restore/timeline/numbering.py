@@ -85,14 +85,18 @@ class Numbering:
     ) -> None:
         self.preprocessor = preprocessor or DEFAULT_PREPROCESSOR
         self.reuse_labels = reuse_labels
-        self._refs: list[Reference] = []  # label "M{n}" is self._refs[n - 1]
-        self._label_of: dict[str, str] = {}  # message id -> first label issued for it
+        # Label "M{n}" is self._refs[n - 1]: the message itself when it was issued here
+        # (its reference is built when asked for), a reference when restored from a
+        # saved map. A reference and a label string per label were a tenth of a 200 MB
+        # restore's memory at its end (bench/scale.py).
+        self._refs: list[Message | Reference] = []
+        self._number_of: dict[str, int] = {}  # message id -> first label's number
 
     def __len__(self) -> int:
         return len(self._refs)
 
     def __iter__(self) -> Iterator[Reference]:
-        return iter(self._refs)
+        return (self._reference(n) for n in range(1, len(self._refs) + 1))
 
     async def messages_as_str(self, messages: list[Message]) -> str:
         """Render ``messages``, each prefixed by its globally unique ``[M#]`` label."""
@@ -104,21 +108,26 @@ class Numbering:
         return "\n".join(parts)
 
     def _label(self, message: Message) -> str:
-        if self.reuse_labels and (label := self._label_of.get(message.id)) is not None:
-            return label
-        label = label_name(len(self._refs) + 1)
-        self._refs.append(Reference.of(label, message))
-        self._label_of.setdefault(message.id, label)
-        return label
+        if self.reuse_labels and (number := self._number_of.get(message.id)) is not None:
+            return label_name(number)
+        self._refs.append(message)
+        self._number_of.setdefault(message.id, len(self._refs))
+        return label_name(len(self._refs))
+
+    def _reference(self, number: int) -> Reference:
+        """The reference of label ``M{number}`` (issued: 1 <= number <= len(self))."""
+        item = self._refs[number - 1]
+        return item if isinstance(item, Reference) else Reference.of(label_name(number), item)
 
     def label_for(self, message_id: str) -> str | None:
         """The first label issued for ``message_id``, or None if it was never shown."""
-        return self._label_of.get(message_id)
+        number = self._number_of.get(message_id)
+        return label_name(number) if number is not None else None
 
     def reference(self, label: str) -> Reference | None:
         """The message behind ``label`` (``"M14"``), or None if it was never issued."""
         number = _number(label)
-        return self._refs[number - 1] if number is not None and number <= len(self._refs) else None
+        return self._reference(number) if number is not None and number <= len(self._refs) else None
 
     def resolve(self, text: str) -> Citations:
         """Every citation in ``text``: the references and the unknown labels."""
@@ -129,10 +138,10 @@ class Numbering:
         issued = len(self._refs)
         for low, high in _citations(text):
             for number in range(max(low, 1), min(high, issued) + 1):
-                ref = self._refs[number - 1]
-                if ref.id not in seen_ids:
-                    seen_ids.add(ref.id)
-                    refs.append(ref)
+                item = self._refs[number - 1]
+                if item.id not in seen_ids:
+                    seen_ids.add(item.id)
+                    refs.append(self._reference(number))
             missing = _missing(low, high, issued)
             for label in missing:
                 if label not in seen_unknown:
@@ -200,7 +209,7 @@ class Numbering:
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"bad numbering entry for {label}: {entry!r}") from exc
         self._refs.append(ref)
-        self._label_of.setdefault(ref.id, label)
+        self._number_of.setdefault(ref.id, len(self._refs))
 
 
 class Labeler:

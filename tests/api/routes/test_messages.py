@@ -14,8 +14,9 @@ from fastapi.testclient import TestClient
 from opencode_restore.api import create_app
 from opencode_restore.cli import cli
 from opencode_restore.config import load_config
+from opencode_restore.store.fetch import LABEL_MARKS
 from opencode_restore.store.store import Store
-from tests.store.builders import CLAUDE_SPOTTER
+from tests.store.builders import CLAUDE_SPOTTER, split_file
 
 CLAUDE = "claude-code/recorded/print-continue/d703ad6a-fc57-46ca-94d6-a6af7cf0c933.jsonl"
 
@@ -60,14 +61,23 @@ def test_labels_are_the_ones_the_messages_command_shows(
     assert plain == [{k: v for k, v in m.items() if k != "label"} for m in texts]
 
 
-def test_labels_with_since_read_the_whole_chain(client: TestClient, store: Store) -> None:
+def test_labels_with_since_are_the_full_reads_from_the_tail(
+    client: TestClient, store: Store, tmp_path: Path
+) -> None:
+    # One log, and the same log rotated into a chain of two files.
     store.register("big", "claude-code", str(CLAUDE_SPOTTER))
-    every, _ = _api(client, "big", labels=True, include_tools=True)
-    since = every[-11]["timestamp"]
-    tail, mode = _api(client, "big", since=since, include_tools=True)
-    assert mode == "tail"  # the tail read stays for unlabelled requests
-    labelled, mode = _api(client, "big", since=since, include_tools=True, labels=True)
-    assert mode == "full"
-    assert labelled == [m for m in every if m["timestamp"] and m["timestamp"] > since]
-    assert [m["id"] for m in labelled] == [m["id"] for m in tail]
-    assert all(m["label"] for m in labelled if m["type"] == "text" and m["role"] == "user")
+    parts = split_file(CLAUDE_SPOTTER, 400, tmp_path, ("a.jsonl", "b.jsonl"))
+    store.register("two", "claude-code", str(parts[0]))
+    store.register("two", "claude-code", str(parts[1]))
+    for sid in ("big", "two"):
+        every, _ = _api(client, sid, labels=True, include_tools=True)
+        stamps = sorted({m["timestamp"] for m in every if m["timestamp"]})
+        modes = set()
+        for since in stamps[-1 : 0 : -max(1, len(stamps) // 12)]:
+            want = [m for m in every if m["timestamp"] and m["timestamp"] > since]
+            for _ in range(2):  # counted by a full read, then from the cache
+                labelled, mode = _api(client, sid, since=since, include_tools=True, labels=True)
+                assert labelled == want, (sid, since)
+                modes.add(mode)
+        assert "tail" in modes, sid  # polls are served from the tail, labelled alike
+    assert LABEL_MARKS  # and the counts are kept

@@ -29,3 +29,26 @@ def test_restored_at_tells_whether_a_restoration_exists(store: Store) -> None:
         assert c.get("/sessions/S/summary").json()["created_at"] == restored.created_at
         # The list does not look it up (as it leaves out the files).
         assert c.get("/sessions").json()["sessions"][0]["restored_at"] is None
+
+
+def test_the_list_filters_by_project_across_pages(store: Store) -> None:
+    for n in range(3):
+        store.register(f"G{n}", "claude-code", str(CLAUDE_CONTINUE), cwd=f"/home/dev/greet/sub{n}")
+    store.register("O", "claude-code", str(CLAUDE_CONTINUE), cwd="/home/dev/greeting")
+    store.register("P", "codex", str(CLAUDE_CONTINUE), cwd="/w/greet")
+    app = create_app(store, token="t" * 32, config=load_config(), reads_need_token=False)
+    with TestClient(app, base_url="http://127.0.0.1") as c:
+
+        def ids(**params: str | int) -> tuple[set[str], int]:
+            page = c.get("/sessions", params=params).json()
+            return {s["id"] for s in page["sessions"]}, page["total"]
+
+        # The directory, one under it, or one whose last part it is; never a prefix of a name.
+        assert ids(cwd="/home/dev/greet") == ({"G0", "G1", "G2"}, 3)
+        assert ids(cwd="greet") == ({"P"}, 1)
+        assert ids(cwd="sub1") == ({"G1"}, 1)
+        assert ids(cwd="greet", agent="claude-code") == (set(), 0)
+        # The total counts every match, not the page's (the page filtered only what it had).
+        assert ids(cwd="/home/dev/greet", limit=1)[1] == 3
+        assert ids(cwd="/home/dev/gree%") == (set(), 0)
+        assert c.get("/sessions", params={"cwd": "x" * 5000}).status_code == 422

@@ -14,6 +14,7 @@ from opencode_restore.api import create_app
 from opencode_restore.api.routes import viewer
 from opencode_restore.api.security import VIEWER_COOKIE
 from opencode_restore.config import load_config
+from opencode_restore.report.html import markdown_script, render_html
 from opencode_restore.store.store import Store
 from tests.store.builders import CLAUDE_CONTINUE
 
@@ -58,18 +59,34 @@ def test_every_file_the_page_loads_is_served() -> None:
         if name not in wanted:
             wanted.add(name)
             if name.endswith(".js"):
-                todo += re.findall(r'from "\./([^"]+)"', (FILES / name).read_text("utf-8"))
-    shipped = {f.name for f in FILES.iterdir() if f.name != "index.html"}
+                todo += re.findall(r'from "\./([^"]+)"', viewer._file(name).decode())
+    # The markdown renderer is the HTML report's (see the next test).
+    shipped = {f.name for f in FILES.iterdir() if f.name != "index.html"} | {"markdown.js"}
     assert wanted == set(viewer._ASSETS) == shipped
+
+
+def test_the_viewer_serves_the_reports_markdown_renderer(guarded: TestClient) -> None:
+    """One renderer for a restoration's markdown: the report inlines the file the viewer
+    imports as a module, and no script of the viewer holds a copy."""
+    source = markdown_script()
+    assert "function renderMarkdown(" in source
+    served = guarded.get("/viewer/markdown.js")
+    assert served.headers["content-type"].startswith("text/javascript")
+    assert served.text == source + "\nexport { renderMarkdown };\n"
+    assert source in render_html({"title": "t"})
+    assert not (FILES / "markdown.js").is_file()
+    for f in FILES.iterdir():
+        if f.name.endswith(".js"):
+            assert "function renderMarkdown" not in f.read_text(encoding="utf-8"), f.name
 
 
 def test_log_text_is_never_parsed_as_html() -> None:
     """The log is untrusted: the scripts build the DOM from text only."""
-    for f in FILES.iterdir():
-        if f.name.endswith(".js"):
-            source = f.read_text(encoding="utf-8")
+    for name in viewer._ASSETS:
+        if name.endswith(".js"):
+            source = viewer._file(name).decode()
             for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
-                assert sink not in source, (f.name, sink)
+                assert sink not in source, (name, sink)
 
 
 def test_sign_in_gives_a_cookie_that_stands_for_the_token_on_reads_only(

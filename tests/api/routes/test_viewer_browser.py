@@ -23,6 +23,7 @@ import uvicorn
 from opencode_restore.api import create_app
 from opencode_restore.api.routes import viewer
 from opencode_restore.config import load_config
+from opencode_restore.search.index import index_path, update
 from opencode_restore.store.store import Store
 from tests.api.test_server import _free_port
 from tests.report.test_html_browser import ARGS, CHROMIUM
@@ -181,16 +182,18 @@ def test_a_growing_log_shows_its_new_messages_without_a_reload(page: Any, site: 
     page.wait_for_function(
         "() => document.getElementById('thread-info').textContent.includes('new')"
     )
-    after = page.evaluate(
-        "[...document.querySelectorAll('#messages > .msg')].map(e => e.dataset.id)"
+    shown = (
+        "[...document.querySelectorAll('#messages > .msg')]"
+        ".map(e => [e.dataset.id, e.dataset.label])"
     )
-    assert len(after) == len(set(after))  # nothing shown twice
-    # The same page reloaded shows the same messages, in the same order.
+    after = page.evaluate(shown)
+    assert len(after) == len({i for i, _ in after})  # nothing shown twice
+    # Polled messages carry their [M#] too.
+    assert [label for _, label in after[before:] if label]
+    # The same page reloaded shows the same messages, in the same order, labelled alike.
     page.reload()
     page.wait_for_selector("body[data-loaded='1']")
-    assert after == page.evaluate(
-        "[...document.querySelectorAll('#messages > .msg')].map(e => e.dataset.id)"
-    )
+    assert after == page.evaluate(shown)
     assert page.errors == []
 
 
@@ -227,6 +230,47 @@ def test_search_lists_hits_and_enter_opens_one(page: Any, site: Site) -> None:
     page.wait_for_function(
         "() => document.querySelector('#messages .current')?.dataset.label === 'M13'"
     )
+    assert page.errors == []
+
+
+def test_the_project_filter_asks_the_server(page: Any, site: Site) -> None:
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url))
+    page.route("**/search?*", lambda route: route.fulfill(json={"hits": [], "query": "x"}))
+    page.fill("#search", "greet")
+    page.press("#search", "Enter")
+    page.wait_for_selector("#hits:not([hidden])")
+    page.fill("#f-project", "other")
+    page.wait_for_function("() => document.querySelectorAll('#session-list a.row').length === 1")
+    assert page.locator("#session-list a.row").get_attribute("data-session") == OTHER
+    assert page.locator("#sessions-head").inner_text() == "Sessions: 1 of 1"
+    # The list and the search both asked the server for the project (not only what was loaded).
+    assert any("/sessions?" in u and "cwd=other" in u for u in asked)
+    assert any("/search?" in u and "cwd=other" in u and "q=greet" in u for u in asked)
+    assert page.errors == []
+
+
+def test_search_against_the_real_index_opens_the_hit_at_its_label(
+    page: Any, site: Site, store: Store
+) -> None:
+    update(store, index_path(store.path.parent))
+    page.fill("#f-project", "other")
+    page.fill("#search", "README")
+    page.press("#search", "Enter")
+    page.wait_for_selector("#hit-list a.row")
+    first = page.locator("#hit-list a.row").first
+    # Only the project's session: the filter reached GET /search.
+    assert set(
+        page.eval_on_selector_all("#hit-list a.row", "a => a.map(e => e.dataset.session)")
+    ) == {OTHER}
+    assert first.locator("mark").first.inner_text() == "README"
+    label = first.locator(".label").inner_text().strip("[]")
+    first.click()
+    page.wait_for_function(
+        f"() => document.querySelector('#messages .current')?.dataset.label === '{label}'"
+    )
+    assert page.url.endswith(f"#/s/{OTHER}/{label}")
+    assert "README" in page.locator(f"#m-{label}").inner_text()
     assert page.errors == []
 
 

@@ -69,7 +69,7 @@ def get_messages(
         bool,
         Query(
             description="Give each message its [M#] label, the one a restoration cites "
-            "(the whole chain is read: a since request is not served from the tail)"
+            "(a since request reads the whole chain once per tail start, then the tail)"
         ),
     ] = False,
     limit: Annotated[
@@ -96,7 +96,7 @@ def get_messages(
             include_tools=include_tools,
             include_thinking=include_thinking,
             raw=raw,
-            label=Labeler().label if labels else None,
+            labeler=Labeler() if labels else None,
         )
     except SourceError as exc:
         raise HTTPException(410, detail=exc.reason) from exc

@@ -10,13 +10,11 @@ from fastapi import APIRouter, HTTPException, Query
 from ...redact import redact, redact_optional
 from ...search.index import index_path
 from ...search.query import IndexUnusable, QueryError, search
-from ..deps import MAX_NAME_CHARS, StoreDep, query_time, time_query
+from ..deps import MAX_NAME_CHARS, MAX_PATH_CHARS, StoreDep, query_time, time_query
 from ..schemas import SearchHitOut, SearchOut
 
 #: The longest query: far above anything typed, short enough to echo in a 400.
 MAX_QUERY_CHARS = 1000
-#: A cwd filter is a path.
-MAX_PATH_CHARS = 4096
 #: Hits per page, and the deepest page (BM25 ranks every match before it pages).
 DEFAULT_HITS, MAX_HITS = 20, 200
 MAX_OFFSET = 10_000

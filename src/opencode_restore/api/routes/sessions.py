@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 from ...store.db import iso_utc
 from ..deps import (
     MAX_NAME_CHARS,
+    MAX_PATH_CHARS,
     SESSION_LOOKUP,
     SessionId,
     StoreDep,
@@ -27,6 +28,14 @@ def list_sessions(
     agent: Annotated[
         str | None, Query(description="Only this agent's sessions", max_length=MAX_NAME_CHARS)
     ] = None,
+    cwd: Annotated[
+        str | None,
+        Query(
+            description="Only sessions of this project: its directory, one under it, or "
+            "one whose last part it is (as search's cwd filter)",
+            max_length=MAX_PATH_CHARS,
+        ),
+    ] = None,
     since: Annotated[str | None, time_query("Updated after this time, or in this span")] = None,
     until: Annotated[str | None, time_query("Updated at or before this time, or span ago")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
@@ -36,6 +45,7 @@ def list_sessions(
     lo, hi = query_time("since", since), query_time("until", until)
     rows, total = store.sessions(
         agent=agent,
+        project=cwd or None,
         since=iso_utc(lo) if lo else None,
         until=iso_utc(hi) if hi else None,
         limit=limit,

@@ -15,6 +15,7 @@ from importlib import resources
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import Response
 
+from ...report.html import markdown_script
 from ..deps import authorize, json_content
 from ..security import VIEWER_COOKIE, viewer_cookie
 
@@ -47,6 +48,9 @@ _FILES = resources.files("opencode_restore.api") / "viewer"
 
 @cache
 def _file(name: str) -> bytes:
+    if name == "markdown.js":
+        # The report's renderer, the one copy of it, made a module for this page's imports.
+        return (markdown_script() + "\nexport { renderMarkdown };\n").encode()
     return (_FILES / name).read_bytes()
 
 

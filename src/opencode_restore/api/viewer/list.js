@@ -10,12 +10,13 @@ let offset = 0;
 let loaded = [];
 let total = 0;
 let generation = 0;
+let searches = 0;
 
 function filters() {
   return {
     agent: byId("f-agent").value,
     since: byId("f-since").value,
-    project: byId("f-project").value.trim().toLowerCase(),
+    cwd: byId("f-project").value.trim(),
   };
 }
 
@@ -37,19 +38,11 @@ function sessionRow(s) {
   return li;
 }
 
-function shownSessions() {
-  const f = filters();
-  return loaded.filter((s) => !f.project || String(s.cwd || "").toLowerCase().includes(f.project));
-}
-
 function renderSessions() {
   const list = byId("session-list");
   clear(list);
-  const shown = shownSessions();
-  for (const s of shown) list.appendChild(sessionRow(s));
-  const f = filters();
-  const of = f.project ? ` (of ${loaded.length} loaded)` : "";
-  byId("sessions-head").textContent = `Sessions: ${shown.length}${of} of ${total}`;
+  for (const s of loaded) list.appendChild(sessionRow(s));
+  byId("sessions-head").textContent = `Sessions: ${loaded.length} of ${total}`;
   byId("more").hidden = loaded.length >= total;
 }
 
@@ -67,7 +60,7 @@ async function loadSessions(more) {
   if (!more) { offset = 0; loaded = []; }
   let page;
   try {
-    page = await getJSON("/sessions", { agent: f.agent, since: f.since, limit: PAGE, offset });
+    page = await getJSON("/sessions", { agent: f.agent, cwd: f.cwd, since: f.since, limit: PAGE, offset });
   } catch (e) {
     if (mine === generation) failed(e);
     return;
@@ -111,9 +104,10 @@ export async function search(query) {
   const head = byId("hits-head");
   if (!query) { box.hidden = true; return; }
   const f = filters();
+  const mine = ++searches;
   let answer;
   try {
-    answer = await getJSON("/search", { q: query, agent: f.agent, since: f.since, limit: HITS });
+    answer = await getJSON("/search", { q: query, agent: f.agent, cwd: f.cwd, since: f.since, limit: HITS });
   } catch (e) {
     box.hidden = true;
     if (e instanceof ApiError && e.status === 404) {
@@ -125,6 +119,7 @@ export async function search(query) {
     }
     return;
   }
+  if (mine !== searches) return; // a later search (or filter) is under way
   clear(list);
   const hits = answer.hits || [];
   for (const h of hits) list.appendChild(hitRow(h));
@@ -141,7 +136,8 @@ export function showList(query) {
 export function setupList() {
   byId("f-agent").addEventListener("change", () => { loadSessions(false); rerunSearch(); });
   byId("f-since").addEventListener("change", () => { loadSessions(false); rerunSearch(); });
-  byId("f-project").addEventListener("input", renderSessions);
+  // Each keystroke asks the server again; an older answer arriving late is dropped (generation).
+  byId("f-project").addEventListener("input", () => { loadSessions(false); rerunSearch(); });
   byId("filters").addEventListener("submit", (ev) => ev.preventDefault());
   byId("more").addEventListener("click", () => loadSessions(true));
 }

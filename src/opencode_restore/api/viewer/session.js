@@ -148,7 +148,7 @@ async function loadSummary(state, session) {
   if (state.generation !== generation) return;
   box.appendChild(el("p", "meta", `Restored ${when(r.created_at)}` + (r.provider ? ` by ${r.provider}` : "")));
   const body = el("div", "markdown");
-  renderMarkdown(body, r.markdown || "", citeLink(state));
+  renderMarkdown(body, r.markdown || "", { cite: citeLink(state), shift: 1 });
   box.appendChild(body);
 }
 
@@ -194,7 +194,9 @@ async function poll(state, delay) {
   if (document.hidden) { schedule(state, delay); return; }
   let added = 0;
   try {
-    const params = state.lastTs ? { ...BASE, since: sinceOf(state.lastTs) } : { ...BASE, offset: state.count };
+    // Labelled: the server numbers a tail as a full read would, so new messages are citable.
+    const ask = { ...BASE, labels: true };
+    const params = state.lastTs ? { ...ask, since: sinceOf(state.lastTs) } : { ...ask, offset: state.count };
     const page = await getJSON(sessionPath(state.id) + "/messages", params);
     if (state.generation !== generation) return;
     added = append(state, page.messages);

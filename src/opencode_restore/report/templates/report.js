@@ -336,81 +336,20 @@
   }
   $("tree-head").textContent = N + " entries · " + branchPoints + " branch points · " + compactions + " compactions · " + labels + " labels";
 
-  // ---- the summary: a small markdown subset, citations as links ----
-  var CITE_GROUP = /\[([^\[\]]*?\bM\d+\b[^\[\]]*?)\]/g;
-  function inline(parent, text, bare) {
-    var re = /(`[^`]+`)|(\*\*[^*]+\*\*)|\[([^\[\]]*?\bM\d+\b[^\[\]]*?)\]/g;
-    var last = 0, m;
-    function plain(t) {
-      if (bare) citations(parent, t, false);
-      else parent.appendChild(document.createTextNode(t));
-    }
-    while ((m = re.exec(text)) !== null) {
-      if (m.index > last) plain(text.slice(last, m.index));
-      if (m[1]) parent.appendChild(el("code", null, m[1].slice(1, -1)));
-      else if (m[2]) parent.appendChild(el("strong", null, m[2].slice(2, -2)));
-      else citations(parent, m[3], true);
-      last = re.lastIndex;
-    }
-    if (last < text.length) plain(text.slice(last));
-  }
-  // Citation labels in ``group`` become links; ``brackets`` puts the [ ] back around them.
-  function citations(parent, group, brackets) {
-    if (brackets) parent.appendChild(document.createTextNode("["));
-    var re = /\bM\d+\b/g, last = 0, m;
-    while ((m = re.exec(group)) !== null) {
-      if (m.index > last) parent.appendChild(document.createTextNode(group.slice(last, m.index)));
-      var label = m[0], mid = DATA.refs[label];
-      if (mid !== undefined) {
-        var a = el("a", "cite", label);
-        a.href = "#";
-        a.dataset.cite = label;
-        a.dataset.mid = mid;
-        a.addEventListener("click", function (ev) { ev.preventDefault(); jump(this.dataset.mid, this.dataset.cite); });
-        parent.appendChild(a);
-      } else {
-        parent.appendChild(document.createTextNode(label));
-      }
-      last = re.lastIndex;
-    }
-    parent.appendChild(document.createTextNode(group.slice(last) + (brackets ? "]" : "")));
-  }
-  function cells(line) {
-    return line.replace(/^\|/, "").replace(/\|\s*$/, "").split(/(?<!\\)\|/).map(function (c) { return c.replace(/\\\|/g, "|").trim(); });
-  }
-  function markdown(box, text) {
-    var lines = text.split("\n"), q = 0, list = null, table = null, para = null;
-    function close() { list = null; table = null; para = null; }
-    for (q = 0; q < lines.length; q++) {
-      var line = lines[q];
-      var h = /^(#{1,4}) (.*)$/.exec(line);
-      if (h) { close(); var he = el("h" + h[1].length); inline(he, h[2]); box.appendChild(he); continue; }
-      if (/^\s*$/.test(line)) { close(); continue; }
-      if (/^---+\s*$/.test(line)) { close(); box.appendChild(el("hr")); continue; }
-      if (/^- /.test(line)) {
-        if (!list) { list = el("ul"); box.appendChild(list); table = null; para = null; }
-        var li = el("li"); inline(li, line.slice(2)); list.appendChild(li); continue;
-      }
-      if (/^\|/.test(line)) {
-        if (/^\|[-|\s:]+\|?\s*$/.test(line)) continue;
-        var header = !table;
-        if (!table) { table = el("table"); box.appendChild(table); list = null; para = null; }
-        var tr = el("tr");
-        cells(line).forEach(function (c) { var td = el(header ? "th" : "td"); inline(td, c, !header); tr.appendChild(td); });
-        table.appendChild(tr); continue;
-      }
-      if (/^>/.test(line)) {
-        var bq = el("blockquote"); inline(bq, line.replace(/^> ?/, "")); box.appendChild(bq); close(); continue;
-      }
-      var it = /^_(.*)_$/.exec(line);
-      if (!para) { para = el("p"); box.appendChild(para); list = null; table = null; }
-      else para.appendChild(document.createTextNode(" "));
-      if (it) { var em = el("em"); inline(em, it[1]); para.appendChild(em); } else inline(para, line);
-    }
+  // ---- the summary: markdown.js (inlined before this script), citations as links ----
+  function citeLink(label) {
+    var mid = DATA.refs[label];
+    if (mid === undefined) return document.createTextNode(label);
+    var a = el("a", "cite", label);
+    a.href = "#";
+    a.dataset.cite = label;
+    a.dataset.mid = mid;
+    a.addEventListener("click", function (ev) { ev.preventDefault(); jump(this.dataset.mid, this.dataset.cite); });
+    return a;
   }
   if (DATA.summary) {
     var sum = $("summary");
-    markdown(sum, DATA.summary);
+    renderMarkdown(sum, DATA.summary, { cite: citeLink });
     sum.hidden = false;
   }
   if (DATA.warnings && DATA.warnings.length) {
