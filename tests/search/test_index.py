@@ -6,7 +6,14 @@ import sqlite3
 from pathlib import Path
 
 from opencode_restore.diagnostics import WarningSink
-from opencode_restore.search.index import catch_up, index_path, open_index, rebuild, update
+from opencode_restore.search.index import (
+    before_query,
+    catch_up,
+    index_path,
+    open_index,
+    rebuild,
+    update,
+)
 from opencode_restore.search.query import search
 from opencode_restore.sources import iter_messages
 from opencode_restore.store.store import Store
@@ -162,3 +169,39 @@ def test_no_secret_of_a_log_reaches_the_index_file(
     raw = b"".join(p.read_bytes() for p in index.parent.glob("search.sqlite3*"))
     assert secret.encode() not in raw
     assert b"a1B2c3D4e5F6g7H8" not in raw
+
+
+def test_a_bounded_catch_up_leaves_the_rest_for_the_next(
+    store: Store, data_dir: Path, tmp_path: Path
+) -> None:
+    index = index_path(data_dir)
+    catch_up(store, index)
+    claude_session(store, tmp_path / "logs")
+    codex_session(store, tmp_path / "logs")
+    first = catch_up(store, index, most=1)
+    assert (first.sessions, first.left) == (1, 1)
+    # Nothing changed in the store since: the one left over is still found, and indexed.
+    second = catch_up(store, index, most=1)
+    assert (second.sessions, second.left) == (1, 0)
+    assert {h.agent for h in search(index, "greet", limit=100)} == {"claude-code", "codex"}
+    assert catch_up(store, index, most=1) == catch_up(store, index)
+
+
+def test_before_query_serves_what_is_there_while_another_writer_holds_the_index(
+    store: Store, data_dir: Path, tmp_path: Path
+) -> None:
+    index = index_path(data_dir)
+    claude_session(store, tmp_path / "logs")
+    assert before_query(store, index) is not None
+    codex_session(store, tmp_path / "logs")
+    writer = sqlite3.connect(index, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # as a build in another process holds it
+    try:
+        assert before_query(store, index) is None
+        assert {h.agent for h in search(index, "greet", limit=100)} == {"claude-code"}
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    done = before_query(store, index)
+    assert done is not None
+    assert done.sessions == 1
