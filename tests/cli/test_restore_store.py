@@ -79,10 +79,15 @@ def test_a_file_the_store_knows_keeps_its_session(
     log = _log(fixtures, tmp_path)
     store = open_store(data_dir)
     # As a slug chain is stored: under the id of its oldest file, not this file's own.
-    store.register("chain-of-two", "claude-code", str(log.resolve()), source="scan")
+    store.register(
+        "chain-of-two", "claude-code", str(log.resolve()), cwd="/as/the/hook/said", source="hook"
+    )
     assert _run("restore", str(log), "-q", "-o", str(tmp_path / "out.md"))[0] == 0
     assert store.latest_restoration("chain-of-two") is not None
     assert store.session(SPOTTER_ID) is None
+    row = store.session("chain-of-two")
+    assert row is not None
+    assert row.cwd == "/as/the/hook/said"  # what the store knew stays
     store.close()
 
 

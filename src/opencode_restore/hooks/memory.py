@@ -10,7 +10,7 @@ questions, each line cited ``[<session id prefix> M#]``, newest session first, w
 Only the latest saved restoration of each session is read (``restorations.summary_json``,
 its ``summary`` object picked out inside SQLite): no log is read and no model is called, so
 the agent's start waits only for one query. A session that was never restored (by
-``nightly``, the API or MCP) is not in the digest.
+``restore``, a hook's restore, ``nightly``, the API or MCP) is not in the digest.
 
 "This project" is the agent's folder or, when it lies in a git work tree, every folder of
 that tree (a home folder that is itself a git work tree counts as no project root).

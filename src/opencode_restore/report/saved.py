@@ -42,13 +42,13 @@ def save_restoration(
 
 def _stored_id(
     store: Store, agent: str, session_id: str, given: list[str], files: list[str]
-) -> str | None:
-    """The stored session the restored ``files`` are: the one whose chain is these files
-    (Claude Code files of one slug are stored under the oldest one's id), or the session
-    itself when the store knows no file of it (then they are registered, as a scan
-    would). None when they are not what the store knows as that session: a copy of its
-    log, a part of its chain. ``files`` are the ``given`` paths resolved (a hook records
-    them as the agent names them)."""
+) -> tuple[str, bool] | None:
+    """The stored session the restored ``files`` are, and whether the store knows it: the
+    one whose chain is these files (Claude Code files of one slug are stored under the
+    oldest one's id), or the session itself when the store knows no file of it. None
+    when they are not what the store knows as that session: a copy of its log, a part
+    of its chain. ``files`` are the ``given`` paths resolved (a hook records them as the
+    agent names them)."""
     names = sorted({*given, *files})
     owners = {
         str(r[0])
@@ -62,12 +62,12 @@ def _stored_id(
         owners &= {session_id}  # one file holds many sessions: the id says which
     if not owners:
         known = store.session(session_id)
-        return session_id if known is None or not known.files else None
+        return (session_id, False) if known is None or not known.files else None
     if len(owners) > 1:
         return None
     (owner,) = owners
     chain = {os.path.realpath(f.path) for f in store.chain(owner) if os.path.exists(f.path)}
-    return owner if chain == set(files) else None
+    return (owner, True) if chain == set(files) else None
 
 
 def keep_restoration(
@@ -81,10 +81,12 @@ def keep_restoration(
     files = [os.path.realpath(f) for f in info.files]
     if not files:
         return None
-    session_id = _stored_id(store, info.agent, info.id, info.files, files)
-    if session_id is None:
+    stored = _stored_id(store, info.agent, info.id, info.files, files)
+    if stored is None:
         return None
-    if session_id == info.id:
+    session_id, known = stored
+    # A session the store knows keeps what it knows (the cwd a hook recorded, a scan's times).
+    if not known:
         started = iso_utc(info.started_at) if info.started_at is not None else None
         for path in files:
             store.register(
