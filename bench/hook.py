@@ -167,8 +167,9 @@ class Hooks:
         }
 
     def remember(self, count: int) -> None:
-        """``count`` restored sessions of the project in the store, as ``nightly`` saves
-        them (the Claude log's offline restoration each)."""
+        """``count`` restored sessions of the project in the store, as ``nightly`` and
+        ``restore`` save them (the Claude log's offline restoration each, made with
+        redaction on, the default)."""
         from opencode_restore.store import open_store
         from opencode_restore.store.db import record_transcript
 
@@ -200,6 +201,7 @@ class Hooks:
                     summary=summary,
                     usage={},
                     errors={},
+                    redacted=True,
                 )
         finally:
             store.close()

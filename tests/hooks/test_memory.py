@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 from opencode_restore.hooks.memory import MARK, memory_digest, project_root
 from opencode_restore.hooks.restore import SettingsProblem, hook_settings
 from opencode_restore.pipeline.tokens import raw_tokens
-from opencode_restore.store.db import record_transcript
+from opencode_restore.store.db import MIGRATIONS, record_transcript
 from opencode_restore.store.store import Store
 
 from ..store.builders import CLAUDE_COMPACT
@@ -332,3 +333,101 @@ def test_startup_that_also_restores_answers_the_memory_then_the_restoration(
     context = _context(result.stdout)
     assert context.startswith(MARK)
     assert context.index("[e57fea98 M1]") < context.index("# Restored context: earlier")
+
+
+def test_a_restoration_a_hook_made_is_the_next_sessions_memory(
+    store: Store, data_dir: Path, home: Path
+) -> None:
+    cwd = "/home/dev/src/greet-cli"
+    folder = home / ".claude/projects/-home-dev-src-greet-cli"
+    folder.mkdir(parents=True)
+    log = folder / CLAUDE_COMPACT.name
+    log.write_bytes(CLAUDE_COMPACT.read_bytes())
+    record_transcript(store.conn, CLAUDE_COMPACT.stem, "claude-code", str(log), cwd=cwd)
+    payload = {**_start("new-1", Path(cwd)), "cwd": cwd}
+    # Only the restore this startup starts (of the session before it) saves a restoration.
+    first = _hook(
+        payload, home, data_dir, "--memory", OPENCODE_RESTORE_HOOKS_RESTORE_ON='["startup"]'
+    )
+    assert _context(first.stdout).startswith("# Restored context: earlier")
+    second = _hook({**payload, "session_id": "new-2"}, home, data_dir, "--memory")
+    context = _context(second.stdout)
+    assert context.startswith(MARK)
+    assert "[e57fea98 M" in context
+
+
+def _digest_in_a_fresh_process(data_dir: Path, cwd: Path) -> tuple[str, bool]:
+    """The digest, and whether the redactor was imported to make it."""
+    code = (
+        "import sys\n"
+        "from opencode_restore.hooks.memory import memory_digest\n"
+        f"print(memory_digest({str(data_dir)!r}, {str(cwd)!r}, 'new', 1500))\n"
+        "print('opencode_restore.redact' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=DEADLINE, check=True
+    )
+    text, _, loaded = done.stdout.rstrip("\n").rpartition("\n")
+    return text, loaded == "True"
+
+
+def test_restorations_saved_redacted_are_shown_without_loading_the_redactor(
+    store: Store, data_dir: Path, project: Path
+) -> None:
+    key = "sk-ant-api03-" + "A" * 93 + "AA"
+    record_transcript(store.conn, "aaaaaaaa-1", "claude-code", None, cwd=str(project))
+    # A title from before titles were redacted on the way in: only the restoration's shows.
+    store.conn.execute("UPDATE sessions SET title = ?", (f"raw {key}",))
+    summary = {"summary": _summary(1), "session": {"title": "Fix the [REDACTED] key"}}
+    store.add_restoration(
+        "aaaaaaaa-1",
+        provider="offline",
+        summary_markdown="",
+        summary=summary,
+        usage={},
+        errors={},
+        redacted=True,
+    )
+    text, loaded = _digest_in_a_fresh_process(data_dir, project)
+    assert "[aaaaaaaa M1]" in text
+    assert ": Fix the [REDACTED] key" in text
+    assert key not in text
+    assert not loaded
+    # One session saved unredacted among them: its lines are redacted, so it pays.
+    _session(
+        store,
+        "bbbbbbbb-2",
+        str(project),
+        "2099-01-01T10:00:00.000000Z",
+        _summary(2, goal=f"use {key} [M1]"),
+    )
+    text, loaded = _digest_in_a_fresh_process(data_dir, project)
+    assert "[bbbbbbbb M1]" in text
+    assert key not in text
+    assert loaded
+
+
+def test_a_store_older_than_the_redacted_column_is_read_as_unredacted(
+    data_dir: Path, project: Path
+) -> None:
+    data_dir.mkdir()
+    conn = sqlite3.connect(data_dir / "store.sqlite3")
+    for step in MIGRATIONS[:3]:
+        conn.executescript(step)
+    conn.execute("PRAGMA user_version = 3")
+    conn.execute(
+        "INSERT INTO sessions (id, agent, cwd, title, created_at, updated_at)"
+        " VALUES ('aaaaaaaa-1', 'codex', ?, 'Old title', 'a', 'b')",
+        (str(project),),
+    )
+    conn.execute(
+        "INSERT INTO restorations (session_id, created_at, summary_json) VALUES ('aaaaaaaa-1',"
+        " 'c', ?)",
+        (json.dumps({"summary": _summary(1)}),),
+    )
+    conn.commit()
+    conn.close()
+    text = memory_digest(str(data_dir), str(project), "new", 1500)  # read-only: no migration
+    assert text is not None
+    assert ": Old title" in text
+    assert "[aaaaaaaa M1]" in text

@@ -17,7 +17,7 @@ from opencode_restore.search.index import index_path, update
 from opencode_restore.search.query import MARK_END, MARK_START, Hit
 from opencode_restore.store import open_store
 from tests.search.helpers import SINCE_FORMS
-from tests.store.builders import FIXTURES, copy_to
+from tests.store.builders import CLAUDE_COMPACT, FIXTURES, copy_to
 
 KEY = "sk-proj-AbCdEf0123456789AbCdEf0123456789AbCdEf01"
 
@@ -108,10 +108,36 @@ def test_filters_narrow(tools: HistoryTools) -> None:
     assert tools.search_sessions("shout", cwd="/elsewhere").hits == []
 
 
-def test_no_index_says_how_to_make_one(data_dir: Path) -> None:
+def test_no_index_is_made_and_no_session_is_no_hits(data_dir: Path) -> None:
+    found = HistoryTools(load_config()).search_sessions("anything")
+    assert found.hits == []
+    assert found.note.startswith("0 hits")
+    assert index_path(data_dir).is_file()
+
+
+def test_an_index_that_cannot_be_made_says_how_to_make_one(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def busy(*args: Any) -> None:
+        return None  # as when a build holds the index and none existed before
+
+    monkeypatch.setattr(tools_module, "before_query", busy)
     found = HistoryTools(load_config()).search_sessions("anything")
     assert found.hits == []
     assert "opencode-restore index" in found.note
+
+
+def test_sessions_the_store_saw_change_are_found_without_an_index_command(
+    tools: HistoryTools, data_dir: Path, tmp_path: Path
+) -> None:
+    log = copy_to(CLAUDE_COMPACT, tmp_path / "more")
+    store = open_store(data_dir)
+    try:
+        store.register("later-0002", "claude-code", str(log), cwd="/home/dev/src/greet-cli")
+    finally:
+        store.close()
+    found = tools.search_sessions("greet", limit=MAX_HITS)
+    assert "later-0002" in {h["session_id"] for h in found.hits}
 
 
 def test_the_server_lists_the_tool() -> None:

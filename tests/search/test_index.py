@@ -9,7 +9,7 @@ import pytest
 
 from opencode_restore.diagnostics import WarningSink
 from opencode_restore.search import index as search_index
-from opencode_restore.search.index import catch_up, index_path, rebuild, update
+from opencode_restore.search.index import before_query, catch_up, index_path, rebuild, update
 from opencode_restore.search.query import search
 from opencode_restore.sources import iter_messages
 from opencode_restore.store.store import Store
@@ -181,3 +181,39 @@ def test_a_build_that_fails_leaves_the_index_it_replaces_whole(
         rebuild(store, index)
     assert rows_of(index) == before
     assert [p.name for p in index.parent.glob("search.sqlite3*")] == [index.name]
+
+
+def test_a_bounded_catch_up_leaves_the_rest_for_the_next(
+    store: Store, data_dir: Path, tmp_path: Path
+) -> None:
+    index = index_path(data_dir)
+    catch_up(store, index)
+    claude_session(store, tmp_path / "logs")
+    codex_session(store, tmp_path / "logs")
+    first = catch_up(store, index, most=1)
+    assert (first.sessions, first.left) == (1, 1)
+    # Nothing changed in the store since: the one left over is still found, and indexed.
+    second = catch_up(store, index, most=1)
+    assert (second.sessions, second.left) == (1, 0)
+    assert {h.agent for h in search(index, "greet", limit=100)} == {"claude-code", "codex"}
+    assert catch_up(store, index, most=1) == catch_up(store, index)
+
+
+def test_before_query_serves_what_is_there_while_another_writer_holds_the_index(
+    store: Store, data_dir: Path, tmp_path: Path
+) -> None:
+    index = index_path(data_dir)
+    claude_session(store, tmp_path / "logs")
+    assert before_query(store, index) is not None
+    codex_session(store, tmp_path / "logs")
+    writer = sqlite3.connect(index, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # as a build in another process holds it
+    try:
+        assert before_query(store, index) is None
+        assert {h.agent for h in search(index, "greet", limit=100)} == {"claude-code"}
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    done = before_query(store, index)
+    assert done is not None
+    assert done.sessions == 1

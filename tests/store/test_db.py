@@ -47,10 +47,29 @@ def test_migrations_apply_step_by_step(tmp_path: Path) -> None:
     old.commit()
     old.close()
     conn = connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
     assert conn.execute("SELECT id FROM sessions").fetchall() == [("s",)]
     assert conn.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0] == 0
     assert conn.execute("SELECT COUNT(*) FROM scanned_files").fetchone()[0] == 0
+    conn.close()
+
+
+def test_a_restoration_saved_before_the_redacted_column_counts_as_not_redacted(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "store.sqlite3"
+    old = sqlite3.connect(path)
+    for step in MIGRATIONS[:3]:
+        old.executescript(step)
+    old.execute("PRAGMA user_version = 3")
+    old.execute(
+        "INSERT INTO sessions (id, agent, created_at, updated_at) VALUES ('s', 'codex', 'a', 'b')"
+    )
+    old.execute("INSERT INTO restorations (session_id, created_at) VALUES ('s', 'c')")
+    old.commit()
+    old.close()
+    conn = connect(path)
+    assert conn.execute("SELECT redacted FROM restorations").fetchall() == [(0,)]
     conn.close()
 
 

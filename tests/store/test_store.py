@@ -118,16 +118,24 @@ def test_restorations_latest_wins(store: Store) -> None:
         summary={"a": 2},
         usage={"calls": 3},
         errors={"failed_turns": []},
+        redacted=True,
     )
     r = store.latest_restoration("S")
     assert r is not None
-    assert (r.id, r.summary_markdown, r.summary, r.usage, r.errors) == (
+    assert (r.id, r.summary_markdown, r.summary, r.usage, r.errors, r.redacted) == (
         rid,
         "# two",
         {"a": 2},
         {"calls": 3},
         {"failed_turns": []},
+        True,
     )
+    store.add_restoration(
+        "S", provider=None, summary_markdown=None, summary=None, usage=None, errors=None
+    )
+    third = store.latest_restoration("S")
+    assert third is not None
+    assert not third.redacted  # unless said, not redacted
 
 
 def test_runs_move_through_states(store: Store) -> None:

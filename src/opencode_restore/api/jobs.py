@@ -20,7 +20,7 @@ from ..llm.registry import close_provider, get_provider
 from ..llm.settings import ProviderSettings
 from ..model import Session
 from ..pipeline.run import RestoreOptions, journal_store, restore_locked
-from ..report.summary import summary_markdown
+from ..report.saved import save_restoration
 from ..sources import is_container, open_session
 from ..store.fetch import existing_files, no_readable_file
 from ..store.store import RunRow, SessionRow, Store
@@ -58,20 +58,9 @@ async def run_restore(
             )
         finally:
             await close_provider(provider)
-        errors = {
-            "failed_turns": [f.model_dump() for f in restoration.failed_turns],
-            "warnings": restoration.warnings,
-        }
 
         def save() -> int:
-            return store.add_restoration(
-                row.id,
-                provider=restoration.provider,
-                summary_markdown=summary_markdown(restoration),
-                summary=restoration.model_dump(mode="json"),
-                usage=restoration.usage.model_dump(mode="json"),
-                errors=errors,
-            )
+            return save_restoration(store, row.id, restoration, config.restore.redact)
 
         restoration_id = await to_thread.run_sync(save)
         await to_thread.run_sync(

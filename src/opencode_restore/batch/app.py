@@ -220,7 +220,7 @@ def run_nightly(
             manifest,
             concurrency=settings.concurrency,
             options=settings.options(),
-            on_result=store_hook(store),
+            on_result=store_hook(store, redacted=config.restore.redact),
             mirror=Manifest(p.out_dir / MANIFEST_NAME, sink),
             journals=journal_store(config),
         )

@@ -30,7 +30,7 @@ from ..diagnostics import WarningSink
 from ..dirs import make_private_dirs
 from ..errors import RestoreError
 from ..pipeline.restoration import Restoration
-from ..report.summary import summary_markdown
+from ..report.saved import save_restoration
 from ..sources.discover import mtime
 from ..store.db import iso_utc
 from ..store.discovery import AGENTS, find_sessions, scan
@@ -223,22 +223,14 @@ def plan(
     return NightlyPlan(cutoff, out / day, todo, unchanged, reasons)
 
 
-def store_hook(store: Store) -> Callable[[BatchItem, Restoration], dict[str, object]]:
-    """A batch result hook that stores each restoration and a ``nightly`` run for it."""
+def store_hook(
+    store: Store, *, redacted: bool
+) -> Callable[[BatchItem, Restoration], dict[str, object]]:
+    """A batch result hook that stores each restoration and a ``nightly`` run for it
+    (``redacted``: made with ``[restore] redact`` on)."""
 
     def record(item: BatchItem, restoration: Restoration) -> dict[str, object]:
-        errors = {
-            "failed_turns": [f.model_dump() for f in restoration.failed_turns],
-            "warnings": restoration.warnings,
-        }
-        restoration_id = store.add_restoration(
-            item.session_id,
-            provider=restoration.provider,
-            summary_markdown=summary_markdown(restoration),
-            summary=restoration.model_dump(mode="json"),
-            usage=restoration.usage.model_dump(mode="json"),
-            errors=errors,
-        )
+        restoration_id = save_restoration(store, item.session_id, restoration, redacted)
         run_id = store.create_run(item.session_id, RUN_KIND)
         store.update_run(run_id, "running")
         status = "done" if restoration.complete else "failed"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from pathlib import Path
 
 import click
@@ -27,7 +28,7 @@ from rich.text import Text
 from .. import event_loop
 from ..atomic import write_output
 from ..command_sink import command_sink
-from ..config import load_config
+from ..config import Config, load_config
 from ..consoles import console as make_console
 from ..fields import counted, one_line
 from ..heap import hold_thresholds
@@ -35,6 +36,7 @@ from ..llm.registry import close_provider, get_provider
 from ..llm.settings import ProviderSettings
 from ..llm.speed import Speed, SpeedLog, format_rate, slow_answer_note
 from ..llm.usage import OFFLINE_NOTE, CallRecord, UsageLedger, is_offline
+from ..model import Session
 from ..pipeline.restoration import Restoration
 from ..pipeline.run import RestoreOptions, journal_store, restore_locked
 from ..report.html import session_html
@@ -143,8 +145,11 @@ def run_restore(
     fresh: bool = False,
     debug_render: bool = False,
     references: bool = False,
+    demo: bool = False,
 ) -> int:
-    """Run one restore; the exit code is 0 when complete, 1 when some turns failed."""
+    """Run one restore; the exit code is 0 when complete, 1 when some turns failed. The
+    restoration is saved in the store as the session's latest (not ``demo``'s, nor
+    another branch's)."""
     evidence = {
         "skip_evidence_search": skip_evidence_search,
         "max_searches": max_searches,
@@ -243,6 +248,11 @@ def run_restore(
     else:
         sys.stdout.writelines(text)
         sys.stdout.write("\n")
+    sys.stdout.flush()  # the restoration is out before the store is written
+    # Another branch is not the session's restoration; the demo is no session of the user's.
+    problem = None if branch is not None or demo else _keep(config, session, restoration)
+    if problem is not None and not quiet:
+        console.print(f"warning: {problem}", highlight=False, markup=False, soft_wrap=True)
     if not quiet:
         # The reader's warnings were printed as it read; the restore's own (evidence
         # search, fallback, an unfinished last turn) are in no format but the JSON.
@@ -269,6 +279,48 @@ def run_restore(
                 soft_wrap=True,
             )
     return 1 if restoration.failed_turns else 0
+
+
+def _last_time(session: Session) -> datetime | None:
+    """When the session's last message with a time was written."""
+    for m in reversed(session.messages()):
+        if m.timestamp is not None:
+            return m.timestamp
+    return None
+
+
+def _keep(config: Config, session: Session, restoration: Restoration) -> str | None:
+    """Save the restoration in the store as the session's latest (memory at start, the
+    search index and the API read it there) and index what changed of the session, when
+    there is an index (the first ``search`` builds it whole); what went wrong, or None.
+    Neither fails the restore: its output is out already."""
+    import sqlite3
+
+    from ..errors import RestoreError
+    from ..report.saved import keep_restoration
+    from ..search.index import index_path, update
+    from ..store import open_store
+
+    try:
+        store = open_store(config.data_dir)
+    except (RestoreError, sqlite3.Error, OSError) as exc:
+        return f"the restoration was not saved in the session store: {one_line(str(exc), 300)}"
+    try:
+        try:
+            session_id = keep_restoration(
+                store, restoration, redacted=config.restore.redact, updated=_last_time(session)
+            )
+        except (RestoreError, sqlite3.Error, OSError) as exc:
+            return f"the restoration was not saved in the session store: {one_line(str(exc), 300)}"
+        index = index_path(config.data_dir)
+        if session_id is not None and index.exists():
+            try:
+                update(store, index, [session_id])
+            except (RestoreError, sqlite3.Error, OSError) as exc:
+                return f"the search index was not updated: {one_line(str(exc), 300)}"
+    finally:
+        store.close()
+    return None
 
 
 def _check_workspace(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -383,5 +435,13 @@ def restore(
         fresh=fresh,
         debug_render=debug_render,
         references=references,
+        demo=_is_demo(paths),
     )
     sys.exit(code)
+
+
+def _is_demo(paths: tuple[Path, ...]) -> bool:
+    """True when ``paths`` is the packaged sample ``--demo`` reads."""
+    from ..resources import demo_sample
+
+    return len(paths) == 1 and paths[0].resolve() == Path(str(demo_sample())).resolve()

@@ -10,14 +10,17 @@ questions, each line cited ``[<session id prefix> M#]``, newest session first, w
 Only the latest saved restoration of each session is read (``restorations.summary_json``,
 its ``summary`` object picked out inside SQLite): no log is read and no model is called, so
 the agent's start waits only for one query. A session that was never restored (by
-``nightly``, the API or MCP) is not in the digest.
+``restore``, a hook's restore, ``nightly``, the API or MCP) is not in the digest.
 
 "This project" is the agent's folder or, when it lies in a git work tree, every folder of
 that tree (a home folder that is itself a git work tree counts as no project root).
 
 The digest is data written from logs: it is framed as quoted notes from earlier sessions,
-every field is flattened to one line (a title cannot start a heading), and the whole is
-redacted before it is answered.
+every field is flattened to one line (a title cannot start a heading), and each session's
+lines are redacted before they are answered, unless its restoration was saved redacted
+(``[restore] redact``, the default: its title is then the restoration's own, redacted with
+it). So the redactor (~55 ms of the hook's CPU to import) is loaded only for a session
+whose restoration was saved without redaction, or before the store recorded it.
 """
 
 from __future__ import annotations
@@ -82,9 +85,10 @@ def _scope(cwd: str) -> tuple[str, list[Any]]:
 
 
 class Recent:
-    """One session of the digest: its row and its latest restoration's summary."""
+    """One session of the digest: its row and its latest restoration's summary;
+    ``redacted`` when that restoration (and so ``title``) was saved redacted."""
 
-    __slots__ = ("agent", "id", "summary", "title", "turns", "updated")
+    __slots__ = ("agent", "id", "redacted", "summary", "title", "turns", "updated")
 
     def __init__(
         self,
@@ -94,6 +98,7 @@ class Recent:
         updated: str,
         summary: dict[str, Any],
         turns: int | None,
+        redacted: bool = False,
     ) -> None:
         self.id = session_id
         self.agent = agent
@@ -101,6 +106,7 @@ class Recent:
         self.updated = updated
         self.summary = summary
         self.turns = turns
+        self.redacted = redacted
 
 
 def recent_sessions(
@@ -108,8 +114,14 @@ def recent_sessions(
 ) -> list[Recent]:
     """This project's restored sessions other than ``current``, most recently active first."""
     where, values = _scope(cwd)
+    # A store older than its ``redacted`` column holds no redacted restoration.
+    redacted = "r.redacted" if _knows_redacted(conn) else "0"
+    # The title of a restoration saved redacted was redacted with it; the store's may
+    # predate titles redacted on the way in.
     rows = conn.execute(
-        "SELECT s.id, s.agent, s.title, s.updated_at,"
+        f"SELECT s.id, s.agent, {redacted},"
+        f" CASE WHEN {redacted} THEN json_extract(r.summary_json, '$.session.title')"
+        " ELSE s.title END, s.updated_at,"
         " json_extract(r.summary_json, '$.summary'), json_extract(r.summary_json, '$.turn_count')"
         " FROM sessions s JOIN restorations r"
         " ON r.id = (SELECT MAX(id) FROM restorations WHERE session_id = s.id)"
@@ -118,15 +130,22 @@ def recent_sessions(
         [current, *values, limit],
     ).fetchall()
     out: list[Recent] = []
-    for sid, agent, title, updated, summary, turns in rows:
+    for sid, agent, clean, title, updated, summary, turns in rows:
         try:
             parsed = json.loads(summary) if isinstance(summary, str) else None
         except ValueError:
             parsed = None
         if isinstance(parsed, dict):
             count = turns if isinstance(turns, int) else None
-            out.append(Recent(sid, agent, title, updated, parsed, count))
+            text = title if isinstance(title, str) else None
+            out.append(Recent(sid, agent, text, updated, parsed, count, bool(clean)))
     return out
+
+
+def _knows_redacted(conn: sqlite3.Connection) -> bool:
+    """True when the store records whether a restoration was saved redacted (the hook
+    opens it read-only: an older store is not migrated)."""
+    return any(row[1] == "redacted" for row in conn.execute("PRAGMA table_info(restorations)"))
 
 
 def _cited(text: str, prefix: str) -> str:
@@ -198,14 +217,17 @@ def _intro(folder: str) -> list[str]:
 def build_digest(sessions: list[Recent], folder: str, budget_tokens: int) -> str | None:
     """The digest of ``sessions`` (newest first) within ``budget_tokens``: whole lines,
     cut where the next one would not fit; None when no session has anything to say."""
-    from ..redact import redact  # only a digest with content pays for the patterns
-
     lines = _intro(folder)
     used = sum(len(x) + 1 for x in lines)
     room = budget_tokens
     shown = 0
     for session in sessions:
-        block = [redact(x)[0] for x in session_lines(session)]
+        block = session_lines(session)
+        if not session.redacted:
+            # Only a session saved unredacted pays for the patterns.
+            from ..redact import redact
+
+            block = [redact(x)[0] for x in block]
         if not block:
             continue
         # A heading is kept only with at least its first item.

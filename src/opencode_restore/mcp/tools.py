@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import sqlite3
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -44,8 +45,9 @@ from ..pipeline.stages.turn_parser import parse_turns
 from ..pipeline.tokens import CHARS_PER_TOKEN
 from ..redact import redact, redact_optional, redact_value
 from ..report.messages import message_record
-from ..report.summary import render_restoration, summary_markdown
-from ..search.index import index_path
+from ..report.saved import save_restoration
+from ..report.summary import render_restoration
+from ..search.index import before_query, index_path
 from ..search.query import search
 from ..since import SinceError, parse_since
 from ..sources import filter_messages, open_session
@@ -372,14 +374,7 @@ class HistoryTools:
         store = self._store()
         try:
             if store.session(session.id) is not None:
-                store.add_restoration(
-                    session.id,
-                    provider=restoration.provider,
-                    summary_markdown=summary_markdown(restoration),
-                    summary=restoration.model_dump(mode="json"),
-                    usage=restoration.usage.model_dump(mode="json"),
-                    errors={"failed_turns": [f.model_dump() for f in restoration.failed_turns]},
-                )
+                save_restoration(store, session.id, restoration, self.config.restore.redact)
         finally:
             store.close()
         return restoration
@@ -551,6 +546,18 @@ class HistoryTools:
 
     # -- search_sessions ----------------------------------------------------------------
 
+    def _catch_up(self, path: Path) -> None:
+        """Index a few of the sessions the store saw change (``before_query``); a store
+        that cannot be opened leaves the index as it is."""
+        try:
+            store = self._store()
+        except (RestoreError, sqlite3.Error):
+            return
+        try:
+            before_query(store, path)
+        finally:
+            store.close()
+
     def search_sessions(
         self,
         query: str,
@@ -561,10 +568,12 @@ class HistoryTools:
         limit: int | None = None,
     ) -> SessionHits:
         """Rows of every indexed session matching ``query``, best first (BM25); ``kind``
-        comma-separated (error, decision, command…), ``since`` as ``--since`` takes it."""
+        comma-separated (error, decision, command…), ``since`` as ``--since`` takes it.
+        What the store saw change is indexed first, a few sessions per query."""
         count = _clamp(limit, DEFAULT_HITS, MAX_HITS, "limit")
         path = index_path(self.config.data_dir)
         kinds = frozenset(k.strip() for k in (kind or "").split(",") if k.strip()) or None
+        self._catch_up(path)
         try:
             hits = search(
                 path, query, agent=agent, cwd=cwd, since=_since(since), kinds=kinds, limit=count

@@ -67,6 +67,12 @@ CREATE INDEX entries_sid ON entries(sid, kind);
 CREATE VIRTUAL TABLE docs USING fts5(text, tokenize = 'porter unicode61 remove_diacritics 2');
 """
 
+#: Sessions a query's catch-up indexes at most (``before_query``): a session whose log
+#: grew is read again whole, so a backlog is worked off a few sessions per query.
+QUERY_SESSIONS = 10
+#: Seconds a query's catch-up waits for another writer of the index.
+QUERY_WAIT = 0.2
+
 #: Progress: (sessions done, sessions in all).
 Progress = Callable[[int, int], None]
 
@@ -78,6 +84,8 @@ class Updated:
     sessions: int = 0
     rows: int = 0
     rebuilt: bool = False
+    #: Changed sessions left for the next catch-up (its ``most`` was reached).
+    left: int = 0
 
 
 def index_path(data_dir: Path) -> Path:
@@ -318,6 +326,7 @@ def _run(
     ids: list[str],
     marks: tuple[str, str] | None,
     progress: Progress | None,
+    later: list[str] | None = None,
 ) -> Updated:
     done = Updated()
     latest = _latest_restorations(store)
@@ -330,11 +339,21 @@ def _run(
         if progress is not None:
             progress(n, len(ids))
     if marks is not None:
+        # ``later``: changed sessions not indexed yet, which the marks no longer find.
         conn.executemany(
             "INSERT OR REPLACE INTO meta VALUES (?, ?)",
-            [("touched", marks[0]), ("restored", marks[1])],
+            [("touched", marks[0]), ("restored", marks[1]), ("pending", json.dumps(later or []))],
         )
+        done.left = len(later or [])
     return done
+
+
+def _pending(conn: sqlite3.Connection) -> list[str]:
+    try:
+        ids = json.loads(_mark(conn, "pending") or "[]")
+    except ValueError:
+        return []
+    return [x for x in ids if isinstance(x, str)] if isinstance(ids, list) else []
 
 
 def _all_ids(store: Store) -> list[str]:
@@ -364,20 +383,35 @@ def update(
         conn.close()
 
 
-def catch_up(store: Store, path: Path, *, progress: Progress | None = None) -> Updated:
+def catch_up(
+    store: Store,
+    path: Path,
+    *,
+    progress: Progress | None = None,
+    most: int | None = None,
+    wait: float | None = None,
+) -> Updated:
     """Index the sessions the store saw change since the last update: a hook touched them
     (the hook itself only records the event, see ``hooks.receiver``) or a restoration of
     them was saved. Cheap when nothing changed (two indexed queries); the whole store
-    when the index is missing or unusable."""
+    when the index is missing or unusable.
+
+    ``most``: index that many sessions at most; the others are noted in the index and
+    come first next time. ``wait``: seconds to wait for another writer of the index
+    (default ``BUSY_TIMEOUT_MS``), then ``sqlite3.OperationalError``.
+    """
     conn = _open(path)
     if conn is None:
-        return rebuild(store, path, progress=progress)
+        return rebuild(store, path, progress=progress, most=most)
+    if wait is not None:
+        conn.execute(f"PRAGMA busy_timeout = {int(wait * 1000)}")
     try:
         marks = _marks_now(store)
         touched, restored = _mark(conn, "touched") or "", _mark(conn, "restored") or "0"
-        if (touched, restored) == marks:
+        pending = _pending(conn)
+        if (touched, restored) == marks and not pending:
             return Updated()
-        ids = [
+        ids = pending + [
             r[0]
             for r in store.conn.execute(
                 "SELECT id FROM sessions WHERE updated_at > ? UNION"
@@ -385,14 +419,30 @@ def catch_up(store: Store, path: Path, *, progress: Progress | None = None) -> U
                 (touched, int(restored) if restored.isdigit() else 0),
             )
         ]
-        return _run(conn, store, ids, marks, progress)
+        ids = list(dict.fromkeys(ids))
+        cut = len(ids) if most is None else most
+        return _run(conn, store, ids[:cut], marks, progress, ids[cut:])
     finally:
         conn.close()
 
 
-def rebuild(store: Store, path: Path, *, progress: Progress | None = None) -> Updated:
+def before_query(store: Store, path: Path) -> Updated | None:
+    """What a front end (the API, MCP) runs before a query: a catch-up bounded to
+    ``QUERY_SESSIONS`` sessions, waiting ``QUERY_WAIT`` s at most for another writer of the
+    index. None when it could not run (a build holds the index, it cannot be written):
+    the query then reads what is there."""
+    try:
+        return catch_up(store, path, most=QUERY_SESSIONS, wait=QUERY_WAIT)
+    except (sqlite3.Error, OSError):
+        return None
+
+
+def rebuild(
+    store: Store, path: Path, *, progress: Progress | None = None, most: int | None = None
+) -> Updated:
     """Build the index anew beside ``path`` and put it in its place in one rename, so a
-    search running meanwhile reads the old index whole.
+    search running meanwhile reads the old index whole. ``most``: as in ``catch_up`` (the
+    other sessions are left for the next catch-up).
 
     The new file is this process's own until the rename (its name holds the pid: two
     builds at once each rename a whole index), so it is written without a journal or a
@@ -412,7 +462,9 @@ def rebuild(store: Store, path: Path, *, progress: Progress | None = None) -> Up
                     conn.execute(statement)
             conn.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
             marks = _marks_now(store)  # before the ids: see update
-            done = _run(conn, store, _all_ids(store), marks, progress)
+            ids = _all_ids(store)
+            cut = len(ids) if most is None else most
+            done = _run(conn, store, ids[:cut], marks, progress, ids[cut:])
             # One segment per level merged into one: fewer pages, faster queries.
             conn.execute("INSERT INTO docs (docs) VALUES ('optimize')")
             conn.execute("COMMIT")

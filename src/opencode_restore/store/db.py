@@ -107,6 +107,11 @@ MIGRATIONS: tuple[str, ...] = (
         slug TEXT
     ) WITHOUT ROWID;
     """,
+    # Whether a restoration was saved with redaction on: memory at start then shows it
+    # without importing the redactor. A row saved before this knew nothing of it: 0.
+    """
+    ALTER TABLE restorations ADD COLUMN redacted INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

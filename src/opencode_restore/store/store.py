@@ -55,6 +55,8 @@ class RestorationRow:
     summary: Any
     usage: Any
     errors: Any
+    #: Saved with redaction on (``[restore] redact``): its texts hold no secret it found.
+    redacted: bool = False
 
 
 @dataclass(slots=True)
@@ -269,13 +271,16 @@ class Store:
         summary: Any,
         usage: Any,
         errors: Any,
+        redacted: bool = False,
     ) -> int:
-        """Store a restore result; returns its id."""
+        """Store a restore result; returns its id. ``redacted``: it was made with
+        redaction on, so its texts can be shown as they are."""
 
         def tx(c: sqlite3.Connection) -> int:
             cur = c.execute(
                 "INSERT INTO restorations (session_id, created_at, provider, summary_markdown,"
-                " summary_json, usage_json, errors_json) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                " summary_json, usage_json, errors_json, redacted)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     session_id,
                     now_iso(),
@@ -284,6 +289,7 @@ class Store:
                     _dumps(summary),
                     _dumps(usage),
                     _dumps(errors),
+                    int(redacted),
                 ),
             )
             return int(cur.lastrowid or 0)
@@ -294,7 +300,7 @@ class Store:
         """The newest restore result of a session, or None."""
         row = self.conn.execute(
             "SELECT id, session_id, created_at, provider, summary_markdown, summary_json,"
-            " usage_json, errors_json FROM restorations WHERE session_id = ?"
+            " usage_json, errors_json, redacted FROM restorations WHERE session_id = ?"
             " ORDER BY id DESC LIMIT 1",
             (session_id,),
         ).fetchone()
@@ -309,6 +315,7 @@ class Store:
             summary=_loads(row[5]),
             usage=_loads(row[6]),
             errors=_loads(row[7]),
+            redacted=bool(row[8]),
         )
 
     def restored_turns(self, session_ids: list[str]) -> dict[str, int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -12,12 +13,13 @@ from fastapi.testclient import TestClient
 
 from opencode_restore.api import create_app
 from opencode_restore.api.routes import search as search_route
+from opencode_restore.api.routes.search import MAX_HITS
 from opencode_restore.config import load_config
 from opencode_restore.search.index import index_path, update
 from opencode_restore.search.query import MARK_END, MARK_START, Hit
 from opencode_restore.store.store import Store
 from tests.search.helpers import SINCE_FORMS
-from tests.store.builders import FIXTURES, copy_to
+from tests.store.builders import CLAUDE_COMPACT, FIXTURES, copy_to
 
 TOKEN = "t" * 32
 SECRETS = FIXTURES / "hostile" / "secrets.jsonl"
@@ -141,3 +143,28 @@ def test_no_index_yet_is_no_hits(store: Store) -> None:
 
 def test_the_route_is_in_the_openapi(client: TestClient) -> None:
     assert "/search" in client.get("/openapi.json").json()["paths"]
+
+
+def test_a_session_registered_after_the_index_was_built_is_found(
+    indexed: Store, client: TestClient, tmp_path: Path
+) -> None:
+    log = copy_to(CLAUDE_COMPACT, tmp_path / "more")
+    indexed.register("later-0002", "claude-code", str(log), cwd="/home/dev/src/greet-cli")
+    body = client.get("/search", params={"q": "greet", "limit": MAX_HITS}).json()
+    assert "later-0002" in {h["session_id"] for h in body["hits"]}
+
+
+def test_a_busy_index_is_searched_as_it_is(
+    indexed: Store, client: TestClient, tmp_path: Path
+) -> None:
+    log = copy_to(CLAUDE_COMPACT, tmp_path / "more")
+    indexed.register("later-0002", "claude-code", str(log), cwd="/home/dev/src/greet-cli")
+    writer = sqlite3.connect(index_path(indexed.path.parent), isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # a build in another process holds the index
+    try:
+        r = client.get("/search", params={"q": "greet", "limit": MAX_HITS})
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert r.status_code == 200
+    assert {h["session_id"] for h in r.json()["hits"]} == {"qa-secrets-0001"}

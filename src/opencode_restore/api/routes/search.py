@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query
 
 from ...redact import redact, redact_optional
-from ...search.index import index_path
+from ...search.index import before_query, index_path
 from ...search.query import IndexUnusable, QueryError, search
 from ..deps import MAX_NAME_CHARS, MAX_PATH_CHARS, StoreDep, query_time, time_query
 from ..schemas import SearchHitOut, SearchOut
@@ -59,11 +59,14 @@ def search_sessions(
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> SearchOut:
     """Rows of every indexed session matching ``q``, best first (BM25), as the CLI's
-    ``search`` finds them; snippets are redacted, as every other answer."""
+    ``search`` finds them; snippets are redacted, as every other answer. What the store
+    saw change is indexed first, a few sessions per query."""
     kinds = frozenset(k.strip() for k in kind.split(",") if k.strip()) if kind else None
+    path = index_path(store.path.parent)
+    before_query(store, path)
     try:
         hits = search(
-            index_path(store.path.parent),
+            path,
             q,
             agent=agent,
             cwd=cwd,
