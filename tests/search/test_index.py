@@ -217,3 +217,16 @@ def test_before_query_serves_what_is_there_while_another_writer_holds_the_index(
     done = before_query(store, index)
     assert done is not None
     assert done.sessions == 1
+
+
+def test_a_bounded_catch_up_of_a_missing_index_builds_it_with_the_rest_pending(
+    store: Store, data_dir: Path, tmp_path: Path
+) -> None:
+    index = index_path(data_dir)
+    claude_session(store, tmp_path / "logs")
+    codex_session(store, tmp_path / "logs")
+    first = catch_up(store, index, most=1)
+    assert (first.rebuilt, first.sessions, first.left) == (True, 1, 1)
+    second = catch_up(store, index, most=1)
+    assert (second.rebuilt, second.sessions, second.left) == (False, 1, 0)
+    assert {h.agent for h in search(index, "greet", limit=100)} == {"claude-code", "codex"}
