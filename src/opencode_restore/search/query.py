@@ -58,6 +58,9 @@ _WEIGHT = (
 # A token: "a phrase" (maybe unterminated), field:"quoted value", field:value, or a word.
 _TOKEN = re.compile(r'(?:(\w+):)?(?:"([^"]*)("?)|(\S*))')
 _WORDLIKE = re.compile(r"\w")
+# Control characters separate words: FTS5 reads its query as a C string, so a NUL inside
+# a quoted word ended it there ("unterminated string").
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 class QueryError(UsageError):
@@ -178,7 +181,7 @@ def parse(query: str) -> Parsed:
     phrases: list[str] = []
     words: list[tuple[str, str]] = []  # (the word as typed, its FTS5 string)
     parsed = Parsed(None)
-    for m in _TOKEN.finditer(query):
+    for m in _TOKEN.finditer(_CONTROL.sub(" ", query)):
         field, quoted, closed, bare = m.group(1), m.group(2), m.group(3), m.group(4)
         if quoted is not None and not closed:
             raise QueryError(f"unterminated quote in query: {m.group(0)!r}")
