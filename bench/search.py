@@ -54,14 +54,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DATA, FIXTURES, ROOT, parse_args
-from opencode_restore.search.index import (
-    SCHEMA,
-    SCHEMA_VERSION,
-    _connect,
-    _insert,
-    index_path,
-    update,
-)
+from opencode_restore.search.index import _insert, begin_build, index_path, update
 from opencode_restore.search.query import search
 from opencode_restore.search.rows import Row
 from opencode_restore.store.db import iso_utc
@@ -267,14 +260,7 @@ def build_rows(
     """A fresh index at ``index`` of ``total`` rows over ``sessions`` sessions, written as
     ``rebuild`` writes one (one transaction, no journal, optimized); returns (rows, text
     bytes)."""
-    conn = _connect(index)
-    conn.execute("PRAGMA journal_mode = OFF")
-    conn.execute("PRAGMA synchronous = OFF")
-    conn.execute("BEGIN")
-    for statement in SCHEMA.split(";"):
-        if statement.strip():
-            conn.execute(statement)
-    conn.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+    conn = begin_build(index)
     vocab = sorted({w for *_, text in rows for w in _WORD.findall(text)})
     base = datetime(2025, 1, 1, tzinfo=UTC)
     done = text_bytes = 0

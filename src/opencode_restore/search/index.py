@@ -437,6 +437,20 @@ def before_query(store: Store, path: Path) -> Updated | None:
         return None
 
 
+def begin_build(path: Path) -> sqlite3.Connection:
+    """A new index file at ``path`` with its schema, in an open transaction: the file is
+    the builder's own until it is renamed into place, so it has no journal and no sync."""
+    conn = _connect(path)
+    conn.execute("PRAGMA journal_mode = OFF")
+    conn.execute("PRAGMA synchronous = OFF")
+    conn.execute("BEGIN")
+    for statement in SCHEMA.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    conn.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+    return conn
+
+
 def rebuild(
     store: Store, path: Path, *, progress: Progress | None = None, most: int | None = None
 ) -> Updated:
@@ -452,15 +466,8 @@ def rebuild(
     tmp = path.with_name(f"{path.name}.new-{os.getpid()}")
     _remove(tmp)
     try:
-        conn = _connect(tmp)
+        conn = begin_build(tmp)
         try:
-            conn.execute("PRAGMA journal_mode = OFF")
-            conn.execute("PRAGMA synchronous = OFF")
-            conn.execute("BEGIN")
-            for statement in SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            conn.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
             marks = _marks_now(store)  # before the ids: see update
             ids = _all_ids(store)
             cut = len(ids) if most is None else most
