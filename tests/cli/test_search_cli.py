@@ -76,6 +76,17 @@ def test_filters_as_options(store: Store, data_dir: Path, tmp_path: Path) -> Non
     assert (code, out) == (0, "")
 
 
+def test_no_hits_says_how_to_register_sessions_when_the_store_knows_none(
+    store: Store, data_dir: Path, tmp_path: Path
+) -> None:
+    code, out, err = invoke("search", "shout")
+    assert (code, out) == (0, "")
+    assert err.splitlines()[-1].startswith("no hits: no session is registered yet; run ")
+    claude_session(store, tmp_path / "logs")
+    code, out, err = invoke("search", "zzzunmatchedzzz")
+    assert err.splitlines()[-1] == "no hits"
+
+
 def test_a_bad_query_is_one_line_and_exit_2(data_dir: Path) -> None:
     for query in ['"open', "kind:nope x", "agent:codex"]:
         code, out, err = invoke("search", query)

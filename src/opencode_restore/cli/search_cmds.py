@@ -185,4 +185,12 @@ def search_cmd(
     for hit in hits:
         click.echo(hit_line(hit), color=color)
     if not hits:
-        click.echo("no hits", err=True)
+        known = store.conn.execute("SELECT EXISTS (SELECT 1 FROM sessions)").fetchone()[0]
+        # A new user's first search: the store knows no session until something registers one.
+        click.echo(
+            "no hits"
+            if known
+            else "no hits: no session is registered yet; run `opencode-restore sessions scan`"
+            " (or restore one)",
+            err=True,
+        )
