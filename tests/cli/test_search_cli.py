@@ -88,7 +88,7 @@ def test_no_hits_says_how_to_register_sessions_when_the_store_knows_none(
 
 
 def test_a_bad_query_is_one_line_and_exit_2(data_dir: Path) -> None:
-    for query in ['"open', "kind:nope x", "agent:codex"]:
+    for query in ['"open', "kind:nope x", "... !!"]:
         code, out, err = invoke("search", query)
         assert code == 2
         assert out == ""

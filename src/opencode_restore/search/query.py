@@ -60,6 +60,8 @@ _TOKEN = re.compile(r'(?:(\w+):)?(?:"([^"]*)("?)|(\S*))')
 _WORDLIKE = re.compile(r"\w")
 # Control characters separate words: FTS5 reads its query as a C string, so a NUL inside
 # a quoted word ended it there ("unterminated string").
+#: Characters of a row's text a hit of a filter-only query shows.
+HEAD_CHARS = 240
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
@@ -217,8 +219,9 @@ def parse(query: str) -> Parsed:
             except SinceError as exc:
                 raise QueryError(str(exc)) from None
     parsed.match = _match(phrases, words)
-    if parsed.match is None and parsed.file is None:
-        raise QueryError(f"{query!r}: give at least one word to search for")
+    filters = (parsed.file, parsed.agent, parsed.cwd, parsed.kinds, parsed.since)
+    if parsed.match is None and all(f is None for f in filters):
+        raise QueryError(f"{query!r}: give at least one word or filter to search for")
     return parsed
 
 
@@ -277,8 +280,9 @@ def search(
                 " WHERE d.docs MATCH ? AND f.kind = 'file')"
             )
             args.append(file_phrase)
-    assert match is not None  # parse() refuses a query with neither words nor file:
     where_sql = "".join(f" AND {w}" for w in where)
+    if match is None:
+        return _newest(index_path, where_sql, args, limit, offset)
     ranked = (
         f"SELECT e.id, e.sid, bm25(docs) * ({_WEIGHT}) AS score FROM docs"
         " JOIN entries e ON e.id = docs.rowid JOIN sessions s ON s.sid = e.sid"
@@ -302,6 +306,31 @@ def search(
         Hit(sid, ag, cw, t, None if lab is None else f"M{lab}", kind, role, snip, score)
         for row, score in page
         for sid, ag, cw, t, lab, kind, role, snip in (found[row],)
+    ]
+
+
+def _newest(
+    index_path: Path, where_sql: str, args: list[Any], limit: int, offset: int
+) -> list[Hit]:
+    """The rows the filters alone pick (a query of filters and no word: every decision of a
+    project, the errors of the last day), newest first, each with the head of its text."""
+    listed = (
+        "SELECT s.id, s.agent, s.cwd, e.time, e.label, e.kind, e.role,"
+        f" substr(docs.text, 1, {HEAD_CHARS}) || iif(length(docs.text) > {HEAD_CHARS}, '…', '')"
+        " FROM entries e JOIN sessions s ON s.sid = e.sid JOIN docs ON docs.rowid = e.id"
+        f" WHERE 1{where_sql} ORDER BY e.time DESC, e.id DESC LIMIT ? OFFSET ?"
+    )
+    try:
+        conn = sqlite3.connect(index_path.resolve().as_uri() + "?mode=ro", uri=True)
+        try:
+            rows = conn.execute(listed, [*args, limit, max(0, offset)]).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise IndexUnusable(index_path, exc) from None
+    return [
+        Hit(sid, ag, cw, t, None if lab is None else f"M{lab}", kind, role, text, 0.0)
+        for sid, ag, cw, t, lab, kind, role, text in rows
     ]
 
 
