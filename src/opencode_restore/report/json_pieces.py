@@ -7,6 +7,11 @@ and each item of a list field, is dumped alone with its field's own type and
 re-indented to its depth (a raw line break never occurs inside a JSON string, so
 indenting after every one is safe). ``tests/report/test_json_pieces.py`` pins the
 joined pieces to ``model_dump_json(indent=2)``.
+
+The store keeps ``json.dumps(model.model_dump(mode="json"))``; ``model_python_json``
+writes that text the same way, a field or list item at a time, so the end of a restore
+never holds the whole restoration as Python dicts (``tests/report/test_json_pieces.py``
+pins it to the whole dump).
 """
 
 from __future__ import annotations
@@ -51,3 +56,28 @@ def model_json_pieces(model: BaseModel, include: set[str] | None = None) -> Iter
         else:
             yield _dump(kind, name, value, False, "  ")
     yield "\n}"
+
+
+def model_python_json(model: BaseModel) -> str:
+    """``json.dumps(model.model_dump(mode="json"), default=str)``, without ever holding
+    the whole dump: each field, and each item of a list field, is dumped alone."""
+    kind = type(model)
+    # One flat list joined once: nested joins would hold the text two or three times.
+    parts: list[str] = ["{"]
+    for index, name in enumerate(kind.model_fields):
+        value = getattr(model, name)
+        parts.append((", " if index else "") + json.dumps(name) + ": ")
+        if get_origin(kind.model_fields[name].annotation) is list and value:
+            adapter = _adapter(kind, name, True)
+            parts.append("[")
+            for number, item in enumerate(value):
+                parts.append((", " if number else "") + _python_json(adapter, item))
+            parts.append("]")
+        else:
+            parts.append(_python_json(_adapter(kind, name, False), value))
+    parts.append("}")
+    return "".join(parts)
+
+
+def _python_json(adapter: TypeAdapter[Any], value: Any) -> str:
+    return json.dumps(adapter.dump_python(value, mode="json"), default=str)

@@ -15,6 +15,7 @@ from ..pipeline.restoration import Restoration
 from ..sources import is_container
 from ..store.db import iso_utc
 from ..store.store import Store
+from .json_pieces import model_python_json
 from .summary import summary_markdown
 
 #: Says which chain file a restore registered (``transcript_files.source``).
@@ -30,7 +31,9 @@ def save_restoration(
         session_id,
         provider=restoration.provider,
         summary_markdown=summary_markdown(restoration),
-        summary=restoration.model_dump(mode="json"),
+        # As text a field at a time: the whole dump as dicts was the peak of a long
+        # session's restore (bench/scale.py).
+        summary=model_python_json(restoration),
         usage=restoration.usage.model_dump(mode="json"),
         errors={
             "failed_turns": [f.model_dump() for f in restoration.failed_turns],

@@ -274,7 +274,8 @@ class Store:
         redacted: bool = False,
     ) -> int:
         """Store a restore result; returns its id. ``redacted``: it was made with
-        redaction on, so its texts can be shown as they are."""
+        redaction on, so its texts can be shown as they are. ``summary`` is JSON data,
+        or its JSON text already (a str: a restoration is an object, never a string)."""
 
         def tx(c: sqlite3.Connection) -> int:
             cur = c.execute(
@@ -286,7 +287,7 @@ class Store:
                     now_iso(),
                     provider,
                     summary_markdown,
-                    _dumps(summary),
+                    summary if isinstance(summary, str) else _dumps(summary),
                     _dumps(usage),
                     _dumps(errors),
                     int(redacted),
