@@ -316,7 +316,8 @@ class _Run:
             return
         journal = self.journal
         journal.labels = self.ctx.numbering
-        journal.state = {} if after_turn else self.state.to_dict()
+        streamed = not self.store.in_memory  # a store in memory keeps what it is given
+        journal.state = {} if after_turn else self.state.to_dict(streamed=streamed)
         journal.usage = _usage_dict(self.prior_usage, self.ctx.ledger)
         await persist(journal, self.store, snapshot=not after_turn)
         # Written: a second copy of every turn summary need not stay in memory (a stage

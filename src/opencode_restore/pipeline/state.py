@@ -12,6 +12,7 @@ from typing import Any, cast
 from pydantic import ValidationError
 
 from ..model import ArtifactKind, Turn
+from .journal.store import Streamed
 from .schemas import Decision, TurnSummary
 
 #: Caps on what the prompt's accumulated state repeats every turn.
@@ -120,8 +121,19 @@ class RestoreState:
             "open_questions": self.open_questions,
         }
 
-    def to_dict(self) -> dict[str, Any]:
-        """Everything, as JSON-ready data (saved in the journal)."""
+    def to_dict(self, *, streamed: bool = False) -> dict[str, Any]:
+        """Everything, as JSON-ready data (saved in the journal).
+
+        ``streamed``: the summaries are dumped while a snapshot writes them
+        (``journal.store.Streamed``), for a store that writes the data and keeps nothing:
+        a long restore's last snapshot held every summary twice, object and dict
+        (bench/scale.py's peak RSS).
+        """
+        summaries: list[dict[str, Any]] | Streamed = (
+            Streamed(lambda: (s.model_dump() for s in self.summaries), len(self.summaries))
+            if streamed
+            else [s.model_dump() for s in self.summaries]
+        )
         return {
             "artifacts": [asdict(r) for r in self.artifacts.values()],
             "commands": [asdict(c) for c in self.commands],
@@ -130,7 +142,7 @@ class RestoreState:
             "errors": self.errors,
             "open_questions": self.open_questions,
             "resolved_questions": self.resolved_questions,
-            "summaries": [s.model_dump() for s in self.summaries],
+            "summaries": summaries,
             "failed_turns": [asdict(f) for f in self.failed_turns],
         }
 

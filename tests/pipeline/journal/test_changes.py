@@ -123,8 +123,8 @@ def test_the_saved_state_is_not_held_after_it_is_written(
     saved: list[weakref.ref[Payload]] = []
     whole = RestoreState.to_dict
 
-    def watched(self: RestoreState) -> Payload:
-        payload = Payload(whole(self))
+    def watched(self: RestoreState, *, streamed: bool = False) -> Payload:
+        payload = Payload(whole(self, streamed=streamed))
         saved.append(weakref.ref(payload))
         return payload
 
