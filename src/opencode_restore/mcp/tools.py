@@ -15,7 +15,6 @@ saved journal an unchanged session costs no model call).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import sqlite3
@@ -48,7 +47,7 @@ from ..report.messages import message_record
 from ..report.saved import save_restoration
 from ..report.summary import render_restoration
 from ..search.index import before_query, index_path
-from ..search.query import search
+from ..search.query import kinds_of, search
 from ..since import SinceError, parse_since
 from ..sources import filter_messages, open_session
 from ..store import open_store
@@ -572,21 +571,20 @@ class HistoryTools:
         What the store saw change is indexed first, a few sessions per query."""
         count = _clamp(limit, DEFAULT_HITS, MAX_HITS, "limit")
         path = index_path(self.config.data_dir)
-        kinds = frozenset(k.strip() for k in (kind or "").split(",") if k.strip()) or None
         self._catch_up(path)
         try:
             hits = search(
-                path, query, agent=agent, cwd=cwd, since=_since(since), kinds=kinds, limit=count
+                path,
+                query,
+                agent=agent,
+                cwd=cwd,
+                since=_since(since),
+                kinds=kinds_of(kind),
+                limit=count,
             )
         except RestoreError as exc:  # bad syntax, unknown kind, unreadable index
             raise ToolFailure(_one_line(exc)) from None
-        # The index holds redacted text already; a pattern added since must not leak.
-        found = [
-            dataclasses.replace(
-                hit, snippet=redact(hit.snippet)[0], cwd=redact_optional(hit.cwd)
-            ).to_dict()
-            for hit in hits
-        ]
+        found = [hit.redacted().to_dict() for hit in hits]
         if not path.is_file():
             note = "no search index yet: run `opencode-restore index` (or `sessions scan`)"
         else:

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ..errors import RestoreError, UsageError
+from ..redact import redact, redact_optional
 from ..since import SinceError, parse_since
 from ..store.db import iso_utc
 from ..store.store import cwd_clause
@@ -111,6 +112,16 @@ class Hit:
             "highlights": spans,
             "score": self.score,
         }
+
+    def redacted(self) -> Hit:
+        """The hit with its snippet and cwd redacted again, as a front end serves it: the
+        index holds redacted text, and this keeps a pattern added since from leaking."""
+        return replace(self, snippet=redact(self.snippet)[0], cwd=redact_optional(self.cwd))
+
+
+def kinds_of(value: str | None) -> frozenset[str] | None:
+    """Kinds given comma-separated (an API or MCP parameter); None for every kind."""
+    return frozenset(k.strip() for k in (value or "").split(",") if k.strip()) or None
 
 
 def split_marks(snippet: str) -> tuple[str, list[list[int]]]:

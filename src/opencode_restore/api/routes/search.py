@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query
 
-from ...redact import redact, redact_optional
 from ...search.index import before_query, index_path
-from ...search.query import IndexUnusable, QueryError, search
+from ...search.query import IndexUnusable, QueryError, kinds_of, search
 from ..deps import MAX_NAME_CHARS, MAX_PATH_CHARS, StoreDep, query_time, time_query
 from ..schemas import SearchHitOut, SearchOut
 
@@ -61,7 +59,6 @@ def search_sessions(
     """Rows of every indexed session matching ``q``, best first (BM25), as the CLI's
     ``search`` finds them; snippets are redacted, as every other answer. What the store
     saw change is indexed first, a few sessions per query."""
-    kinds = frozenset(k.strip() for k in kind.split(",") if k.strip()) if kind else None
     path = index_path(store.path.parent)
     before_query(store, path)
     try:
@@ -71,7 +68,7 @@ def search_sessions(
             agent=agent,
             cwd=cwd,
             since=query_time("since", since),
-            kinds=kinds or None,
+            kinds=kinds_of(kind),
             limit=limit,
             offset=offset,
         )
@@ -79,11 +76,4 @@ def search_sessions(
         raise HTTPException(400, detail=str(exc)) from None
     except IndexUnusable as exc:
         raise HTTPException(503, detail=str(exc)) from None
-    out = []
-    for hit in hits:
-        # The index holds redacted text already; a pattern added since must not leak.
-        safe = dataclasses.replace(
-            hit, snippet=redact(hit.snippet)[0], cwd=redact_optional(hit.cwd)
-        )
-        out.append(SearchHitOut(**safe.to_dict()))
-    return SearchOut(query=q, hits=out)
+    return SearchOut(query=q, hits=[SearchHitOut(**hit.redacted().to_dict()) for hit in hits])
