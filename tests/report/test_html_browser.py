@@ -27,6 +27,9 @@ from opencode_restore.sources import open_session
 from ..pipeline.helpers import make_session
 
 CHROMIUM = Path("/usr/bin/chromium")
+#: Playwright's waits stretched so they catch only a runaway (a loaded machine is slow,
+#: not wrong).
+RUNAWAY_MS = 180_000
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 ARGS = [
     "--no-sandbox",
@@ -57,11 +60,12 @@ def _open(browser: Any, html: str, tmp_path: Path, width: int = 1280, height: in
     path = tmp_path / "report.html"
     path.write_text(html, encoding="utf-8")
     page = browser.new_page(viewport={"width": width, "height": height})
+    page.set_default_timeout(RUNAWAY_MS)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.goto(path.as_uri())
-    page.wait_for_selector("body[data-ready='1']", timeout=20_000)
+    page.wait_for_selector("body[data-ready='1']", timeout=RUNAWAY_MS)
     page.errors = errors
     return page
 

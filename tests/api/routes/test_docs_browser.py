@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.api.test_server import server  # noqa: F401  (the real uvicorn server fixture)
-from tests.report.test_html_browser import ARGS, CHROMIUM
+from tests.report.test_html_browser import ARGS, CHROMIUM, RUNAWAY_MS
 
 if not CHROMIUM.exists():
     pytest.skip("no /usr/bin/chromium (apt-get install chromium)", allow_module_level=True)
@@ -37,12 +37,13 @@ def test_swagger_ui_renders_with_no_request_leaving_the_server(
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
         try:
             context = browser.new_context(extra_http_headers={"Authorization": "Bearer t0k"})
+            context.set_default_timeout(RUNAWAY_MS)
             context.route("**/*", only_local)
             page = context.new_page()
             errors: list[str] = []
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(f"{server}/docs")
-            page.wait_for_selector(".opblock-summary-path", timeout=30_000)
+            page.wait_for_selector(".opblock-summary-path", timeout=RUNAWAY_MS)
             paths = page.locator(".opblock-summary-path").all_inner_texts()
         finally:
             browser.close()

@@ -26,7 +26,7 @@ from opencode_restore.config import load_config
 from opencode_restore.search.index import index_path, update
 from opencode_restore.store.store import Store
 from tests.api.test_server import _free_port
-from tests.report.test_html_browser import ARGS, CHROMIUM
+from tests.report.test_html_browser import ARGS, CHROMIUM, RUNAWAY_MS
 from tests.store.builders import CLAUDE_COMPACT, CLAUDE_CONTINUE
 
 if not CHROMIUM.exists():
@@ -110,6 +110,8 @@ def page(site: Site) -> Iterator[Any]:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
         try:
             context = browser.new_context(viewport={"width": 1280, "height": 900})
+            # Waits only catch a runaway: a loaded CI machine may be slow, never wrong.
+            context.set_default_timeout(RUNAWAY_MS)
             context.route("**/*", only_local)
             pg = context.new_page()
             pg.errors = []
@@ -177,7 +179,7 @@ def test_a_growing_log_shows_its_new_messages_without_a_reload(page: Any, site: 
     with site.log.open("a", encoding="utf-8") as fh:
         fh.writelines(site.rest)
     page.wait_for_function(
-        f"() => document.querySelectorAll('#messages > *').length > {before}", timeout=30_000
+        f"() => document.querySelectorAll('#messages > *').length > {before}", timeout=RUNAWAY_MS
     )
     page.wait_for_function(
         "() => document.getElementById('thread-info').textContent.includes('new')"
@@ -308,6 +310,7 @@ def test_signed_out_browser_is_asked_for_the_token(site: Site) -> None:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
         try:
             pg = browser.new_page()
+            pg.set_default_timeout(RUNAWAY_MS)
             pg.goto(f"{site.url}/")
             pg.wait_for_selector("#signin:not([hidden])")
             pg.fill("#token", "wrong")
