@@ -45,7 +45,8 @@ def test_codex_hooks_deliver_the_restoration_once(tmp_path: Path) -> None:
     home, data_dir = tmp_path / "home", tmp_path / "data"
     project = _project(tmp_path)
     with ResponsesModel() as model:
-        env = _env(home, data_dir, FAKE_API_KEY="fake")
+        # A generous wait for the restore (the default 8 s is tight on a loaded box).
+        env = _env(home, data_dir, FAKE_API_KEY="fake", OPENCODE_RESTORE_HOOKS_BUDGET_SECONDS="40")
         env.pop("CODEX_HOME", None)
         config = home / ".codex" / "config.toml"
         config.parent.mkdir(parents=True)

@@ -68,7 +68,9 @@ def _marks(body: dict[str, Any]) -> int:
 def _config(home: Path, restore_on: list[str]) -> None:
     config = home / ".config/opencode-restore/config.toml"
     config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(f"[hooks]\nrestore_on = {json.dumps(restore_on)}\n")
+    # A generous wait for the restore: the default 8 s failed a resume test on a loaded box
+    # (the restoration then comes with the next event, not the one the test looks at).
+    config.write_text(f"[hooks]\nrestore_on = {json.dumps(restore_on)}\nbudget_seconds = 40\n")
 
 
 def _quiet_log(data_dir: Path) -> None:

@@ -107,7 +107,7 @@ def test_claude_code_compact_gets_the_restoration(tmp_path: Path) -> None:
     # Only the compaction answers, so a restoration in a request comes from /compact.
     config = home / ".config/opencode-restore/config.toml"
     config.parent.mkdir(parents=True)
-    config.write_text('[hooks]\nrestore_on = ["compact"]\n')
+    config.write_text('[hooks]\nrestore_on = ["compact"]\nbudget_seconds = 40\n')  # a loaded box
     with FakeModel() as model:
         env = claude_env(home, data_dir, model.url)
         _install("claude", env)
