@@ -172,6 +172,23 @@ def test_list_open_a_session_and_follow_a_citation(page: Any, site: Site) -> Non
     assert site.outside == []
 
 
+def test_loaded_waits_for_the_header_and_the_restoration(page: Any, site: Site) -> None:
+    # The session's own record is held back until the thread is on screen: the page must
+    # not say it is loaded while its title is still the bare id (CI once read it so).
+    held: list[Any] = []
+    page.route(f"**/sessions/{LIVE}", lambda route: held.append(route))
+    page.locator(f"#session-list a.row[data-session='{LIVE}']").click()
+    page.wait_for_selector("#messages .msg[data-label='M1']")
+    assert held
+    assert page.evaluate("document.body.dataset.loaded") is None
+    assert page.locator("#session-title").inner_text() == LIVE
+    held[0].continue_()
+    page.wait_for_selector("body[data-loaded='1']")
+    assert page.locator("#session-title").inner_text().startswith("<img src=x")
+    assert "Restored" in page.locator("#restoration").inner_text()
+    assert page.errors == []
+
+
 def test_a_growing_log_shows_its_new_messages_without_a_reload(page: Any, site: Site) -> None:
     page.goto(f"{site.url}/#/s/{LIVE}")
     page.wait_for_selector("body[data-loaded='1']")

@@ -174,7 +174,6 @@ async function loadThread(state) {
   if (state.generation !== generation) return;
   state.loaded = true;
   info(state);
-  document.body.dataset.loaded = "1";
   performance.mark("viewer:loaded");
 }
 
@@ -274,7 +273,7 @@ export async function showSession(id, label) {
     if (state.generation === generation) notice(`Could not open session ${id}: ${e.message}`, "error");
     return null;
   });
-  loadSummary(state, session);
+  const summary = loadSummary(state, session);
   try {
     await loadThread(state);
   } catch (e) {
@@ -283,7 +282,11 @@ export async function showSession(id, label) {
     if (e instanceof ApiError && e.status === 401) byId("signin").hidden = false;
     return;
   }
+  // The header and the restoration come from their own requests: "loaded" waits for them
+  // too, or a reader of the flag (the browser tests) can find the thread under the bare id.
+  await Promise.all([session, summary]);
   if (state.generation !== generation) return;
+  document.body.dataset.loaded = "1";
   if (state.pending) { const l = state.pending; state.pending = null; jump(l); }
   schedule(state, POLL_FIRST_MS);
 }
