@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from common import ROOT, parse_args, precompile
+from common import ROOT, RUNAWAY_S, parse_args, precompile
 
 SERVER = ROOT / "tests" / "fakes" / "fake_llm_server.py"
 EXPORT = ROOT / "fixtures" / "opencode" / "recorded" / "tui-compact" / "export.json"
@@ -62,7 +62,7 @@ def start_server(
     port_file = tmp / "port"
     cmd = [sys.executable, str(SERVER), "--port-file", str(port_file), "--latency", str(latency)]
     proc = subprocess.Popen(cmd + (["--log", str(log)] if log else []), cwd=ROOT)
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + RUNAWAY_S
     while not (port_file.exists() and port_file.read_text().strip()):
         if proc.poll() is not None or time.monotonic() > deadline:
             raise SystemExit("the fake server did not start")

@@ -14,6 +14,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench" / "_data"
 FIXTURES = ROOT / "fixtures"
+#: Seconds a bench waits for a server or a child before it calls it a runaway: a loaded CI
+#: machine is slow, not wrong (a 20 s server-start wait once failed CI).
+RUNAWAY_S = 300.0
 
 #: The line-oriented terminal captures made by real agents (not the seed-sketch toys):
 #: Claude Code 2.1 TUI captures of marot/spotter, and the capture-pane snapshots (with and

@@ -36,7 +36,7 @@ from typing import Any
 import anyio
 from mcp.client.stdio import StdioServerParameters
 
-from common import ROOT, precompile
+from common import ROOT, RUNAWAY_S, precompile
 from discovery import build_home
 from mcp import Client
 
@@ -116,7 +116,7 @@ def handshake(home: Path, data: Path) -> dict[str, float]:
     listed = ask(2, "tools/list")
     called = ask(3, "tools/call", {"name": "list_sessions", "arguments": {"limit": 1}})
     stdin.close()
-    proc.wait(timeout=60)
+    proc.wait(timeout=RUNAWAY_S)
     return {"initialize": init, "tools_list": listed, "cpu": cpu, "first_call": called}
 
 

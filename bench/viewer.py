@@ -35,7 +35,7 @@ from pathlib import Path
 import httpx
 
 import api
-from common import parse_args
+from common import RUNAWAY_S, parse_args
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
@@ -77,9 +77,10 @@ def _round(browser: object, url: str) -> dict[str, float]:
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.goto(url)
-    page.wait_for_selector("body[data-loaded='1']", timeout=120_000)
+    page.wait_for_selector("body[data-loaded='1']", timeout=RUNAWAY_S * 1000)
     page.wait_for_function(
-        "() => performance.getEntriesByName('viewer:first-page').length > 0", timeout=30_000
+        "() => performance.getEntriesByName('viewer:first-page').length > 0",
+        timeout=RUNAWAY_S * 1000,
     )
     marks = page.evaluate(
         """() => {
@@ -156,7 +157,7 @@ def main() -> int:
                     browser.close()
         finally:
             server.terminate()
-            server.wait(timeout=30)
+            server.wait(timeout=RUNAWAY_S)
     shown = {int(r["shown"]) for r in rounds}
     if shown != {messages}:
         raise SystemExit(f"the page showed {shown} messages of {messages}")

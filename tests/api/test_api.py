@@ -29,6 +29,7 @@ from tests.store.builders import (
     OPENCODE_DB,
     copy_to,
 )
+from tests.waits import RUNAWAY_S
 
 SID = "e57fea98-e10e-4cce-a470-5de2e7413154"
 TOKEN = "t" * 32
@@ -346,7 +347,7 @@ def test_failed_restore_is_reported(client: TestClient, store: Store, tmp_path: 
 
 
 def _wait(client: TestClient, job_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + RUNAWAY_S
     while True:
         job: dict[str, Any] = client.get(f"/jobs/{job_id}").json()
         if job["status"] in ("done", "failed") or time.monotonic() > deadline:

@@ -16,6 +16,7 @@ from opencode_restore.api import create_app
 from opencode_restore.config import load_config
 from opencode_restore.store.store import Store
 from tests.store.builders import CLAUDE_COMPACT, CLAUDE_SPOTTER
+from tests.waits import RUNAWAY_S
 
 SID = "e57fea98-e10e-4cce-a470-5de2e7413154"
 
@@ -37,7 +38,7 @@ def server(store: Store) -> Iterator[str]:
     srv = uvicorn.Server(config)
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + RUNAWAY_S
     while not srv.started:
         assert time.monotonic() < deadline, "uvicorn did not start"
         time.sleep(0.02)

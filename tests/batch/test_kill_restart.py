@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import RUNAWAY_S
+
 from .helpers import ROOT, calls_per_session, cli_env, make_sessions, read_manifest, server_process
 
 SESSIONS = 12
@@ -36,7 +38,7 @@ def test_sigkill_then_restart_redoes_nothing_and_loses_nothing(tmp_path: Path) -
     manifest = out / "manifest.jsonl"
     with server_process(tmp_path, latency=0.1) as (url, log, _server):
         first = _batch(inputs, out, url, data)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + RUNAWAY_S
         while len(read_manifest(manifest)) < 4:
             assert first.poll() is None, first.communicate()
             assert time.monotonic() < deadline, "the batch made no progress"

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from opencode_restore.batch.nightly import NightlyBusy, nightly_lock
 from opencode_restore.cli import cli
+from tests.waits import RUNAWAY_S
 
 from .helpers import ROOT, cli_env, read_manifest, server_process
 
@@ -170,7 +171,7 @@ def test_two_real_processes_contend_for_the_lock(tmp_path: Path) -> None:
         cmd += ["--skip-evidence-search", "-q", "--since", "36500d"]
         first = subprocess.Popen(cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE)
         holder = tmp_path / "data" / "nightly.holder"
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + RUNAWAY_S
         while not (holder.exists() and holder.read_text().startswith("pid")):
             assert time.monotonic() < deadline
             assert first.poll() is None

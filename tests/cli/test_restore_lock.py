@@ -22,6 +22,7 @@ import pytest
 from opencode_restore.pipeline.journal.lock import journal_lock
 from opencode_restore.pipeline.journal.store import JournalStore
 from tests.batch.helpers import CLAUDE_3_TURNS, ROOT, cli_env, server_process
+from tests.waits import RUNAWAY_S
 
 FIXTURE = CLAUDE_3_TURNS
 TURNS = 3
@@ -57,7 +58,7 @@ def test_a_second_restore_waits_and_reuses_every_turn(tmp_path: Path) -> None:
             )
 
         first = start("first")
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + RUNAWAY_S
         while not _requests(requests):  # the first holds the lock once it calls the model
             assert first.poll() is None, "the first restore ended before calling the model"
             assert time.monotonic() < deadline

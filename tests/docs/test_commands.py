@@ -55,6 +55,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.fake_llm_server import FakeLLMServer
+from tests.waits import RUNAWAY_S
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -76,7 +77,7 @@ LONG_RUNNING = re.compile(r"\bopencode-restore(?:\s+--[\w-]+)*\s+(?P<name>serve|
 KNOWN_KEYS = {"all", "cwd", "exit", "files", "skip"}
 #: Generous guards against a runaway command, never a speed target.
 COMMAND_TIMEOUT = 600
-START_TIMEOUT = 120
+START_TIMEOUT = RUNAWAY_S
 
 WRAPPER = """\
 #!{python}

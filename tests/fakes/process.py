@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tests.waits import RUNAWAY_S
+
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = Path(__file__).resolve().parent / "fake_llm_server.py"
 
@@ -52,7 +54,7 @@ def fake_server_process(
     proc = subprocess.Popen(cmd, cwd=ROOT)
     try:
         # The SDK parameter types the server validates against take seconds to import.
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + RUNAWAY_S
         while not (port_file.exists() and port_file.read_text().strip()):
             assert proc.poll() is None, "fake server died"
             assert time.monotonic() < deadline, "fake server did not start"

@@ -26,6 +26,7 @@ from opencode_restore.hooks.restore import compressions_in, gemini_compressed, s
 from opencode_restore.pipeline.journal.identity import journal_key
 from opencode_restore.pipeline.journal.store import JournalStore
 from opencode_restore.sources import open_session
+from tests.waits import RUNAWAY_S
 
 from ..store.builders import FIXTURES, GEMINI_COMPRESSION
 
@@ -36,7 +37,7 @@ LINES = RECORDED.read_bytes().splitlines(keepends=True)
 #: Before the compression; the compression (its sessionId, checkpoint, note); the next
 #: prompt; a --resume restating the compressed context.
 BEFORE, COMPRESSION, NEXT, RESUME = LINES[:29], LINES[29:33], LINES[33:37], LINES[37:]
-DEADLINE = 120
+DEADLINE = RUNAWAY_S  # a runaway guard: a loaded machine is slow, not wrong
 
 
 def _chat(tmp_path: Path, lines: list[bytes]) -> tuple[Path, Path]:

@@ -18,12 +18,13 @@ from opencode_restore.hooks.restore import conversation_in
 from opencode_restore.pipeline.journal.identity import journal_key
 from opencode_restore.pipeline.journal.store import JournalStore
 from opencode_restore.sources import open_session
+from tests.waits import RUNAWAY_S
 
 from ..store.builders import CLAUDE_COMPACT, GEMINI_COMPRESSION, HOOKS
 
 CLAUDE_ID = "e57fea98-e10e-4cce-a470-5de2e7413154"
 CWD = "/home/dev/src/greet-cli"
-DEADLINE = 120
+DEADLINE = RUNAWAY_S  # a runaway guard: a loaded machine is slow, not wrong
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ from opencode_restore.llm.settings import ProviderSettings
 from tests.fakes.fake_llm_server import FakeLLMServer, running
 from tests.fakes.tokens import tokens
 from tests.llm.conftest import SleepLog
+from tests.waits import RUNAWAY_S
 
 pytestmark = pytest.mark.anyio
 
@@ -311,7 +312,7 @@ async def test_subprocess_mode(tmp_path: Path) -> None:
     )
     try:
         # The server imports the SDKs' parameter types first: seconds on a loaded machine.
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + RUNAWAY_S
         while not port_file.exists():
             assert process.poll() is None
             assert time.monotonic() < deadline

@@ -23,6 +23,7 @@ import pytest
 
 from opencode_restore.pipeline.journal.store import JournalStore
 from tests.fakes.process import fake_server_process
+from tests.waits import RUNAWAY_S
 
 ROOT = Path(__file__).resolve().parents[2]
 LOG = ROOT / "fixtures" / "pi" / "pi-mono" / "large-session.jsonl"
@@ -89,7 +90,7 @@ def _turn_of(request: dict[str, Any]) -> tuple[int, int] | None:
 
 def _kill_after(proc: subprocess.Popen[str], tmp_path: Path, done: int) -> int:
     """SIGKILL ``proc`` once the saved timeline holds ``done`` turns; the turns saved then."""
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + RUNAWAY_S
     while True:
         assert proc.poll() is None, proc.communicate()[1]
         assert time.monotonic() < deadline, "the restore made no progress"

@@ -23,13 +23,11 @@ from opencode_restore.model import Message
 from opencode_restore.pipeline.run import RestoreOptions, restore_session
 from opencode_restore.report.html import session_html
 from opencode_restore.sources import open_session
+from tests.waits import RUNAWAY_MS
 
 from ..pipeline.helpers import make_session
 
 CHROMIUM = Path("/usr/bin/chromium")
-#: Playwright's waits stretched so they catch only a runaway (a loaded machine is slow,
-#: not wrong).
-RUNAWAY_MS = 180_000
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 ARGS = [
     "--no-sandbox",

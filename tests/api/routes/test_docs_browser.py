@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from tests.api.test_server import server  # noqa: F401  (the real uvicorn server fixture)
-from tests.report.test_html_browser import ARGS, CHROMIUM, RUNAWAY_MS
+from tests.report.test_html_browser import ARGS, CHROMIUM
+from tests.waits import RUNAWAY_MS
 
 if not CHROMIUM.exists():
     pytest.skip("no /usr/bin/chromium (apt-get install chromium)", allow_module_level=True)

@@ -26,8 +26,9 @@ from opencode_restore.config import load_config
 from opencode_restore.search.index import index_path, update
 from opencode_restore.store.store import Store
 from tests.api.test_server import _free_port
-from tests.report.test_html_browser import ARGS, CHROMIUM, RUNAWAY_MS
+from tests.report.test_html_browser import ARGS, CHROMIUM
 from tests.store.builders import CLAUDE_COMPACT, CLAUDE_CONTINUE
+from tests.waits import RUNAWAY_MS, RUNAWAY_S
 
 if not CHROMIUM.exists():
     pytest.skip("no /usr/bin/chromium (apt-get install chromium)", allow_module_level=True)
@@ -86,7 +87,7 @@ def site(store: Store, tmp_path: Path) -> Iterator[Site]:
     )
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + RUNAWAY_S
     while not srv.started:
         assert time.monotonic() < deadline, "uvicorn did not start"
         time.sleep(0.02)
