@@ -54,7 +54,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DATA, FIXTURES, ROOT, parse_args
-from opencode_restore.search.index import _insert, begin_build, index_path, update
+from opencode_restore.search.index import SEQ_MASK, _insert, begin_build, index_path, update
 from opencode_restore.search.query import search
 from opencode_restore.search.rows import Row
 from opencode_restore.store.db import iso_utc
@@ -249,7 +249,8 @@ def pool(work: Path) -> tuple[list[PoolRow], list[tuple[str, str, Path]]]:
     with sqlite3.connect(index) as conn:
         rows = conn.execute(
             "SELECT e.sid, e.label, e.kind, e.role, d.text FROM entries e"
-            " JOIN docs d ON d.rowid = e.id WHERE e.label IS NOT NULL ORDER BY e.id"
+            " JOIN docs d ON d.rowid = e.id WHERE e.label IS NOT NULL"
+            f" ORDER BY e.id & {SEQ_MASK}"
         ).fetchall()
     return rows, sessions
 
