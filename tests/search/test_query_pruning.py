@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import tempfile
 from pathlib import Path
@@ -10,7 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from opencode_restore.search.index import CODES, _delete, _insert, begin_build
-from opencode_restore.search.query import _row_count, candidates, parse
+from opencode_restore.search.query import (
+    _MARGIN,
+    ROW_CEILING,
+    _ceiling,
+    _row_count,
+    candidates,
+    parse,
+)
 from opencode_restore.search.rows import Row
 
 # The weighting as it read before the kind moved into the rowid: a join per match.
@@ -28,9 +36,16 @@ rows_st = st.lists(
     st.tuples(
         st.integers(0, 2),  # session
         st.sampled_from(range(len(CODES))),
-        # A word said many times in a short row scores near the ceiling.
+        # Mixed words, or a word said 1-6 times among 0-20 others: a short row saying it
+        # often scores near the ceiling, a long row saying it once far below.
         st.lists(st.sampled_from(VOCAB), min_size=1, max_size=12)
-        | st.builds(lambda w, n: [w] * n, st.sampled_from(VOCAB), st.integers(2, 12)),
+        | st.builds(
+            lambda w, n, other, m: [w] * n + [other] * m,
+            st.sampled_from(VOCAB),
+            st.integers(1, 6),
+            st.sampled_from(VOCAB),
+            st.integers(0, 20),
+        ),
     ),
     min_size=1,
     max_size=80,
@@ -140,3 +155,21 @@ def test_row_count_is_the_rows_bm25_counts(tmp_path: Path) -> None:
     conn.execute("COMMIT")
     assert _row_count(conn) == conn.execute("SELECT count(*) FROM docs").fetchone()[0] == 200
     conn.close()
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=rows_st, word=st.sampled_from(["test", "run", "git", "bom", "te*", '"git status"']))
+def test_a_phrase_s_ceiling_read_off_any_match_is_the_counted_one(
+    rows: list[tuple[int, int, list[str]]], word: str
+) -> None:
+    match = parse(word).match
+    assert match is not None
+    with tempfile.TemporaryDirectory() as folder:
+        conn = build(Path(folder) / "search.sqlite3", rows)
+        try:
+            counted = _ceiling(conn, match) / _MARGIN
+            sql = f"SELECT {ROW_CEILING} FROM docs WHERE docs MATCH ?"
+            for (read,) in conn.execute(sql, (match,)):
+                assert math.isclose(read, counted, rel_tol=1e-12)
+        finally:
+            conn.close()

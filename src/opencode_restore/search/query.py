@@ -69,6 +69,12 @@ def weight(kind: str, by_user: bool) -> float:
 K1, B = 1.2, 0.75
 # A phrase of a match expression as `_phrase` writes it.
 _PHRASE = re.compile(r'"(?:[^"]|"")*"\*?')
+#: What a ceiling is raised by: more than the rounding of its computation.
+_MARGIN = 1 + 1e-9
+#: A matched row's BM25 with a weight on its term frequencies so large that each share
+#: tf * (K1 + 1) / (tf + K1 * ...) is K1 + 1 to the last bit: the sum of idf * (K1 + 1)
+#: over the phrases the row holds.
+ROW_CEILING = "-bm25(docs, 1e300)"
 
 
 # A token: "a phrase" (maybe unterminated), field:"quoted value", field:value, or a word.
@@ -355,7 +361,12 @@ def candidates(
     ceiling: float | None = None
     join = " JOIN entries e ON e.id = docs.rowid JOIN sessions s ON s.sid = e.sid" if where else ""
     where_sql = "".join(f" AND {w}" for w in where)
-    for factor, group in _by_weight(codes):
+    # One phrase: every match holds it, so any match's BM25 with an overwhelming weight
+    # on its term frequency is the ceiling itself, idf * (K1 + 1): read off the rows
+    # ranked anyway, it spares `_ceiling` a scan of the phrase's every match.
+    single = len(_PHRASE.findall(match)) == 1
+    ceiling_sql = f", {ROW_CEILING}" if single else ""
+    for factor, group in _by_weight(_present(conn, codes)):
         if len(best) >= k:
             if ceiling is None:
                 ceiling = _ceiling(conn, match)
@@ -369,13 +380,27 @@ def candidates(
             else (f" AND (docs.rowid >> {SEQ_BITS}) IN ({','.join(map(str, group))})")
         )
         sql = (
-            f"SELECT bm25(docs) * {factor!r} AS score, docs.rowid FROM docs{join}"
+            f"SELECT bm25(docs) * {factor!r} AS score, docs.rowid{ceiling_sql} FROM docs{join}"
             f" WHERE docs MATCH ? AND docs.rowid BETWEEN ? AND ?{only}{where_sql}"
             " ORDER BY score, docs.rowid LIMIT ?"
         )
         found = conn.execute(sql, [match, lo, hi, *args, k]).fetchall()
-        best = heapq.nsmallest(k, [*best, *found])
+        if single and found and ceiling is None:
+            ceiling = float(found[0][2]) * _MARGIN
+        best = heapq.nsmallest(k, [*best, *((score, rowid) for score, rowid, *_ in found)])
     return best
+
+
+def _present(conn: sqlite3.Connection, codes: list[int]) -> list[int]:
+    """Those of ``codes`` some row has (a weight none has is not ranked: a prefix* is
+    expanded again by every statement, whichever rows it ranks)."""
+    return [
+        code
+        for code in codes
+        if conn.execute(
+            "SELECT 1 FROM entries WHERE id BETWEEN ? AND ? LIMIT 1", code_range(code)
+        ).fetchone()
+    ]
 
 
 def _by_weight(codes: list[int]) -> list[tuple[float, list[int]]]:
@@ -397,7 +422,7 @@ def _ceiling(conn: sqlite3.Connection, match: str) -> float:
         hits = conn.execute("SELECT count(*) FROM docs WHERE docs MATCH ?", (phrase,)).fetchone()[0]
         idf = math.log((rows - hits + 0.5) / (hits + 0.5))
         total += idf if idf > 0 else 1e-6
-    return total * (K1 + 1) * (1 + 1e-9)
+    return total * (K1 + 1) * _MARGIN
 
 
 def _row_count(conn: sqlite3.Connection) -> int:
