@@ -52,11 +52,10 @@ SESSION_DECAY = 0.5
 SESSION_ROWS = 5
 
 
-#: How much a row's BM25 weighs by what it is: what the user asked and what a
-#: restoration decided say what a session is about; tool output and thinking mention
-#: everything in passing.
 def weight(kind: str, by_user: bool) -> float:
-    """The weight of a row of ``kind`` (``by_user``: a message the user wrote)."""
+    """How much the BM25 of a row of ``kind`` weighs (``by_user``: a message the user
+    wrote): what the user asked and what a restoration decided say what a session is
+    about; tool output and thinking mention everything in passing."""
     if (kind == "message" and by_user) or kind == "decision":
         return 2.0
     if kind == "summary":
@@ -64,9 +63,10 @@ def weight(kind: str, by_user: bool) -> float:
     return 0.5 if kind in ("tool", "thinking") else 1.0
 
 
-#: FTS5's BM25 constants (``bm25()``'s own): a row's score for one phrase is
-#: idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / average length)).
-K1, B = 1.2, 0.75
+#: FTS5's k1 (``bm25()``'s own): a row's score for one phrase is
+#: idf * tf * (K1 + 1) / (tf + K1 * (1 - b + b * length / average length)), below
+#: idf * (K1 + 1) whatever tf and the length are.
+K1 = 1.2
 # A phrase of a match expression as `_phrase` writes it.
 _PHRASE = re.compile(r'"(?:[^"]|"")*"\*?')
 #: What a ceiling is raised by: more than the rounding of its computation.
