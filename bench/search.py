@@ -26,15 +26,25 @@ whether it is met. ``--sessions 0`` or ``--rows 0`` leaves that part out.
                            [--rounds 5] [--smoke]
 
 Figures (2 shared cores, CPU time; ``python bench/search.py --sessions 0 --rows 2000000
---rounds 3``): 2,000,000 rows, 790 MB of text, index 1,413 MB (1.79x the text); search p95
-371 ms (NOT met), median 73 ms; incremental update 3.6 ms. The p95 is BM25 itself: a word
-as common as ``test`` (in 16% of the rows, as in the samples) matches 327,000 rows, and
-FTS5 scores every match before it can sort (``ORDER BY rank`` or ``bm25()`` alike, ~250 ms
-for the bare rowids; the joins to ``entries``/``sessions`` add ~100 ms, the snippets
-nothing: SQLite computes them for the 20 rows kept). No rewrite of the query keeps the
-same hits and stops early (ranking on ``docs`` alone in a subquery first is slower:
-542 ms); scoring only the newest 20,000 matches (``docs.rowid >= X``) takes 32 ms but
-changes which hits come back.
+--rounds 3``): 2,000,000 rows, 790 MB of text, index 1,475 MB (1.87x the text; 1,413 MB
+before the kind moved into the rowid); search p95 124 ms (NOT met; 371 ms before the
+pruning), median 27 ms (73 ms); incremental update 3.4 ms. BM25 costs ~1 us per row it
+scores, and each statement scans every match of its words once more for their idf (12 ms
+for ``test``); the ranking scores the user's rows first and stops when no lower weight can
+beat the 500 candidates (``search.query.candidates``), so ``test`` takes 24 ms, not 250.
+What stays slow: two common words (``git status``: the prompts alone do not outscore what
+one word's ceiling allows the rest, so the rows of weight 1 are scored too, 90 ms), a
+prefix (``read*``: FTS5 expands it again in every statement, ~20 ms each, the snippets'
+included) and a session or time filter (``conf* cwd:p3``, ``file since:...``: a lookup in
+``entries`` per match before it is scored). Tried and left out: MaxScore inside a weight
+(score the rows holding the rarer word first, then skip those holding only the common one:
+exact, but restricting FTS5 to those rows, ``+rowid IN (subquery)``, costs 48 ms of the
+87 saved for ``git status``); ranking only the newest N rows (one statement, ``rowid``
+sequence >= X): ``git status`` 19 ms at N = 20,000, but ``test`` 37 ms (the filter is not
+pushed into FTS5) and not one hit of a first page in common with the exact ranking, even
+at N = 400,000; ``mmap_size``, a connection kept open (6-15% on the whole set, in the
+noise of the p95); ``detail=column`` (no phrase queries) and ``columnsize=0`` (BM25 would
+tokenize each row again for its length).
 """
 
 from __future__ import annotations
@@ -54,7 +64,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DATA, FIXTURES, ROOT, parse_args
-from opencode_restore.search.index import _insert, begin_build, index_path, update
+from opencode_restore.search.index import SEQ_MASK, _insert, begin_build, index_path, update
 from opencode_restore.search.query import search
 from opencode_restore.search.rows import Row
 from opencode_restore.store.db import iso_utc
@@ -249,7 +259,8 @@ def pool(work: Path) -> tuple[list[PoolRow], list[tuple[str, str, Path]]]:
     with sqlite3.connect(index) as conn:
         rows = conn.execute(
             "SELECT e.sid, e.label, e.kind, e.role, d.text FROM entries e"
-            " JOIN docs d ON d.rowid = e.id WHERE e.label IS NOT NULL ORDER BY e.id"
+            " JOIN docs d ON d.rowid = e.id WHERE e.label IS NOT NULL"
+            f" ORDER BY e.id & {SEQ_MASK}"
         ).fetchall()
     return rows, sessions
 

@@ -1,7 +1,8 @@
 """The search index: schema, incremental update, rebuild.
 
 One SQLite file, ``search.sqlite3`` in the data directory. ``docs`` is an FTS5 table of
-the texts; ``entries`` holds each text's label, kind, role and time under the same rowid;
+the texts; ``entries`` holds each text's label, kind, role and time under the same rowid
+(see `rowid_of`: the kind is in the rowid too);
 ``sessions`` each session's agent and cwd once, with how far it was indexed: the labels
 issued so far and the restoration indexed. ``files`` remembers each transcript file's
 identity and size, so a grown file adds only the messages past the last label indexed
@@ -34,8 +35,28 @@ from .rows import Row, message_rows, restoration_rows
 #: The index's file name inside the data directory.
 INDEX_NAME = "search.sqlite3"
 #: Bumped whenever the schema or what a row holds changes: an older index is rebuilt.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 10_000
+#: A row's rowid is its code (`CODES`) above this many bits of sequence, so a query weighs
+#: and filters the matches of a word by kind from the rowid alone (no lookup in
+#: ``entries`` for each of 300,000 matches), and each code's rows are one rowid range,
+#: which FTS5 seeks to.
+SEQ_BITS = 40
+SEQ_MASK = (1 << SEQ_BITS) - 1
+#: The codes: (kind, written by the user). In the order the ranking weighs them
+#: (`search.query`, highest first), so the codes of one weight are one rowid range.
+CODES = (
+    ("message", True),
+    ("decision", False),
+    ("summary", False),
+    ("message", False),
+    ("error", False),
+    ("command", False),
+    ("file", False),
+    ("tool", False),
+    ("thinking", False),
+)
+_CODE = {key: n for n, key in enumerate(CODES)}
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
@@ -194,18 +215,46 @@ def _labelled(store: Store, row: SessionRow, after: int) -> tuple[Iterator[Row],
     return rows(), labeler
 
 
+def code_of(kind: str, role: str | None) -> int:
+    """The code (`CODES`) of a row of ``kind`` by ``role``."""
+    return _CODE[(kind, kind == "message" and role == "user")]
+
+
+def code_range(code: int) -> tuple[int, int]:
+    """The first and last rowid a row of ``code`` can have."""
+    return code << SEQ_BITS, (code << SEQ_BITS) | SEQ_MASK
+
+
+def rowid_of(code: int, seq: int) -> int:
+    """The rowid of the row of ``code`` inserted ``seq``-th: the sequence runs across the
+    codes, so ``rowid & SEQ_MASK`` orders every row as it was inserted."""
+    return (code << SEQ_BITS) | seq
+
+
+def _next_seq(conn: sqlite3.Connection) -> int:
+    last = 0
+    for code in range(len(CODES)):
+        top = conn.execute(
+            "SELECT MAX(id) FROM entries WHERE id BETWEEN ? AND ?", code_range(code)
+        ).fetchone()[0]
+        if top is not None:
+            last = max(last, top & SEQ_MASK)
+    return last + 1
+
+
 def _insert(conn: sqlite3.Connection, sid: int, rows: list[Row]) -> int:
     if not rows:
         return 0
     # The rowids given here, so both tables take their rows in one statement each.
-    first = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM entries").fetchone()[0]
+    first = _next_seq(conn)
+    ids = [rowid_of(code_of(r.kind, r.role), first + n) for n, r in enumerate(rows)]
     conn.executemany(
         "INSERT INTO entries (id, sid, time, label, kind, role) VALUES (?, ?, ?, ?, ?, ?)",
-        [(first + n, sid, r.time, r.label, r.kind, r.role) for n, r in enumerate(rows)],
+        [(i, sid, r.time, r.label, r.kind, r.role) for i, r in zip(ids, rows, strict=True)],
     )
     conn.executemany(
         "INSERT INTO docs (rowid, text) VALUES (?, ?)",
-        [(first + n, r.text) for n, r in enumerate(rows)],
+        [(i, r.text) for i, r in zip(ids, rows, strict=True)],
     )
     return len(rows)
 

@@ -18,6 +18,8 @@ best row of every session, then their second rows, and so on.
 
 from __future__ import annotations
 
+import heapq
+import math
 import re
 import sqlite3
 from dataclasses import dataclass, replace
@@ -30,6 +32,7 @@ from ..redact import redact, redact_optional
 from ..since import SinceError, parse_since
 from ..store.db import iso_utc
 from ..store.store import cwd_clause
+from .index import CODES, SEQ_BITS, SEQ_MASK, code_range
 from .rows import KINDS
 from .stopwords import STOP_WORDS
 
@@ -47,14 +50,32 @@ CANDIDATES = 500
 #: A session's score: its best rows' BM25, each weighing this much of the one before.
 SESSION_DECAY = 0.5
 SESSION_ROWS = 5
-#: How much a row's BM25 weighs by what it is: what the user asked and what a
-#: restoration decided say what a session is about; tool output and thinking mention
-#: everything in passing.
-_WEIGHT = (
-    "CASE WHEN e.kind = 'message' AND e.role = 'user' THEN 2.0"
-    " WHEN e.kind = 'decision' THEN 2.0 WHEN e.kind = 'summary' THEN 1.5"
-    " WHEN e.kind IN ('tool', 'thinking') THEN 0.5 ELSE 1.0 END"
-)
+
+
+def weight(kind: str, by_user: bool) -> float:
+    """How much the BM25 of a row of ``kind`` weighs (``by_user``: a message the user
+    wrote): what the user asked and what a restoration decided say what a session is
+    about; tool output and thinking mention everything in passing."""
+    if (kind == "message" and by_user) or kind == "decision":
+        return 2.0
+    if kind == "summary":
+        return 1.5
+    return 0.5 if kind in ("tool", "thinking") else 1.0
+
+
+#: FTS5's k1 (``bm25()``'s own): a row's score for one phrase is
+#: idf * tf * (K1 + 1) / (tf + K1 * (1 - b + b * length / average length)), below
+#: idf * (K1 + 1) whatever tf and the length are.
+K1 = 1.2
+# A phrase of a match expression as `_phrase` writes it.
+_PHRASE = re.compile(r'"(?:[^"]|"")*"\*?')
+#: What a ceiling is raised by: more than the rounding of its computation.
+_MARGIN = 1 + 1e-9
+#: A matched row's BM25 with a weight on its term frequencies so large that each share
+#: tf * (K1 + 1) / (tf + K1 * ...) is K1 + 1 to the last bit: the sum of idf * (K1 + 1)
+#: over the phrases the row holds.
+ROW_CEILING = "-bm25(docs, 1e300)"
+
 
 # A token: "a phrase" (maybe unterminated), field:"quoted value", field:value, or a word.
 _TOKEN = re.compile(r'(?:(\w+):)?(?:"([^"]*)("?)|(\S*))')
@@ -274,36 +295,33 @@ def search(
         if cutoff is not None:
             where.append("e.time >= ?")
             args.append(iso_utc(cutoff))
-    if parsed.kinds is not None:
-        where.append(f"e.kind IN ({','.join('?' * len(parsed.kinds))})")
-        args.extend(sorted(parsed.kinds))
     match = parsed.match
+    kinds_ranked = parsed.kinds
     if parsed.file is not None:
         file_phrase = _phrase(parsed.file)
         if file_phrase is None:
             raise QueryError(f"file:{parsed.file}: give a file name or path")
         if match is None:
             match = file_phrase
-            where.append("e.kind = 'file'")
+            kinds_ranked = frozenset({"file"}) & (parsed.kinds or KINDS)
         else:
             where.append(
                 "e.sid IN (SELECT f.sid FROM entries f JOIN docs d ON d.rowid = f.id"
                 " WHERE d.docs MATCH ? AND f.kind = 'file')"
             )
             args.append(file_phrase)
-    where_sql = "".join(f" AND {w}" for w in where)
     if match is None:
-        return _newest(index_path, where_sql, args, limit, offset)
-    ranked = (
-        f"SELECT e.id, e.sid, bm25(docs) * ({_WEIGHT}) AS score FROM docs"
-        " JOIN entries e ON e.id = docs.rowid JOIN sessions s ON s.sid = e.sid"
-        f" WHERE docs MATCH ?{where_sql} ORDER BY score LIMIT ?"
-    )
+        if parsed.kinds is not None:
+            where.append(f"e.kind IN ({','.join('?' * len(parsed.kinds))})")
+            args.extend(sorted(parsed.kinds))
+        return _newest(index_path, "".join(f" AND {w}" for w in where), args, limit, offset)
+    codes = [n for n, (kind, _) in enumerate(CODES) if kinds_ranked is None or kind in kinds_ranked]
     try:
         conn = sqlite3.connect(index_path.resolve().as_uri() + "?mode=ro", uri=True)
         try:
-            rows = conn.execute(ranked, [match, *args, max(CANDIDATES, offset + limit)])
-            page = interleave(rows.fetchall())[max(0, offset) : max(0, offset) + limit]
+            best = candidates(conn, match, where, args, codes, max(CANDIDATES, offset + limit))
+            with_sessions = _sessions_of(conn, best)
+            page = interleave(with_sessions)[max(0, offset) : max(0, offset) + limit]
             found = _details(conn, match, [row for row, _ in page])
         finally:
             conn.close()
@@ -320,6 +338,120 @@ def search(
     ]
 
 
+def candidates(
+    conn: sqlite3.Connection,
+    match: str,
+    where: list[str],
+    args: list[Any],
+    codes: list[int],
+    k: int,
+) -> list[tuple[float, int]]:
+    """The ``k`` best ``(score, rowid)`` of the rows matching ``match`` whose code is in
+    ``codes`` and that pass ``where`` (clauses on ``e``, the row's entry, and ``s``, its
+    session), best first, ties by rowid: each row's BM25 times its `weight`.
+
+    Exact, and most matches of a common word are never scored: the codes are ranked one
+    weight at a time, highest first, and a weight whose best possible score (`_ceiling`)
+    cannot beat the ``k``-th candidate found so far ends the search (every lower weight's
+    ceiling is lower still). Scoring is most of a query's cost (FTS5's ``bm25()`` looks up
+    the row's length for each match), so ``test``, in one row of six, is scored on the
+    user's messages alone when enough of them match well.
+    """
+    best: list[tuple[float, int]] = []
+    ceiling: float | None = None
+    join = " JOIN entries e ON e.id = docs.rowid JOIN sessions s ON s.sid = e.sid" if where else ""
+    where_sql = "".join(f" AND {w}" for w in where)
+    # One phrase: every match holds it, so any match's BM25 with an overwhelming weight
+    # on its term frequency is the ceiling itself, idf * (K1 + 1): read off the rows
+    # ranked anyway, it spares `_ceiling` a scan of the phrase's every match.
+    single = len(_PHRASE.findall(match)) == 1
+    ceiling_sql = f", {ROW_CEILING}" if single else ""
+    for factor, group in _by_weight(_present(conn, codes)):
+        if len(best) >= k:
+            if ceiling is None:
+                ceiling = _ceiling(conn, match)
+            # BM25 is negative, lower better: nothing of this weight can come below it.
+            if -factor * ceiling >= best[-1][0]:
+                break
+        lo, hi = code_range(group[0])[0], code_range(group[-1])[1]
+        only = (
+            ""
+            if len(group) == group[-1] - group[0] + 1
+            else (f" AND (docs.rowid >> {SEQ_BITS}) IN ({','.join(map(str, group))})")
+        )
+        sql = (
+            f"SELECT bm25(docs) * {factor!r} AS score, docs.rowid{ceiling_sql} FROM docs{join}"
+            f" WHERE docs MATCH ? AND docs.rowid BETWEEN ? AND ?{only}{where_sql}"
+            " ORDER BY score, docs.rowid LIMIT ?"
+        )
+        found = conn.execute(sql, [match, lo, hi, *args, k]).fetchall()
+        if single and found and ceiling is None:
+            ceiling = float(found[0][2]) * _MARGIN
+        best = heapq.nsmallest(k, [*best, *((score, rowid) for score, rowid, *_ in found)])
+    return best
+
+
+def _present(conn: sqlite3.Connection, codes: list[int]) -> list[int]:
+    """Those of ``codes`` some row has (a weight none has is not ranked: a prefix* is
+    expanded again by every statement, whichever rows it ranks)."""
+    return [
+        code
+        for code in codes
+        if conn.execute(
+            "SELECT 1 FROM entries WHERE id BETWEEN ? AND ? LIMIT 1", code_range(code)
+        ).fetchone()
+    ]
+
+
+def _by_weight(codes: list[int]) -> list[tuple[float, list[int]]]:
+    """``codes`` grouped by their weight, highest first."""
+    groups: dict[float, list[int]] = {}
+    for code in sorted(codes):
+        kind, by_user = CODES[code]
+        groups.setdefault(weight(kind, by_user), []).append(code)
+    return sorted(groups.items(), reverse=True)
+
+
+def _ceiling(conn: sqlite3.Connection, match: str) -> float:
+    """More than any row's unweighted BM25 for ``match`` can be (as a positive number):
+    each phrase adds at most idf * (K1 + 1), its term frequency's share being below 1.
+    Computed as ``bm25()`` computes idf (clamped to 1e-6), with a margin for rounding."""
+    rows = _row_count(conn)
+    total = 0.0
+    for phrase in _PHRASE.findall(match):
+        hits = conn.execute("SELECT count(*) FROM docs WHERE docs MATCH ?", (phrase,)).fetchone()[0]
+        idf = math.log((rows - hits + 0.5) / (hits + 0.5))
+        total += idf if idf > 0 else 1e-6
+    return total * (K1 + 1) * _MARGIN
+
+
+def _row_count(conn: sqlite3.Connection) -> int:
+    """The rows FTS5 counts in BM25's idf: the first varint of its averages record."""
+    row = conn.execute("SELECT block FROM docs_data WHERE id = 1").fetchone()
+    blob = bytes(row[0]) if row is not None and row[0] else b""
+    value = 0
+    for at, byte in enumerate(blob[:9]):
+        if at == 8:  # a SQLite varint's ninth byte holds 8 bits
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return value
+    return value
+
+
+def _sessions_of(
+    conn: sqlite3.Connection, best: list[tuple[float, int]]
+) -> list[tuple[int, int, float]]:
+    """``best`` as `interleave` takes it: (row, session, score), best first."""
+    if not best:
+        return []
+    ids = [rowid for _, rowid in best]
+    sid = dict(
+        conn.execute(f"SELECT id, sid FROM entries WHERE id IN ({','.join('?' * len(ids))})", ids)
+    )
+    return [(rowid, sid[rowid], score) for score, rowid in best]
+
+
 def _newest(
     index_path: Path, where_sql: str, args: list[Any], limit: int, offset: int
 ) -> list[Hit]:
@@ -329,7 +461,7 @@ def _newest(
         "SELECT s.id, s.agent, s.cwd, e.time, e.label, e.kind, e.role,"
         f" substr(docs.text, 1, {HEAD_CHARS}) || iif(length(docs.text) > {HEAD_CHARS}, '…', '')"
         " FROM entries e JOIN sessions s ON s.sid = e.sid JOIN docs ON docs.rowid = e.id"
-        f" WHERE 1{where_sql} ORDER BY e.time DESC, e.id DESC LIMIT ? OFFSET ?"
+        f" WHERE 1{where_sql} ORDER BY e.time DESC, (e.id & {SEQ_MASK}) DESC LIMIT ? OFFSET ?"
     )
     try:
         conn = sqlite3.connect(index_path.resolve().as_uri() + "?mode=ro", uri=True)

@@ -1,0 +1,175 @@
+"""The ranking's pruning: the candidates it keeps are exactly those of scoring every match."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import tempfile
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from opencode_restore.search.index import CODES, _delete, _insert, begin_build
+from opencode_restore.search.query import (
+    _MARGIN,
+    ROW_CEILING,
+    _ceiling,
+    _row_count,
+    candidates,
+    parse,
+)
+from opencode_restore.search.rows import Row
+
+# The weighting as it read before the kind moved into the rowid: a join per match.
+REFERENCE_WEIGHT = (
+    "CASE WHEN e.kind = 'message' AND e.role = 'user' THEN 2.0"
+    " WHEN e.kind = 'decision' THEN 2.0 WHEN e.kind = 'summary' THEN 1.5"
+    " WHEN e.kind IN ('tool', 'thinking') THEN 0.5 ELSE 1.0 END"
+)
+# Words the queries look for, common and rare, among words they do not: most idf are
+# positive (a word in half the rows or more is clamped, as bm25() does).
+VOCAB = ["test", "test", "run", "git", "status", "bom", *(f"w{n}" for n in range(8))]
+AGENTS = ("claude-code", "codex")
+
+rows_st = st.lists(
+    st.tuples(
+        st.integers(0, 2),  # session
+        st.sampled_from(range(len(CODES))),
+        # Mixed words, or a word said 1-6 times among 0-20 others: a short row saying it
+        # often scores near the ceiling, a long row saying it once far below.
+        st.lists(st.sampled_from(VOCAB), min_size=1, max_size=12)
+        | st.builds(
+            lambda w, n, other, m: [w] * n + [other] * m,
+            st.sampled_from(VOCAB),
+            st.integers(1, 6),
+            st.sampled_from(VOCAB),
+            st.integers(0, 20),
+        ),
+    ),
+    min_size=1,
+    max_size=80,
+)
+query_st = st.lists(
+    st.sampled_from(["test", "run", "git", "status", "bom", "w1", "te*", '"git status"']),
+    min_size=1,
+    max_size=3,
+)
+
+
+def build(path: Path, rows: list[tuple[int, int, list[str]]]) -> sqlite3.Connection:
+    """An index at ``path`` of ``rows`` (session, code, words), each session inserted
+    in turn as an update would, optimized as a build leaves it."""
+    conn = begin_build(path)
+    for n in range(3):
+        conn.execute(
+            "INSERT INTO sessions (sid, id, agent) VALUES (?, ?, ?)",
+            (n + 1, f"s{n}", AGENTS[n % 2]),
+        )
+    for session in range(3):
+        own = [
+            Row(1, CODES[code][0], "user" if CODES[code][1] else "assistant", None, " ".join(t))
+            for s, code, t in rows
+            if s == session
+        ]
+        _insert(conn, session + 1, own)
+    conn.execute("INSERT INTO docs (docs) VALUES ('optimize')")
+    conn.execute("COMMIT")
+    return conn
+
+
+def reference(
+    conn: sqlite3.Connection, match: str, kinds: list[str] | None, agent: str | None, k: int
+) -> list[tuple[float, int]]:
+    """Every match scored, as the ranking was before the pruning."""
+    where, args = "", []
+    if kinds is not None:
+        where += f" AND e.kind IN ({','.join('?' * len(kinds))})"
+        args += kinds
+    if agent is not None:
+        where += " AND s.agent = ?"
+        args.append(agent)
+    sql = (
+        f"SELECT bm25(docs) * ({REFERENCE_WEIGHT}) AS score, docs.rowid FROM docs"
+        " JOIN entries e ON e.id = docs.rowid JOIN sessions s ON s.sid = e.sid"
+        f" WHERE docs MATCH ?{where} ORDER BY score, docs.rowid LIMIT ?"
+    )
+    return [(float(s), int(r)) for s, r in conn.execute(sql, [match, *args, k])]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=rows_st,
+    words=query_st,
+    k=st.integers(1, 6),
+    kinds=st.none() | st.lists(st.sampled_from(sorted({c[0] for c in CODES})), min_size=1),
+    agent=st.none() | st.sampled_from(AGENTS),
+)
+def test_pruned_candidates_are_those_of_scoring_every_match(
+    rows: list[tuple[int, int, list[str]]],
+    words: list[str],
+    k: int,
+    kinds: list[str] | None,
+    agent: str | None,
+) -> None:
+    match = parse(" ".join(words)).match
+    assert match is not None
+    kinds = sorted(set(kinds)) if kinds is not None else None
+    codes = [n for n, (kind, _) in enumerate(CODES) if kinds is None or kind in kinds]
+    where, args = ([], []) if agent is None else (["s.agent = ?"], [agent])
+    with tempfile.TemporaryDirectory() as folder:
+        conn = build(Path(folder) / "search.sqlite3", rows)
+        try:
+            got = candidates(conn, match, where, args, codes, k)
+            assert got == reference(conn, match, kinds, agent, k)
+        finally:
+            conn.close()
+
+
+def test_a_common_word_is_scored_on_the_best_weighted_rows_alone(tmp_path: Path) -> None:
+    # Short user prompts say "test"; tool output says it once in long texts: once the
+    # prompts fill the candidates, no tool output can beat them and none is scored.
+    user = CODES.index(("message", True))
+    tool = CODES.index(("tool", False))
+    filler = ["zeta"] * 60
+    rows = [(0, user, ["test", "test", "run"]) for _ in range(8)]
+    rows += [(1, tool, ["test", *filler]) for _ in range(40)]
+    rows += [(2, tool, ["zeta", "parser"]) for _ in range(200)]
+    conn = build(tmp_path / "search.sqlite3", rows)
+    ranked: list[str] = []
+    conn.set_trace_callback(lambda sql: ranked.append(sql) if "bm25" in sql else None)
+    got = candidates(conn, '"test"', [], [], list(range(len(CODES))), 5)
+    conn.set_trace_callback(None)
+    assert got == reference(conn, '"test"', None, None, 5)
+    assert ranked
+    assert "* 2.0 " in ranked[0]
+    assert not any("* 0.5 " in sql for sql in ranked)
+    conn.close()
+
+
+def test_row_count_is_the_rows_bm25_counts(tmp_path: Path) -> None:
+    conn = build(tmp_path / "search.sqlite3", [(s % 3, s % len(CODES), ["w"]) for s in range(300)])
+    assert _row_count(conn) == 300
+    conn.execute("BEGIN")
+    _delete(conn, 1)
+    conn.execute("COMMIT")
+    assert _row_count(conn) == conn.execute("SELECT count(*) FROM docs").fetchone()[0] == 200
+    conn.close()
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=rows_st, word=st.sampled_from(["test", "run", "git", "bom", "te*", '"git status"']))
+def test_a_phrase_s_ceiling_read_off_any_match_is_the_counted_one(
+    rows: list[tuple[int, int, list[str]]], word: str
+) -> None:
+    match = parse(word).match
+    assert match is not None
+    with tempfile.TemporaryDirectory() as folder:
+        conn = build(Path(folder) / "search.sqlite3", rows)
+        try:
+            counted = _ceiling(conn, match) / _MARGIN
+            sql = f"SELECT {ROW_CEILING} FROM docs WHERE docs MATCH ?"
+            for (read,) in conn.execute(sql, (match,)):
+                assert math.isclose(read, counted, rel_tol=1e-12)
+        finally:
+            conn.close()
