@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -11,7 +12,9 @@ from opencode_restore.diagnostics import WarningSink
 from opencode_restore.search import index as search_index
 from opencode_restore.search.index import before_query, catch_up, index_path, rebuild, update
 from opencode_restore.search.query import search
+from opencode_restore.search.rows import message_rows
 from opencode_restore.sources import iter_messages
+from opencode_restore.store.fetch import session_messages
 from opencode_restore.store.store import Store
 from opencode_restore.timeline.numbering import Labeler
 from tests.search.helpers import (
@@ -21,7 +24,7 @@ from tests.search.helpers import (
     codex_session,
     rows_of,
 )
-from tests.store.builders import CLAUDE_COMPACT
+from tests.store.builders import CLAUDE_COMPACT, FIXTURES, copy_to
 
 
 def test_build_indexes_every_session_with_the_labels_messages_shows(
@@ -49,6 +52,38 @@ def test_build_indexes_every_session_with_the_labels_messages_shows(
         "claude-code",
         "codex",
     }
+
+
+def served_rows(store: Store) -> list[tuple[object, ...]]:
+    """Every session's rows made from its messages as the API serves them (labelled, then
+    redacted whole), as ``rows_of`` lists an index's."""
+    rows: list[tuple[object, ...]] = []
+    for session_id in sorted(r[0] for r in store.conn.execute("SELECT id FROM sessions")):
+        row = store.session(session_id)
+        assert row is not None
+        labeler = Labeler()
+        fetch = session_messages(
+            store, row, WarningSink(), include_tools=True, include_thinking=True, labeler=labeler
+        )
+        for m, label in fetch.labelled:
+            if label is not None:
+                for r in message_rows(m, int(label[1:]), lambda text: text):
+                    rows.append((session_id, r.label, r.kind, r.role, r.time, r.text))
+    return sorted(rows, key=json.dumps)
+
+
+def test_a_build_indexes_the_messages_as_the_api_serves_them(
+    store: Store, data_dir: Path, tmp_path: Path
+) -> None:
+    claude_session(store, tmp_path / "logs")
+    codex_session(store, tmp_path / "logs")
+    log = copy_to(FIXTURES / "hostile" / "secrets.jsonl", tmp_path / "logs")
+    store.register("qa-secrets-0001", "claude-code", str(log), cwd="/home/dev/greet")
+    rebuild(store, index_path(data_dir))
+    indexed = rows_of(index_path(data_dir))
+    assert len(indexed) > 50
+    assert any("[REDACTED:" in str(r[5]) for r in indexed)
+    assert indexed == served_rows(store)
 
 
 def test_an_unchanged_store_reads_nothing_again(

@@ -26,7 +26,7 @@ from pathlib import Path
 from ..diagnostics import WarningSink
 from ..dirs import make_private_dirs
 from ..errors import SourceError
-from ..redact import redact_optional
+from ..redact import Redactor, redact_optional
 from ..store.fetch import existing_files, session_messages
 from ..store.store import SessionRow, Store
 from ..timeline.numbering import Labeler
@@ -201,16 +201,25 @@ def _change(before: _Indexed | None, now: dict[str, tuple[int, int, int]]) -> st
 
 
 def _labelled(store: Store, row: SessionRow, after: int) -> tuple[Iterator[Row], Labeler]:
-    """The rows of ``row``'s messages labelled past ``after``, read through the same
-    redacting path the API serves messages by; the labeler counts every label issued."""
-    fetch = session_messages(store, row, WarningSink(), include_tools=True, include_thinking=True)
+    """The rows of ``row``'s messages labelled past ``after``, labelled as the API labels
+    the messages it serves; the labeler counts every label issued. Read raw: only the
+    strings these rows take are redacted (see ``rows``), once each."""
     labeler = Labeler()
+    fetch = session_messages(
+        store,
+        row,
+        WarningSink(),
+        include_tools=True,
+        include_thinking=True,
+        raw=True,
+        labeler=labeler,
+    )
+    clean = Redactor().redact
 
     def rows() -> Iterator[Row]:
-        for m in fetch.messages:
-            label = labeler.label(m)
+        for m, label in fetch.labelled:
             if label is not None and labeler.issued > after:
-                yield from message_rows(m, labeler.issued)
+                yield from message_rows(m, labeler.issued, clean)
 
     return rows(), labeler
 

@@ -1,20 +1,22 @@
 """What one session puts in the index: a row per labelled message, tool call, tool result,
 file path and command, and one per section of its latest restoration.
 
-Every text here comes from already redacted data (`store.fetch.session_messages` without
-``raw``, a restoration written by a restore that redacted its own output); the
-restoration's text is redacted again anyway, as ``sessions list`` does a stored title.
+A message's rows are made from the raw message: ``message_rows`` redacts each string a row
+takes, as ``redact_message`` would (a tool input's values with their names in view), and
+no other (a tool call's JSON text when its input is there, ``meta``): a build is mostly
+redaction. A restoration was written by a restore that redacted its own output; its text
+is redacted again anyway, as ``sessions list`` does a stored title.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from ..model import Message
-from ..redact import redact
+from ..redact import redact, redact_value
 from ..store.db import iso_utc
 from ..timeline.numbering import cited_labels
 
@@ -62,17 +64,19 @@ def _path(inp: dict[str, Any]) -> str | None:
     return None
 
 
-def message_rows(m: Message, label: int) -> Iterator[Row]:
-    """The rows of message ``m``, labelled ``label`` (the number of its ``[M#]``)."""
+def message_rows(m: Message, label: int, clean: Callable[[str], str]) -> Iterator[Row]:
+    """The rows of raw message ``m``, labelled ``label`` (the number of its ``[M#]``),
+    each string they take passed through ``clean`` (a ``Redactor.redact``) first; ``m``
+    is left as it is."""
     time = iso_utc(m.timestamp) if m.timestamp is not None else None
     if m.type == "tool_use":
-        inp = m.tool_input or {}
+        inp = redact_value(m.tool_input, clean) if m.tool_input else {}
         command = _command(inp)
         # Values as they read (a command, a file's content), not JSON-escaped on one line.
         body = "\n".join(
             v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in inp.values()
         )
-        body = (body or m.text)[:TOOL_CAP]
+        body = (body or clean(m.text))[:TOOL_CAP]
         name = m.tool_name or "tool"
         yield Row(label, "command" if command else "tool", m.role, time, f"{name} {body}")
         path = _path(inp)
@@ -81,17 +85,17 @@ def message_rows(m: Message, label: int) -> Iterator[Row]:
         return
     if m.type == "tool_result":
         kind = "error" if m.is_error else "tool"
-        yield Row(label, kind, m.role, time, m.text[:TOOL_CAP])
+        yield Row(label, kind, m.role, time, clean(m.text)[:TOOL_CAP])
         return
     if m.type == "file_changes":
-        for line in m.text.splitlines():
+        for line in clean(m.text).splitlines():
             if line.strip():
                 yield Row(label, "file", m.role, time, line.strip())
         return
     kind = "thinking" if m.type == "thinking" else ("error" if m.is_error else "message")
-    text = m.text
+    text = clean(m.text)
     if m.compaction is not None and m.compaction.summary:
-        text = f"{text}\n{m.compaction.summary}".strip()
+        text = f"{text}\n{clean(m.compaction.summary)}".strip()
     if text.strip():
         yield Row(label, kind, m.role, time, text[:MESSAGE_CAP])
 
