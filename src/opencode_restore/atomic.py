@@ -158,13 +158,13 @@ def remove_stale_temporaries(directory: Path) -> int:
     removed = 0
     for stale in directory.glob(".*.tmp"):
         pid = stale.name.rsplit(".", 2)[-2]
-        if not _alive(pid):
+        if not alive(pid):
             stale.unlink(missing_ok=True)
             removed += 1
     return removed
 
 
-def _alive(pid: str) -> bool:
+def alive(pid: str) -> bool:
     """True when ``pid`` names a running process (its temporary file may be in use)."""
     try:
         os.kill(int(pid), 0)

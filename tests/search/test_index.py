@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -216,6 +219,24 @@ def test_a_build_that_fails_leaves_the_index_it_replaces_whole(
         rebuild(store, index)
     assert rows_of(index) == before
     assert [p.name for p in index.parent.glob("search.sqlite3*")] == [index.name]
+
+
+def test_a_build_removes_the_files_of_killed_builds_only(
+    store: Store, data_dir: Path, tmp_path: Path
+) -> None:
+    claude_session(store, tmp_path / "logs")
+    index = index_path(data_dir)
+    update(store, index)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    assert dead.wait() == 0  # reaped: its pid names no process now
+    killed = index.with_name(f"{index.name}.new-{dead.pid}")
+    running = index.with_name(f"{index.name}.new-{os.getppid()}")  # a live process's build
+    for p in (killed, running):
+        p.write_bytes(b"half an index")
+    rebuild(store, index)
+    assert not killed.exists()
+    assert running.read_bytes() == b"half an index"
+    assert search(index, '"Show diff stat"')
 
 
 def test_a_bounded_catch_up_leaves_the_rest_for_the_next(

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..atomic import alive
 from ..diagnostics import WarningSink
 from ..dirs import make_private_dirs
 from ..errors import SourceError
@@ -509,6 +510,15 @@ def begin_build(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def _remove_stale_builds(path: Path) -> None:
+    """Remove the files of the builds beside ``path`` whose process is gone (killed): a
+    live one's file is its own until its rename."""
+    for stale in path.parent.glob(f"{path.name}.new-*"):
+        pid = stale.name.rsplit("-", 1)[1]
+        if pid.isdigit() and not alive(pid):
+            _remove(stale)
+
+
 def rebuild(
     store: Store, path: Path, *, progress: Progress | None = None, most: int | None = None
 ) -> Updated:
@@ -523,6 +533,7 @@ def rebuild(
     make_private_dirs(str(path.parent))
     tmp = path.with_name(f"{path.name}.new-{os.getpid()}")
     _remove(tmp)
+    _remove_stale_builds(path)
     try:
         conn = begin_build(tmp)
         try:
