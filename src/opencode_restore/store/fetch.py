@@ -137,7 +137,9 @@ def _labels_before(
 ) -> bool:
     """Set ``labeler.issued`` to the labels the full read issues before the tail; False
     when the tail is not one stretch to the chain's end (then read the chain whole)."""
-    first = next(i for i, s in enumerate(starts) if s is not None)
+    first = next((i for i, s in enumerate(starts) if s is not None), None)
+    if first is None:
+        return True  # no file has anything newer: the tail is empty, nothing to count
     start = starts[first]
     if start is None or any(s is None for s in starts[first:]):
         return False

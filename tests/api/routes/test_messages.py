@@ -81,3 +81,18 @@ def test_labels_with_since_are_the_full_reads_from_the_tail(
                 modes.add(mode)
         assert "tail" in modes, sid  # polls are served from the tail, labelled alike
     assert LABEL_MARKS  # and the counts are kept
+
+
+def test_labels_since_after_every_message_is_an_empty_page(
+    client: TestClient, store: Store, tmp_path: Path
+) -> None:
+    # Every file of the chain ends before ``since``: no tail starts anywhere (the schema
+    # fuzz met it as a 500, a StopIteration out of the label count).
+    store.register("big", "claude-code", str(CLAUDE_SPOTTER))
+    parts = split_file(CLAUDE_SPOTTER, 400, tmp_path, ("a.jsonl", "b.jsonl"))
+    store.register("two", "claude-code", str(parts[0]))
+    store.register("two", "claude-code", str(parts[1]))
+    for sid in ("big", "two"):
+        _api(client, sid, labels=True)  # the checkpoints are indexed
+        later, _ = _api(client, sid, since="2100-01-01T00:00:00Z", labels=True)
+        assert later == []
