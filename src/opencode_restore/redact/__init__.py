@@ -370,17 +370,17 @@ _CONTEXT_RES = [(kind, re.compile(pattern, re.MULTILINE)) for kind, pattern in _
 # when the text has a secret word followed by its colon somewhere.
 _YAML_HINT = re.compile(":(?:" + "|".join(f"(?<=(?i:{re.escape(w)}):)" for w in _WORDS) + r")[ \t]")
 _HINTS = {"yaml": _YAML_HINT, "yaml-escaped": _YAML_HINT, "yaml-first": _YAML_HINT}
-# Patterns that can only match where a secret word starts: in ASCII text (where
-# ``lower()`` keeps every offset) those places are found by ``str.find``, and the
-# pattern is tried there alone; a scan of the whole text stopped at every letter
-# that can start a word (half the redaction time of a JSON prompt).
+# Patterns that can only match where a secret word starts: in text cased as ASCII is
+# (see ``_cased_as_ascii``) those places are found by ``str.find``, and the pattern is
+# tried there alone; a scan of the whole text stopped at every letter that can start a
+# word (half the redaction time of a JSON prompt).
 _AT_WORDS = frozenset({"quoted"})
 _HINTED_BY_WORDS = {"yaml": (": ", ":\t")}
 # Each context pattern with how it is tried: its hint, whether it runs at secret words
 # only, and the text a secret word must be followed by for it to run.
 #
 # A literal every match of a pattern holds (``need``): a text without it is not scanned.
-# In ASCII text (where a name's case is ASCII's) two patterns ask more, since an anchor
+# In text cased as ASCII is (see ``_cased_as_ascii``) two patterns ask more, since an anchor
 # alone (a colon, an `=`) is in most strings of a log: `_replace_value` keeps what
 # "header" finds unless a key header's name is just before the colon, and what "assign"
 # finds unless the name before the `=` ends with a secret word or is `*_KEY`; the
@@ -393,8 +393,8 @@ _NEEDS = {
 }  # fmt: skip
 
 
-# Literals (any of which will do) that a match needs in ASCII text: the secret words
-# are looked for in any case, ``_KEY`` as written.
+# Literals (any of which will do) that a match needs in text cased as ASCII is: the
+# secret words are looked for in any case, ``_KEY`` as written.
 _HEADER_NAMES = ("api-key:", "auth-token:", "access-token:", "private-token:")
 _KEY_ENDINGS = ("_KEY", "-KEY")
 _ASCII_NEEDS = {
@@ -545,7 +545,7 @@ class Redactor:
                     text = regex.sub(self._token_replacer(kind), text)
         text, found = self._rescanned(text, scanned, found)
         scanned = text
-        ascii_text = text.isascii()
+        ascii_text = _cased_as_ascii(text)
         steps = _steps_after(-1, found)
         words_of: str | None = None
         words: list[tuple[int, int]] | None = None
@@ -560,7 +560,7 @@ class Redactor:
                 # Found again only when a pattern changed the text (`sub` returns the
                 # same object when it replaced nothing).
                 words_of, words = text, _secret_words(text)
-            if not by_words or words is None:  # words are found in ASCII text only
+            if not by_words or words is None:  # (see ``_secret_words``)
                 if hint is None or hint.search(text):
                     text = regex.sub(replace, text)
             elif at_words:
@@ -571,7 +571,7 @@ class Redactor:
                 text, found = self._rescanned(text, scanned, found)
                 if text is not scanned:  # (a label may hold what a later step needs)
                     steps = _steps_after(index, found)
-                scanned, ascii_text = text, text.isascii()
+                scanned, ascii_text = text, _cased_as_ascii(text)
         return text, found
 
     @staticmethod
@@ -705,9 +705,27 @@ def _encoded_forms(secret: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys((secret, once, twice)))
 
 
+# The characters outside ASCII that ``re`` matches to an ASCII letter when it ignores case
+# (``ſ`` is an ``s``, the Kelvin sign a ``k``, ``ı`` and ``İ`` an ``i``), or that
+# ``lower()`` turns into one or into two characters (a test checks every code point).
+_FOLDS_TO_ASCII = "\u0130\u0131\u017f\u212a"
+
+
+def _cased_as_ascii(text: str) -> bool:
+    """True when the secret words ``text`` holds, in any case, are where ``text.lower()``
+    holds them and nowhere else: ASCII text, or text with none of ``_FOLDS_TO_ASCII``.
+
+    Most of a log's text is not ASCII for one arrow: a Read tool's output numbers its
+    lines with ``→``. Treated as foreign, every such text had the word-anchored and
+    name-checked patterns scan all of it (half the redactor's time on an index build).
+    """
+    return text.isascii() or not any(c in text for c in _FOLDS_TO_ASCII)
+
+
 def _secret_words(text: str) -> list[tuple[int, int]] | None:
-    """(start, end) of every secret word in ``text``, any case; None unless ASCII."""
-    if not text.isascii():
+    """(start, end) of every secret word in ``text``, any case; None unless it is
+    ``_cased_as_ascii`` (elsewhere the offsets of ``lower()`` may not be the text's)."""
+    if not _cased_as_ascii(text):
         return None
     lower = text.lower()
     found = []
