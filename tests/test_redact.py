@@ -32,7 +32,7 @@ from opencode_restore.redact import (
     redact_value,
 )
 from opencode_restore.redact.gitleaks import rule_set
-from opencode_restore.redact.prefilter import Prefilter
+from opencode_restore.redact.prefilter import Prefilter, cased_as_ascii
 from tests.security.gitleaks_corpus import load_samples, look_alikes
 
 ALNUM = "aB3dE5fG7hJ9kL2mN4pQ6rS8tU0vW1xY"  # 32 mixed characters
@@ -342,7 +342,7 @@ _TEXT = st.lists(
 
 
 def _full_scans(text: str) -> bool:
-    """For ``_cased_as_ascii``: no text is, so every context pattern scans all of it."""
+    """For ``cased_as_ascii``: no text is, so every context pattern scans all of it."""
     return False
 
 
@@ -358,24 +358,10 @@ def test_the_word_gated_patterns_redact_as_the_full_scans_do(text: str) -> None:
     # word-anchored patterns at the secret words only, and the name-checked ones only
     # when a name is there; any other takes the full regex scans. Same text, same counts.
     fast, slow = Redactor(), Redactor()
-    with patch.object(redact_module, "_cased_as_ascii", _full_scans):
+    with patch("opencode_restore.redact.cased_as_ascii", _full_scans):
         expected = slow.redact(text)
     assert fast.redact(text) == expected
     assert fast.by_kind == slow.by_kind
-
-
-def test_the_characters_that_fold_to_ascii_are_all_known() -> None:
-    # Where ``re`` (ignoring case) or ``lower()`` reads a character as an ASCII letter,
-    # or ``lower()`` changes its length, a text is not searched as ASCII: a new Python
-    # whose Unicode tables add one must add it to the list.
-    letter = re.compile("(?i)[a-z]")
-    folding = set()
-    for point in range(0x80, 0x110000):
-        char = chr(point)
-        lower = char.lower()
-        if letter.match(char) or len(lower) != 1 or lower.isascii():
-            folding.add(char)
-    assert folding == set(redact_module._FOLDS_TO_ASCII)
 
 
 def test_a_text_with_nothing_to_redact_comes_back_as_the_same_object() -> None:
@@ -666,11 +652,11 @@ def _redacted_with(
     texts: list[str], prefilter: Prefilter, rules: Any, *, full_scans: bool = False
 ) -> tuple[list[str], Any]:
     redactor = Redactor()
-    cased_as_ascii = _full_scans if full_scans else redact_module._cased_as_ascii
+    scans = _full_scans if full_scans else cased_as_ascii
     with (
         patch.object(redact_module, "_prefilter", lambda: prefilter),
         patch.object(redact_module, "rule_set", lambda: rules),
-        patch.object(redact_module, "_cased_as_ascii", cased_as_ascii),
+        patch("opencode_restore.redact.cased_as_ascii", scans),
     ):
         return [redactor.redact(text) for text in texts], dict(redactor.by_kind)
 

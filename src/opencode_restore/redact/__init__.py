@@ -39,7 +39,7 @@ from typing import Any
 
 from ..model import Message, Session
 from .gitleaks import GITLEAKS_COMMIT, rule_set, trailing_name
-from .prefilter import Prefilter
+from .prefilter import Prefilter, cased_as_ascii
 
 #: The edition of what redaction removes: part of a saved journal's fingerprint
 #: (``pipeline.resume``), so that a journal redacted by an earlier edition, which may
@@ -371,7 +371,7 @@ _CONTEXT_RES = [(kind, re.compile(pattern, re.MULTILINE)) for kind, pattern in _
 _YAML_HINT = re.compile(":(?:" + "|".join(f"(?<=(?i:{re.escape(w)}):)" for w in _WORDS) + r")[ \t]")
 _HINTS = {"yaml": _YAML_HINT, "yaml-escaped": _YAML_HINT, "yaml-first": _YAML_HINT}
 # Patterns that can only match where a secret word starts: in text cased as ASCII is
-# (see ``_cased_as_ascii``) those places are found by ``str.find``, and the pattern is
+# (see ``cased_as_ascii``) those places are found by ``str.find``, and the pattern is
 # tried there alone; a scan of the whole text stopped at every letter that can start a
 # word (half the redaction time of a JSON prompt).
 _AT_WORDS = frozenset({"quoted"})
@@ -380,7 +380,7 @@ _HINTED_BY_WORDS = {"yaml": (": ", ":\t")}
 # only, and the text a secret word must be followed by for it to run.
 #
 # A literal every match of a pattern holds (``need``): a text without it is not scanned.
-# In text cased as ASCII is (see ``_cased_as_ascii``) two patterns ask more, since an anchor
+# In text cased as ASCII is (see ``cased_as_ascii``) two patterns ask more, since an anchor
 # alone (a colon, an `=`) is in most strings of a log: `_replace_value` keeps what
 # "header" finds unless a key header's name is just before the colon, and what "assign"
 # finds unless the name before the `=` ends with a secret word or is `*_KEY`; the
@@ -545,7 +545,7 @@ class Redactor:
                     text = regex.sub(self._token_replacer(kind), text)
         text, found = self._rescanned(text, scanned, found)
         scanned = text
-        ascii_text = _cased_as_ascii(text)
+        ascii_text = cased_as_ascii(text)
         steps = _steps_after(-1, found)
         words_of: str | None = None
         words: list[tuple[int, int]] | None = None
@@ -559,7 +559,7 @@ class Redactor:
             if by_words and words_of is not text:
                 # Found again only when a pattern changed the text (`sub` returns the
                 # same object when it replaced nothing).
-                words_of, words = text, _secret_words(text)
+                words_of, words = text, _secret_words(text, found)
             if not by_words or words is None:  # (see ``_secret_words``)
                 if hint is None or hint.search(text):
                     text = regex.sub(replace, text)
@@ -571,7 +571,7 @@ class Redactor:
                 text, found = self._rescanned(text, scanned, found)
                 if text is not scanned:  # (a label may hold what a later step needs)
                     steps = _steps_after(index, found)
-                scanned, ascii_text = text, _cased_as_ascii(text)
+                scanned, ascii_text = text, cased_as_ascii(text)
         return text, found
 
     @staticmethod
@@ -705,31 +705,17 @@ def _encoded_forms(secret: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys((secret, once, twice)))
 
 
-# The characters outside ASCII that ``re`` matches to an ASCII letter when it ignores case
-# (``ſ`` is an ``s``, the Kelvin sign a ``k``, ``ı`` and ``İ`` an ``i``), or that
-# ``lower()`` turns into one or into two characters (a test checks every code point).
-_FOLDS_TO_ASCII = "\u0130\u0131\u017f\u212a"
-
-
-def _cased_as_ascii(text: str) -> bool:
-    """True when the secret words ``text`` holds, in any case, are where ``text.lower()``
-    holds them and nowhere else: ASCII text, or text with none of ``_FOLDS_TO_ASCII``.
-
-    Most of a log's text is not ASCII for one arrow: a Read tool's output numbers its
-    lines with ``→``. Treated as foreign, every such text had the word-anchored and
-    name-checked patterns scan all of it (half the redactor's time on an index build).
-    """
-    return text.isascii() or not any(c in text for c in _FOLDS_TO_ASCII)
-
-
-def _secret_words(text: str) -> list[tuple[int, int]] | None:
+def _secret_words(text: str, holds: set[str]) -> list[tuple[int, int]] | None:
     """(start, end) of every secret word in ``text``, any case; None unless it is
-    ``_cased_as_ascii`` (elsewhere the offsets of ``lower()`` may not be the text's)."""
-    if not _cased_as_ascii(text):
+    ``cased_as_ascii`` (elsewhere the offsets of ``lower()`` may not be the text's).
+    ``holds``: what ``_prefilter`` found in ``text`` (only the words it holds are looked for)."""
+    if not cased_as_ascii(text):
         return None
     lower = text.lower()
     found = []
     for word in _WORDS:
+        if word not in holds:
+            continue
         start = lower.find(word)
         while start >= 0:
             found.append((start, start + len(word)))
