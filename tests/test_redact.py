@@ -353,6 +353,7 @@ def _full_scans(text: str) -> bool:
 @example('pa\u017f\u017fword: "hunter22" →')
 @example("X-Api-\u212aey: s3cr3tvalue99 →")
 @example("API_\u212aEY=s3cr3tvalue99 →")
+@example("a: 1\npassword: hunter2\n - token: x1y2z3\nsecret: no pass\napi_key:\ts3cr3t-value →")
 def test_the_word_gated_patterns_redact_as_the_full_scans_do(text: str) -> None:
     # Text cased as ASCII is (most of a log, the arrows of a Read output too) runs the
     # word-anchored patterns at the secret words only, and the name-checked ones only

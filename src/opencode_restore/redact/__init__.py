@@ -375,9 +375,13 @@ _HINTS = {"yaml": _YAML_HINT, "yaml-escaped": _YAML_HINT, "yaml-first": _YAML_HI
 # tried there alone; a scan of the whole text stopped at every letter that can start a
 # word (half the redaction time of a JSON prompt).
 _AT_WORDS = frozenset({"quoted"})
+# Patterns that can only match on a line where a secret word is followed by one of these
+# (a YAML name ends with the word, before its colon and a blank): tried at the start of
+# those lines alone, as above (a scan of a long tool output with `token: ` in one line
+# tried the line-start pattern at every line).
 _HINTED_BY_WORDS = {"yaml": (": ", ":\t")}
 # Each context pattern with how it is tried: its hint, whether it runs at secret words
-# only, and the text a secret word must be followed by for it to run.
+# only, and the text a secret word must be followed by on a line it runs at.
 #
 # A literal every match of a pattern holds (``need``): a text without it is not scanned.
 # In text cased as ASCII is (see ``cased_as_ascii``) two patterns ask more, since an anchor
@@ -565,8 +569,13 @@ class Redactor:
                     text = regex.sub(replace, text)
             elif at_words:
                 text = _sub_at(regex, text, sorted({start for start, _ in words}), replace)
-            elif hinted_by is not None and any(text.startswith(hinted_by, end) for _, end in words):
-                text = regex.sub(replace, text)
+            elif hinted_by is not None:
+                lines = {
+                    text.rfind("\n", 0, start) + 1
+                    for start, end in words
+                    if text.startswith(hinted_by, end)
+                }
+                text = _sub_at(regex, text, sorted(lines), replace)
             if text is not scanned:
                 text, found = self._rescanned(text, scanned, found)
                 if text is not scanned:  # (a label may hold what a later step needs)
