@@ -454,6 +454,24 @@ def _prefilter(fast: bool = True) -> Prefilter:
     )
 
 
+@functools.cache
+def _inert() -> frozenset[str]:
+    """What ``_prefilter`` may find in a text cased as ASCII, without backslashes, while
+    no rule can match in it: the anchors (``:``, ``=``, ``"``) of the patterns that also
+    need a secret word or a header name, which the scan found none of then. (Not the
+    escapes: a gitleaks keyword may be in the decoded view only.)"""
+    if _EVERY_TEXT_GROUPS:
+        return frozenset()
+    anchors = {
+        need
+        for need, steps in _STEPS_BY_NEED.items()
+        if all(_CONTEXT_STEPS[i][3] is not None for i in steps)
+    }
+    if any(_CONTEXT_STEPS[i][3] is None for i in _EVERY_TEXT_STEPS):
+        return frozenset()
+    return frozenset(anchors - _GROUPS_BY_FIND.keys() - rule_set().gated.keys())
+
+
 # Line breaks and indentation inside a secret, as written or escaped in a JSON string.
 _LAYOUT = re.compile(r"\s+|\\[nrt]")
 _LABELS = {
@@ -525,21 +543,23 @@ class Redactor:
         """
         if not text:
             return text  # (every emptied body of a hollow session, every missing field)
+        found = _prefilter().found(text)
+        if found <= _inert() and "\\" not in text and cased_as_ascii(text):
+            return text  # (most strings of a log: no rule has what it needs to run)
         original = text
-        text, found = self._redact_ours(text)
+        text, found = self._redact_ours(text, found)
         view = _unescape(_unescape(text))
         text = self._gitleaks(text, found) if view == text else self._gitleaks_escaped(text, view)
         return original if text == original else text
 
-    def _redact_ours(self, text: str) -> tuple[str, set[str]]:
-        """One pass of our own rules over ``text``: vendor tokens, then contexts; and what
-        ``_prefilter`` finds in the text it returns.
+    def _redact_ours(self, text: str, found: set[str]) -> tuple[str, set[str]]:
+        """One pass of our own rules over ``text``, in which ``_prefilter`` found ``found``:
+        vendor tokens, then contexts; and what ``_prefilter`` finds in the text it returns.
 
         A pattern runs only where the text holds what every match of it needs (see
         ``_NEEDS``), all found in one pass (``_prefilter``), found again only when a
         pattern changed the text.
         """
-        found = _prefilter().found(text)
         scanned = text
         groups = {i for key in found for i in _GROUPS_BY_FIND.get(key, ())}
         groups |= _EVERY_TEXT_GROUPS
