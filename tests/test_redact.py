@@ -627,10 +627,15 @@ _ANCHORS = [
     *["Auth-Token:", "DB_KEY=", "MY-KEY = ", "API_KEY='", "password: ", "\\npassword: "],
     *['"secret: ', "passwd=", "my_token="],
     *["pa\u017f\u017fword: ", "API_\u212aEY=", "X-Api-\u212aey: ", "1→DB_PASSWORD="],
+    # Whole prefixes of the kinds gated on more than their first literal.
+    *["dop_v1_", "doo_v1_", "dor_v1_", "dp.pt.", "dp.st.", "dp.sa.", "dp.ct.", "dp.scim."],
+    *["dp.audit.", "fo1_", "fm1_", "fm2_", "fm1a_", "fm2r_", "https://hooks.slack.com/services/"],
+    *["https://discord.com/api/webhooks/1/", "https://ptb.discordapp.com/api/webhooks/12/"],
 ]
 _KEY_VALUES = [
     *(rep(chars, size) for chars in (ALNUM, HEX, UPPER_NUM) for size in (16, 20, 32, 36, 40, 64)),
     *["hunter2", "s3cr3t-value", "dXNlcjpwYXNz", "x1y2z3w4v5", "AgE" + rep(ALNUM, 60)],
+    rep(ALNUM, 120),
 ]
 _ANCHORED = st.tuples(
     st.sampled_from(["", " ", "x", '"', "\\n"]),

@@ -183,12 +183,19 @@ _TOKEN_RES = [
     for pattern in ((shapes,) if isinstance(shapes, str) else shapes)
 ]
 # Token kinds whose pattern cannot start with a literal are tried only when the text
-# holds their fixed middle part (a pattern starting with a class is tried everywhere).
+# holds their fixed middle part (a pattern starting with a class is tried everywhere);
+# so are those whose literal is in most texts (``do``, ``https``, ``dp``, ``fm``),
+# where more of each match is fixed (the one-pass scan finds these too).
 _TOKEN_GATES = {
     "aws-access-key": re.compile(r"AKIA|ASIA|ABIA|ACCA"),
     "mailchimp-key": re.compile(r"-us[0-9]"),
     "telegram-bot-token": re.compile(r"[0-9]:AA"),
     "terraform-token": re.compile(r"\.atlasv1\."),
+    "digitalocean-token": re.compile(r"do[opr]_v1_"),
+    "slack-webhook": re.compile(r"hooks\.slack\.com/"),
+    "discord-webhook": re.compile(r"\.com/api/webhooks/"),
+    "doppler-token": re.compile(r"dp\.(?:pt|s[ta]|ct|scim|audit)\."),
+    "flyio-token": re.compile(r"f(?:o1|m[12][ar]?)_"),
 }
 # The token patterns in order, each run of patterns that share a needle as one group,
 # with the gate of each pattern: a text is searched for each needle once.
@@ -521,11 +528,11 @@ class Redactor:
     def __init__(self) -> None:
         self.by_kind: Counter[str] = Counter()
         self._seen: set[tuple[str, str]] = set()
-        # Made once: a redaction runs for every string of a session and every prompt. The
-        # context patterns all run on every text; a token kind only where its needle is,
-        # so its replacer is made when first needed (`redact()` makes a Redactor per text).
-        self._value_replacers = {k: functools.partial(self._replace_value, k) for k in _CONTEXT}
-        self._token_replacers: dict[str, Callable[[re.Match[str]], str]] = {}
+        # Made once: a redaction runs for every string of a session and every prompt. A
+        # pattern runs only where the text holds what it needs, so its replacer is made
+        # when first needed (`redact()` makes a Redactor per text, most of which no
+        # pattern runs on).
+        self._replacers: dict[tuple[bool, str], Callable[[re.Match[str]], str]] = {}
         # The secrets found while a decoded view is searched (see `_gitleaks_escaped`).
         self._recording: list[tuple[str, str]] | None = None
 
@@ -566,7 +573,7 @@ class Redactor:
         for index in sorted(groups):
             for kind, regex, gate in _TOKEN_GROUPS[index][1]:
                 if gate is None or gate.pattern in found:
-                    text = regex.sub(self._token_replacer(kind), text)
+                    text = regex.sub(self._replacer(kind, token=True), text)
         text, found = self._rescanned(text, scanned, found)
         scanned = text
         ascii_text = cased_as_ascii(text)
@@ -578,7 +585,7 @@ class Redactor:
             kind, regex, _, ascii_need, hint, at_words, hinted_by = _CONTEXT_STEPS[index]
             if ascii_need is not None and ascii_text and ascii_need.isdisjoint(found):
                 continue
-            replace = self._value_replacers[kind]
+            replace = self._replacer(kind, token=False)
             by_words = at_words or hinted_by is not None
             if by_words and words_of is not text:
                 # Found again only when a pattern changed the text (`sub` returns the
@@ -669,10 +676,12 @@ class Redactor:
         parts += (label, text[done:])
         return "".join(parts)
 
-    def _token_replacer(self, kind: str) -> Callable[[re.Match[str]], str]:
-        replace = self._token_replacers.get(kind)
+    def _replacer(self, kind: str, *, token: bool) -> Callable[[re.Match[str]], str]:
+        """The ``re.sub`` replacer of a token ``kind`` or of a context pattern's."""
+        replace = self._replacers.get((token, kind))
         if replace is None:
-            replace = self._token_replacers[kind] = functools.partial(self._replace_token, kind)
+            method = self._replace_token if token else self._replace_value
+            replace = self._replacers[token, kind] = functools.partial(method, kind)
         return replace
 
     def _found(self, kind: str, secret: str) -> None:
