@@ -32,7 +32,7 @@ from opencode_restore.redact import (
     redact_value,
 )
 from opencode_restore.redact.gitleaks import rule_set
-from opencode_restore.redact.prefilter import Prefilter
+from opencode_restore.redact.prefilter import Prefilter, cased_as_ascii
 from tests.security.gitleaks_corpus import load_samples, look_alikes
 
 ALNUM = "aB3dE5fG7hJ9kL2mN4pQ6rS8tU0vW1xY"  # 32 mixed characters
@@ -316,9 +316,19 @@ _NOISE = ["my", "_", "-", ".", '"', "'", ":", "=", " ", "\t", "\n", "- ", "{", "
 _VALUES = ["hunter2", "s3cr3t-value", "x1y2z3w4v5", "", "$VAR", "a b"]
 # name, separator, value: the shapes the word-anchored patterns look for, and pieces
 # of them out of order.
+# Secret words as ``re`` reads them ignoring case (``ſ`` an ``s``, the Kelvin sign a ``k``,
+# ``ı`` and ``İ`` an ``i``), and characters outside ASCII that are no letter of theirs.
+_FOLDED_WORDS = [
+    "pa\u017f\u017fword",
+    "API_\u212aEY",
+    "\u017fecret",
+    "pr\u0131vate_key",
+    "cred\u0130ntial",
+]
+_FOREIGN = ["→", "—", "é", "中", "\u017f", "\u212a", "\u0131", "\u0130", "X-Api-\u212aey: "]
 _ASSIGNMENT = st.tuples(
     st.sampled_from(["", "my_", "DB_", "x"]),
-    st.sampled_from(_WORDS),
+    st.sampled_from(_WORDS + _FOLDED_WORDS),
     st.sampled_from(["", '"', "'"]),
     st.sampled_from([":", "=", ": ", " = ", ":\t", " "]),
     st.sampled_from(["", '"', "'"]),
@@ -326,18 +336,32 @@ _ASSIGNMENT = st.tuples(
     st.sampled_from(["", '"', "'", "\n"]),
 ).map("".join)
 _TEXT = st.lists(
-    st.one_of(_ASSIGNMENT, st.sampled_from(_WORDS + _NOISE + _VALUES)), max_size=30
+    st.one_of(_ASSIGNMENT, st.sampled_from(_WORDS + _NOISE + _VALUES + _FOREIGN + _FOLDED_WORDS)),
+    max_size=30,
 ).map("".join)
+
+
+def _full_scans(text: str) -> bool:
+    """For ``cased_as_ascii``: no text is, so every context pattern scans all of it."""
+    return False
 
 
 @given(_TEXT)
 @example("password:\thunter2")
 @example('x\n - apiKey: "k3y" api_key = s3cr3t9')
-def test_the_ascii_fast_path_redacts_as_the_full_scan_does(text: str) -> None:
-    # Non-ASCII text takes the full regex scans; a trailing line with "é" changes no
-    # match on the lines before it, so both paths must give the same result.
+@example("1→password: hunter2\n2→X-Api-Key: s3cr3t-value")
+@example('pa\u017f\u017fword: "hunter22" →')
+@example("X-Api-\u212aey: s3cr3tvalue99 →")
+@example("API_\u212aEY=s3cr3tvalue99 →")
+@example("a: 1\npassword: hunter2\n - token: x1y2z3\nsecret: no pass\napi_key:\ts3cr3t-value →")
+def test_the_word_gated_patterns_redact_as_the_full_scans_do(text: str) -> None:
+    # Text cased as ASCII is (most of a log, the arrows of a Read output too) runs the
+    # word-anchored patterns at the secret words only, and the name-checked ones only
+    # when a name is there; any other takes the full regex scans. Same text, same counts.
     fast, slow = Redactor(), Redactor()
-    assert slow.redact(text + "\né") == fast.redact(text) + "\né"
+    with patch("opencode_restore.redact.cased_as_ascii", _full_scans):
+        expected = slow.redact(text)
+    assert fast.redact(text) == expected
     assert fast.by_kind == slow.by_kind
 
 
@@ -353,7 +377,7 @@ def test_a_text_with_nothing_to_redact_comes_back_as_the_same_object() -> None:
 def test_an_empty_text_runs_no_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     # A hollow session's emptied bodies are redacted with the session: thousands of them.
     redactor = Redactor()
-    monkeypatch.setattr(redactor, "_redact_ours", lambda text: pytest.fail("a rule ran"))
+    monkeypatch.setattr(redactor, "_redact_ours", lambda *_: pytest.fail("a rule ran"))
     assert redactor.redact("") == ""
 
 
@@ -602,10 +626,16 @@ _ANCHORS = [
     *["Cookie: a=", '"auth": "', "Bearer ", "Basic ", "https://user:", "X-Api-Key: "],
     *["Auth-Token:", "DB_KEY=", "MY-KEY = ", "API_KEY='", "password: ", "\\npassword: "],
     *['"secret: ', "passwd=", "my_token="],
+    *["pa\u017f\u017fword: ", "API_\u212aEY=", "X-Api-\u212aey: ", "1→DB_PASSWORD="],
+    # Whole prefixes of the kinds gated on more than their first literal.
+    *["dop_v1_", "doo_v1_", "dor_v1_", "dp.pt.", "dp.st.", "dp.sa.", "dp.ct.", "dp.scim."],
+    *["dp.audit.", "fo1_", "fm1_", "fm2_", "fm1a_", "fm2r_", "https://hooks.slack.com/services/"],
+    *["https://discord.com/api/webhooks/1/", "https://ptb.discordapp.com/api/webhooks/12/"],
 ]
 _KEY_VALUES = [
     *(rep(chars, size) for chars in (ALNUM, HEX, UPPER_NUM) for size in (16, 20, 32, 36, 40, 64)),
     *["hunter2", "s3cr3t-value", "dXNlcjpwYXNz", "x1y2z3w4v5", "AgE" + rep(ALNUM, 60)],
+    rep(ALNUM, 120),
 ]
 _ANCHORED = st.tuples(
     st.sampled_from(["", " ", "x", '"', "\\n"]),
@@ -614,6 +644,7 @@ _ANCHORED = st.tuples(
     st.sampled_from(["", " ", "\\n", '"', "@host", "_", "\u212a"]),
 ).map("".join)
 _PROSE = ["Let me read the file.", "The tests pass now", " ", "\n", "é", "\u212a", "token"]
+_PROSE += ["     1→", "\n    12→", " — ", "\u017f", "\u0131", "\u0130"]
 _CODE = ['{"command": "', '", "x": 1}', "def f(api_key):\n", "  return 1\n", "a = b", "\\n"]
 _MIXED = st.lists(
     st.one_of(st.sampled_from(_CORPUS), _ANCHORED, _TEXT, st.sampled_from(_PROSE + _CODE)),
@@ -623,11 +654,15 @@ _MIXED = st.lists(
 _LOGGED = st.one_of(_MIXED, _MIXED.map(json.dumps), _MIXED.map(json.dumps).map(json.dumps))
 
 
-def _redacted_with(texts: list[str], prefilter: Prefilter, rules: Any) -> tuple[list[str], Any]:
+def _redacted_with(
+    texts: list[str], prefilter: Prefilter, rules: Any, *, full_scans: bool = False
+) -> tuple[list[str], Any]:
     redactor = Redactor()
+    scans = _full_scans if full_scans else cased_as_ascii
     with (
         patch.object(redact_module, "_prefilter", lambda: prefilter),
         patch.object(redact_module, "rule_set", lambda: rules),
+        patch("opencode_restore.redact.cased_as_ascii", scans),
     ):
         return [redactor.redact(text) for text in texts], dict(redactor.by_kind)
 
@@ -636,11 +671,11 @@ def _redacted_with(texts: list[str], prefilter: Prefilter, rules: Any) -> tuple[
 @settings(max_examples=300, deadline=None)
 def test_the_prefilter_redacts_as_running_every_rule_does(texts: list[str]) -> None:
     # Hyperscan's one pass, each literal looked for apart, and every one of our rules run
-    # on every text (the gitleaks rules gated by their keywords, as gitleaks runs them):
-    # the same text out and the same counts.
+    # on every text, each on all of it (the gitleaks rules gated by their keywords, as
+    # gitleaks runs them): the same text out and the same counts.
     fast = _redacted_with(texts, redact_module._prefilter(), rule_set())
     plain = _redacted_with(texts, redact_module._prefilter(fast=False), _PLAIN_RULES)
-    every = _redacted_with(texts, _EVERY_RULE, _PLAIN_RULES)
+    every = _redacted_with(texts, _EVERY_RULE, _PLAIN_RULES, full_scans=True)
     assert fast == plain == every
 
 
@@ -657,7 +692,7 @@ def test_every_anchor_before_every_value_redacts_as_running_every_rule_does() ->
     texts += [json.dumps(text) for text in texts[::7]]
     fast = _redacted_with(texts, redact_module._prefilter(), rule_set())
     plain = _redacted_with(texts, redact_module._prefilter(fast=False), _PLAIN_RULES)
-    every = _redacted_with(texts, _EVERY_RULE, _PLAIN_RULES)
+    every = _redacted_with(texts, _EVERY_RULE, _PLAIN_RULES, full_scans=True)
     assert fast == plain == every
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from opencode_restore.redact.prefilter import Prefilter
+from opencode_restore.redact.prefilter import FOLDS_TO_ASCII, Prefilter
 
 CASED = ["sk-", "AKIA", "gh", "://", "=", "\\n", '"auth']
 CASELESS = ["key", "api", "api-key", "s.", "bcd", "ab", "token", "secret_key"]
@@ -26,6 +26,9 @@ _PIECES = [
     "PaSs",
     "\u212aey",  # the Kelvin sign: lower-cased, it is "k"
     "\u0130",  # "İ" lower-cases to two characters
+    "\u017f",  # "ſ": an "s" to ``re`` ignoring case, not to ``lower()``
+    "\u0131",  # "ı": an "i" to ``re`` ignoring case
+    "→",  # (a Read tool's line numbers: text outside ASCII searched as ASCII)
     "é",
     "\ud800",  # a lone surrogate (a JSON "\\ud800" decodes to one)
     " ",
@@ -62,11 +65,26 @@ def test_hyperscan_answers_where_it_is_a_dependency() -> None:
 @example("ABCD")  # overlapping: "ab" and "bcd" both (a leftmost scan finds "ab" only)
 @example("API-KEY")  # "api" and "api-key", one a prefix of the other
 @example("\u212aEY \u0130 s.")
+@example("1→AKIA api-key \u212aEY")
 def test_the_scan_finds_what_asking_one_by_one_finds(text: str) -> None:
     expected = _plain_answers(text)
     assert PLAIN.found(text) == expected
     if FAST.fast:
         assert FAST.found(text) == expected
+
+
+def test_the_characters_that_fold_to_ascii_are_all_known() -> None:
+    # Where ``re`` (ignoring case) or ``lower()`` reads a character as an ASCII letter,
+    # or ``lower()`` changes its length, a text is not searched as ASCII: a new Python
+    # whose Unicode tables add one must add it to the list.
+    letter = re.compile("(?i)[a-z]")
+    folding = set()
+    for point in range(0x80, 0x110000):
+        char = chr(point)
+        lower = char.lower()
+        if letter.match(char) or len(lower) != 1 or lower.isascii():
+            folding.add(char)
+    assert folding == set(FOLDS_TO_ASCII)
 
 
 def test_overlapping_caseless_literals_are_all_found() -> None:

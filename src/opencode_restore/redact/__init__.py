@@ -39,7 +39,7 @@ from typing import Any
 
 from ..model import Message, Session
 from .gitleaks import GITLEAKS_COMMIT, rule_set, trailing_name
-from .prefilter import Prefilter
+from .prefilter import Prefilter, cased_as_ascii
 
 #: The edition of what redaction removes: part of a saved journal's fingerprint
 #: (``pipeline.resume``), so that a journal redacted by an earlier edition, which may
@@ -183,12 +183,19 @@ _TOKEN_RES = [
     for pattern in ((shapes,) if isinstance(shapes, str) else shapes)
 ]
 # Token kinds whose pattern cannot start with a literal are tried only when the text
-# holds their fixed middle part (a pattern starting with a class is tried everywhere).
+# holds their fixed middle part (a pattern starting with a class is tried everywhere);
+# so are those whose literal is in most texts (``do``, ``https``, ``dp``, ``fm``),
+# where more of each match is fixed (the one-pass scan finds these too).
 _TOKEN_GATES = {
     "aws-access-key": re.compile(r"AKIA|ASIA|ABIA|ACCA"),
     "mailchimp-key": re.compile(r"-us[0-9]"),
     "telegram-bot-token": re.compile(r"[0-9]:AA"),
     "terraform-token": re.compile(r"\.atlasv1\."),
+    "digitalocean-token": re.compile(r"do[opr]_v1_"),
+    "slack-webhook": re.compile(r"hooks\.slack\.com/"),
+    "discord-webhook": re.compile(r"\.com/api/webhooks/"),
+    "doppler-token": re.compile(r"dp\.(?:pt|s[ta]|ct|scim|audit)\."),
+    "flyio-token": re.compile(r"f(?:o1|m[12][ar]?)_"),
 }
 # The token patterns in order, each run of patterns that share a needle as one group,
 # with the gate of each pattern: a text is searched for each needle once.
@@ -370,17 +377,21 @@ _CONTEXT_RES = [(kind, re.compile(pattern, re.MULTILINE)) for kind, pattern in _
 # when the text has a secret word followed by its colon somewhere.
 _YAML_HINT = re.compile(":(?:" + "|".join(f"(?<=(?i:{re.escape(w)}):)" for w in _WORDS) + r")[ \t]")
 _HINTS = {"yaml": _YAML_HINT, "yaml-escaped": _YAML_HINT, "yaml-first": _YAML_HINT}
-# Patterns that can only match where a secret word starts: in ASCII text (where
-# ``lower()`` keeps every offset) those places are found by ``str.find``, and the
-# pattern is tried there alone; a scan of the whole text stopped at every letter
-# that can start a word (half the redaction time of a JSON prompt).
+# Patterns that can only match where a secret word starts: in text cased as ASCII is
+# (see ``cased_as_ascii``) those places are found by ``str.find``, and the pattern is
+# tried there alone; a scan of the whole text stopped at every letter that can start a
+# word (half the redaction time of a JSON prompt).
 _AT_WORDS = frozenset({"quoted"})
+# Patterns that can only match on a line where a secret word is followed by one of these
+# (a YAML name ends with the word, before its colon and a blank): tried at the start of
+# those lines alone, as above (a scan of a long tool output with `token: ` in one line
+# tried the line-start pattern at every line).
 _HINTED_BY_WORDS = {"yaml": (": ", ":\t")}
 # Each context pattern with how it is tried: its hint, whether it runs at secret words
-# only, and the text a secret word must be followed by for it to run.
+# only, and the text a secret word must be followed by on a line it runs at.
 #
 # A literal every match of a pattern holds (``need``): a text without it is not scanned.
-# In ASCII text (where a name's case is ASCII's) two patterns ask more, since an anchor
+# In text cased as ASCII is (see ``cased_as_ascii``) two patterns ask more, since an anchor
 # alone (a colon, an `=`) is in most strings of a log: `_replace_value` keeps what
 # "header" finds unless a key header's name is just before the colon, and what "assign"
 # finds unless the name before the `=` ends with a secret word or is `*_KEY`; the
@@ -393,8 +404,8 @@ _NEEDS = {
 }  # fmt: skip
 
 
-# Literals (any of which will do) that a match needs in ASCII text: the secret words
-# are looked for in any case, ``_KEY`` as written.
+# Literals (any of which will do) that a match needs in text cased as ASCII is: the
+# secret words are looked for in any case, ``_KEY`` as written.
 _HEADER_NAMES = ("api-key:", "auth-token:", "access-token:", "private-token:")
 _KEY_ENDINGS = ("_KEY", "-KEY")
 _ASCII_NEEDS = {
@@ -450,6 +461,24 @@ def _prefilter(fast: bool = True) -> Prefilter:
     )
 
 
+@functools.cache
+def _inert() -> frozenset[str]:
+    """What ``_prefilter`` may find in a text cased as ASCII, without backslashes, while
+    no rule can match in it: the anchors (``:``, ``=``, ``"``) of the patterns that also
+    need a secret word or a header name, which the scan found none of then. (Not the
+    escapes: a gitleaks keyword may be in the decoded view only.)"""
+    if _EVERY_TEXT_GROUPS:
+        return frozenset()
+    anchors = {
+        need
+        for need, steps in _STEPS_BY_NEED.items()
+        if all(_CONTEXT_STEPS[i][3] is not None for i in steps)
+    }
+    if any(_CONTEXT_STEPS[i][3] is None for i in _EVERY_TEXT_STEPS):
+        return frozenset()
+    return frozenset(anchors - _GROUPS_BY_FIND.keys() - rule_set().gated.keys())
+
+
 # Line breaks and indentation inside a secret, as written or escaped in a JSON string.
 _LAYOUT = re.compile(r"\s+|\\[nrt]")
 _LABELS = {
@@ -499,11 +528,11 @@ class Redactor:
     def __init__(self) -> None:
         self.by_kind: Counter[str] = Counter()
         self._seen: set[tuple[str, str]] = set()
-        # Made once: a redaction runs for every string of a session and every prompt. The
-        # context patterns all run on every text; a token kind only where its needle is,
-        # so its replacer is made when first needed (`redact()` makes a Redactor per text).
-        self._value_replacers = {k: functools.partial(self._replace_value, k) for k in _CONTEXT}
-        self._token_replacers: dict[str, Callable[[re.Match[str]], str]] = {}
+        # Made once: a redaction runs for every string of a session and every prompt. A
+        # pattern runs only where the text holds what it needs, so its replacer is made
+        # when first needed (`redact()` makes a Redactor per text, most of which no
+        # pattern runs on).
+        self._replacers: dict[tuple[bool, str], Callable[[re.Match[str]], str]] = {}
         # The secrets found while a decoded view is searched (see `_gitleaks_escaped`).
         self._recording: list[tuple[str, str]] | None = None
 
@@ -521,31 +550,33 @@ class Redactor:
         """
         if not text:
             return text  # (every emptied body of a hollow session, every missing field)
+        found = _prefilter().found(text)
+        if found <= _inert() and "\\" not in text and cased_as_ascii(text):
+            return text  # (most strings of a log: no rule has what it needs to run)
         original = text
-        text, found = self._redact_ours(text)
+        text, found = self._redact_ours(text, found)
         view = _unescape(_unescape(text))
         text = self._gitleaks(text, found) if view == text else self._gitleaks_escaped(text, view)
         return original if text == original else text
 
-    def _redact_ours(self, text: str) -> tuple[str, set[str]]:
-        """One pass of our own rules over ``text``: vendor tokens, then contexts; and what
-        ``_prefilter`` finds in the text it returns.
+    def _redact_ours(self, text: str, found: set[str]) -> tuple[str, set[str]]:
+        """One pass of our own rules over ``text``, in which ``_prefilter`` found ``found``:
+        vendor tokens, then contexts; and what ``_prefilter`` finds in the text it returns.
 
         A pattern runs only where the text holds what every match of it needs (see
         ``_NEEDS``), all found in one pass (``_prefilter``), found again only when a
         pattern changed the text.
         """
-        found = _prefilter().found(text)
         scanned = text
         groups = {i for key in found for i in _GROUPS_BY_FIND.get(key, ())}
         groups |= _EVERY_TEXT_GROUPS
         for index in sorted(groups):
             for kind, regex, gate in _TOKEN_GROUPS[index][1]:
                 if gate is None or gate.pattern in found:
-                    text = regex.sub(self._token_replacer(kind), text)
+                    text = regex.sub(self._replacer(kind, token=True), text)
         text, found = self._rescanned(text, scanned, found)
         scanned = text
-        ascii_text = text.isascii()
+        ascii_text = cased_as_ascii(text)
         steps = _steps_after(-1, found)
         words_of: str | None = None
         words: list[tuple[int, int]] | None = None
@@ -554,24 +585,29 @@ class Redactor:
             kind, regex, _, ascii_need, hint, at_words, hinted_by = _CONTEXT_STEPS[index]
             if ascii_need is not None and ascii_text and ascii_need.isdisjoint(found):
                 continue
-            replace = self._value_replacers[kind]
+            replace = self._replacer(kind, token=False)
             by_words = at_words or hinted_by is not None
             if by_words and words_of is not text:
                 # Found again only when a pattern changed the text (`sub` returns the
                 # same object when it replaced nothing).
-                words_of, words = text, _secret_words(text)
-            if not by_words or words is None:  # words are found in ASCII text only
+                words_of, words = text, _secret_words(text, found)
+            if not by_words or words is None:  # (see ``_secret_words``)
                 if hint is None or hint.search(text):
                     text = regex.sub(replace, text)
             elif at_words:
                 text = _sub_at(regex, text, sorted({start for start, _ in words}), replace)
-            elif hinted_by is not None and any(text.startswith(hinted_by, end) for _, end in words):
-                text = regex.sub(replace, text)
+            elif hinted_by is not None:
+                lines = {
+                    text.rfind("\n", 0, start) + 1
+                    for start, end in words
+                    if text.startswith(hinted_by, end)
+                }
+                text = _sub_at(regex, text, sorted(lines), replace)
             if text is not scanned:
                 text, found = self._rescanned(text, scanned, found)
                 if text is not scanned:  # (a label may hold what a later step needs)
                     steps = _steps_after(index, found)
-                scanned, ascii_text = text, text.isascii()
+                scanned, ascii_text = text, cased_as_ascii(text)
         return text, found
 
     @staticmethod
@@ -640,10 +676,12 @@ class Redactor:
         parts += (label, text[done:])
         return "".join(parts)
 
-    def _token_replacer(self, kind: str) -> Callable[[re.Match[str]], str]:
-        replace = self._token_replacers.get(kind)
+    def _replacer(self, kind: str, *, token: bool) -> Callable[[re.Match[str]], str]:
+        """The ``re.sub`` replacer of a token ``kind`` or of a context pattern's."""
+        replace = self._replacers.get((token, kind))
         if replace is None:
-            replace = self._token_replacers[kind] = functools.partial(self._replace_token, kind)
+            method = self._replace_token if token else self._replace_value
+            replace = self._replacers[token, kind] = functools.partial(method, kind)
         return replace
 
     def _found(self, kind: str, secret: str) -> None:
@@ -705,13 +743,17 @@ def _encoded_forms(secret: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys((secret, once, twice)))
 
 
-def _secret_words(text: str) -> list[tuple[int, int]] | None:
-    """(start, end) of every secret word in ``text``, any case; None unless ASCII."""
-    if not text.isascii():
+def _secret_words(text: str, holds: set[str]) -> list[tuple[int, int]] | None:
+    """(start, end) of every secret word in ``text``, any case; None unless it is
+    ``cased_as_ascii`` (elsewhere the offsets of ``lower()`` may not be the text's).
+    ``holds``: what ``_prefilter`` found in ``text`` (only the words it holds are looked for)."""
+    if not cased_as_ascii(text):
         return None
     lower = text.lower()
     found = []
     for word in _WORDS:
+        if word not in holds:
+            continue
         start = lower.find(word)
         while start >= 0:
             found.append((start, start + len(word)))

@@ -51,6 +51,25 @@ def _give_back_freed_memory() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
+#: The characters outside ASCII that ``re`` matches to an ASCII letter when it ignores
+#: case (``ſ`` is an ``s``, the Kelvin sign a ``k``, ``ı`` and ``İ`` an ``i``), or that
+#: ``lower()`` turns into one or into two characters (a test checks every code point).
+FOLDS_TO_ASCII = "\u0130\u0131\u017f\u212a"
+
+
+def cased_as_ascii(text: str) -> bool:
+    """True when the ASCII words ``text`` holds in any case (as ``re`` ignoring case, or
+    Hyperscan's caseless scan, finds them) are where ``text.lower()`` holds them, and
+    nowhere else: ASCII text, or text with none of ``FOLDS_TO_ASCII``.
+
+    Most of a log's text is not ASCII for one arrow: a Read tool's output numbers its
+    lines with ``→``. Treated as foreign, such a text was scanned twice here (as written
+    and lower-cased) and had the word-anchored and name-checked patterns of the redactor
+    scan all of it (half the redactor's time on an index build).
+    """
+    return text.isascii() or not any(c in text for c in FOLDS_TO_ASCII)
+
+
 def trie(words: Iterable[str]) -> str:
     """An alternation of ``words`` shaped as a trie: ``re`` tries one branch per letter."""
     by_first: dict[str, list[str]] = {}
@@ -165,7 +184,7 @@ class Prefilter:
                 found.update(literal for literal in self.caseless if literal in lower)
             return found
         ids = self._scan(text.encode("utf-8", "surrogatepass"))
-        if not text.isascii() and self.caseless:
+        if self.caseless and not cased_as_ascii(text):
             # A caseless literal is one ``text.lower()`` holds, and lower-casing is not
             # only ASCII's (the Kelvin sign ``K`` becomes ``k``): those are looked for
             # in the lower-cased text, the others in the text as it is.
