@@ -173,3 +173,63 @@ def test_a_phrase_s_ceiling_read_off_any_match_is_the_counted_one(
                 assert math.isclose(read, counted, rel_tol=1e-12)
         finally:
             conn.close()
+
+
+def test_rows_holding_one_of_two_words_are_not_scored_once_they_cannot_beat_the_prompts(
+    tmp_path: Path,
+) -> None:
+    # The prompts say both words; the assistant's rows of weight 1 say one of them in
+    # long texts (no match for the prompts) or both: only those saying both are ranked.
+    user = CODES.index(("message", True))
+    assistant = CODES.index(("message", False))
+    filler = ["zeta"] * 30
+    rows = [(0, user, ["git", "status", *["w1"] * 10]) for _ in range(8)]
+    rows += [(1, assistant, ["git", *filler]) for _ in range(20)]
+    rows += [(1, assistant, ["status", *filler]) for _ in range(20)]
+    rows += [(2, assistant, ["git", "status"]) for _ in range(3)]
+    rows += [(2, user, ["zeta", "parser"]) for _ in range(200)]
+    conn = build(tmp_path / "search.sqlite3", rows)
+    ranked: list[str] = []
+    conn.set_trace_callback(lambda sql: ranked.append(sql) if "bm25" in sql else None)
+    got = candidates(conn, '"git" OR "status"', [], [], list(range(len(CODES))), 8)
+    conn.set_trace_callback(None)
+    assert got == reference(conn, '"git" OR "status"', None, None, 8)
+    assert any("* 1.0 " in sql and '"git" AND "status"' in sql for sql in ranked)
+    assert not any("* 1.0 " in sql and '"git" OR "status"' in sql for sql in ranked)
+    conn.close()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=rows_st,
+    words=st.lists(st.sampled_from(["git", "status", "bom", "w1", "te*"]), min_size=2, max_size=3),
+    prompts=st.integers(1, 8),
+    padding=st.integers(0, 12),
+    long_rows=st.integers(0, 30),
+    k=st.integers(1, 6),
+)
+def test_ranking_by_the_words_a_row_holds_finds_the_candidates_of_scoring_every_match(
+    rows: list[tuple[int, int, list[str]]],
+    words: list[str],
+    prompts: int,
+    padding: int,
+    long_rows: int,
+    k: int,
+) -> None:
+    # Prompts saying every word fill the candidates first, so the lower weights are
+    # ranked by which words their rows hold (`_holding`) as often as not; long rows of
+    # other words make the average length long, so a short row saying a word often
+    # scores near the ceiling (where a bound too tight would lose it).
+    match = parse(" ".join(words)).match
+    assert match is not None
+    user = CODES.index(("message", True))
+    said = [w.rstrip("*") + ("st" if w.endswith("*") else "") for w in words]
+    rows = [(0, user, [*said, *["w7"] * padding]) for _ in range(prompts)] + rows
+    rows += [(2, len(CODES) - 1, ["w6"] * 80) for _ in range(long_rows)]
+    with tempfile.TemporaryDirectory() as folder:
+        conn = build(Path(folder) / "search.sqlite3", rows)
+        try:
+            got = candidates(conn, match, [], [], list(range(len(CODES))), k)
+            assert got == reference(conn, match, None, None, k)
+        finally:
+            conn.close()

@@ -71,6 +71,11 @@ K1 = 1.2
 _PHRASE = re.compile(r'"(?:[^"]|"")*"\*?')
 #: What a ceiling is raised by: more than the rounding of its computation.
 _MARGIN = 1 + 1e-9
+#: Words OR-ed a query ranks by which of them a row holds (`_holding`), at most: each
+#: set of words is a statement, and each statement scans every match of each word once
+#: more for its idf.
+_SPLIT_WORDS = 3
+_SPLIT_STATEMENTS = 2
 #: A matched row's BM25 with a weight on its term frequencies so large that each share
 #: tf * (K1 + 1) / (tf + K1 * ...) is K1 + 1 to the last bit: the sum of idf * (K1 + 1)
 #: over the phrases the row holds.
@@ -358,21 +363,24 @@ def candidates(
     user's messages alone when enough of them match well.
     """
     best: list[tuple[float, int]] = []
-    ceiling: float | None = None
+    ceilings: list[float] | None = None
     join = " JOIN entries e ON e.id = docs.rowid JOIN sessions s ON s.sid = e.sid" if where else ""
     where_sql = "".join(f" AND {w}" for w in where)
+    phrases = _PHRASE.findall(match)
     # One phrase: every match holds it, so any match's BM25 with an overwhelming weight
     # on its term frequency is the ceiling itself, idf * (K1 + 1): read off the rows
-    # ranked anyway, it spares `_ceiling` a scan of the phrase's every match.
-    single = len(_PHRASE.findall(match)) == 1
+    # ranked anyway, it spares `_ceilings` a scan of the phrase's every match.
+    single = len(phrases) == 1
     ceiling_sql = f", {ROW_CEILING}" if single else ""
     for factor, group in _by_weight(_present(conn, codes)):
+        matches = [match]
         if len(best) >= k:
-            if ceiling is None:
-                ceiling = _ceiling(conn, match)
+            if ceilings is None:
+                ceilings = _ceilings(conn, match)
             # BM25 is negative, lower better: nothing of this weight can come below it.
-            if -factor * ceiling >= best[-1][0]:
+            if -factor * sum(ceilings) >= best[-1][0]:
                 break
+            matches = _holding(match, phrases, ceilings, best[-1][0] / -factor)
         lo, hi = code_range(group[0])[0], code_range(group[-1])[1]
         only = (
             ""
@@ -384,11 +392,41 @@ def candidates(
             f" WHERE docs MATCH ? AND docs.rowid BETWEEN ? AND ?{only}{where_sql}"
             " ORDER BY score, docs.rowid LIMIT ?"
         )
-        found = conn.execute(sql, [match, lo, hi, *args, k]).fetchall()
-        if single and found and ceiling is None:
-            ceiling = float(found[0][2]) * _MARGIN
-        best = heapq.nsmallest(k, [*best, *((score, rowid) for score, rowid, *_ in found)])
+        for expression in matches:
+            found = conn.execute(sql, [expression, lo, hi, *args, k]).fetchall()
+            if single and found and ceilings is None:
+                ceilings = [float(found[0][2]) * _MARGIN]
+            best = heapq.nsmallest(k, [*best, *((score, rowid) for score, rowid, *_ in found)])
     return best
+
+
+def _holding(match: str, phrases: list[str], ceilings: list[float], bound: float) -> list[str]:
+    """The expressions that find, among the matches of ``match``, every row whose BM25
+    (as a positive number, unweighted) can exceed ``bound``: ``match`` itself, or, when
+    ``match`` is words OR-ed and a row holding only some of them cannot (``ceilings``:
+    each phrase's), one expression for each set of the words that can, matching the rows
+    holding exactly those (``"a" AND "b"``, ``"a" NOT "b"``). Such a row's BM25 is the
+    same as by ``match``: each phrase's share is added in the order of ``match``, and a
+    phrase the row does not hold adds exactly 0 wherever it stands.
+
+    Two common words (``git status``): the rows of weight 1 holding one of them cannot
+    beat the prompts found, and FTS5 finds those holding both without scoring the rest.
+    """
+    if len(phrases) < 2 or " OR ".join(phrases) != match or len(phrases) > _SPLIT_WORDS:
+        return [match]
+    sets = [
+        mask
+        for mask in range(1, 1 << len(phrases))
+        if sum(c for n, c in enumerate(ceilings) if mask >> n & 1) > bound
+    ]
+    if len(sets) > _SPLIT_STATEMENTS:
+        return [match]
+    out = []
+    for mask in sets:
+        held = " AND ".join(p for n, p in enumerate(phrases) if mask >> n & 1)
+        absent = " OR ".join(p for n, p in enumerate(phrases) if not mask >> n & 1)
+        out.append(f"({held}) NOT ({absent})" if absent else held)
+    return out
 
 
 def _present(conn: sqlite3.Connection, codes: list[int]) -> list[int]:
@@ -413,16 +451,21 @@ def _by_weight(codes: list[int]) -> list[tuple[float, list[int]]]:
 
 
 def _ceiling(conn: sqlite3.Connection, match: str) -> float:
-    """More than any row's unweighted BM25 for ``match`` can be (as a positive number):
-    each phrase adds at most idf * (K1 + 1), its term frequency's share being below 1.
-    Computed as ``bm25()`` computes idf (clamped to 1e-6), with a margin for rounding."""
+    """More than any row's unweighted BM25 for ``match`` can be (as a positive number)."""
+    return sum(_ceilings(conn, match))
+
+
+def _ceilings(conn: sqlite3.Connection, match: str) -> list[float]:
+    """More than each phrase of ``match`` can add to a row's unweighted BM25 (as a
+    positive number): idf * (K1 + 1), its term frequency's share being below 1. Computed
+    as ``bm25()`` computes idf (clamped to 1e-6), with a margin for rounding."""
     rows = _row_count(conn)
-    total = 0.0
+    out = []
     for phrase in _PHRASE.findall(match):
         hits = conn.execute("SELECT count(*) FROM docs WHERE docs MATCH ?", (phrase,)).fetchone()[0]
         idf = math.log((rows - hits + 0.5) / (hits + 0.5))
-        total += idf if idf > 0 else 1e-6
-    return total * (K1 + 1) * _MARGIN
+        out.append((idf if idf > 0 else 1e-6) * (K1 + 1) * _MARGIN)
+    return out
 
 
 def _row_count(conn: sqlite3.Connection) -> int:
