@@ -18,6 +18,7 @@ from opencode_restore.search.query import (
     _row_count,
     candidates,
     parse,
+    session_ranges,
 )
 from opencode_restore.search.rows import Row
 
@@ -57,22 +58,24 @@ query_st = st.lists(
 )
 
 
-def build(path: Path, rows: list[tuple[int, int, list[str]]]) -> sqlite3.Connection:
+def build(path: Path, rows: list[tuple[int, int, list[str]]], parts: int = 1) -> sqlite3.Connection:
     """An index at ``path`` of ``rows`` (session, code, words), each session inserted
-    in turn as an update would, optimized as a build leaves it."""
+    in turn as an update would (in ``parts`` updates, the sessions taking turns, as
+    sessions that grow do), optimized as a build leaves it."""
     conn = begin_build(path)
     for n in range(3):
         conn.execute(
             "INSERT INTO sessions (sid, id, agent) VALUES (?, ?, ?)",
             (n + 1, f"s{n}", AGENTS[n % 2]),
         )
-    for session in range(3):
-        own = [
-            Row(1, CODES[code][0], "user" if CODES[code][1] else "assistant", None, " ".join(t))
-            for s, code, t in rows
-            if s == session
-        ]
-        _insert(conn, session + 1, own)
+    for part in range(parts):
+        for session in range(3):
+            own = [
+                Row(1, CODES[code][0], "user" if CODES[code][1] else "assistant", None, " ".join(t))
+                for s, code, t in rows
+                if s == session
+            ]
+            _insert(conn, session + 1, own[part::parts])
     conn.execute("INSERT INTO docs (docs) VALUES ('optimize')")
     conn.execute("COMMIT")
     return conn
@@ -233,3 +236,41 @@ def test_ranking_by_the_words_a_row_holds_finds_the_candidates_of_scoring_every_
             assert got == reference(conn, match, None, None, k)
         finally:
             conn.close()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rows=rows_st,
+    words=query_st,
+    k=st.integers(1, 6),
+    agent=st.sampled_from(AGENTS),
+    parts=st.integers(1, 3),
+)
+def test_a_session_filter_by_ranges_of_rows_finds_the_candidates_of_the_join(
+    rows: list[tuple[int, int, list[str]]],
+    words: list[str],
+    k: int,
+    agent: str,
+    parts: int,
+) -> None:
+    # Sessions that grew in turns hold several ranges of rows each.
+    match = parse(" ".join(words)).match
+    assert match is not None
+    with tempfile.TemporaryDirectory() as folder:
+        conn = build(Path(folder) / "search.sqlite3", rows, parts)
+        try:
+            ranges = session_ranges(conn, ["s.agent = ?"], [agent], share=1.0)
+            assert ranges is not None
+            codes = list(range(len(CODES)))
+            got = candidates(conn, match, [], [], codes, k, ranges)
+            assert got == reference(conn, match, None, agent, k)
+        finally:
+            conn.close()
+
+
+def test_a_filter_keeping_many_sessions_is_a_join(tmp_path: Path) -> None:
+    conn = build(tmp_path / "search.sqlite3", [(s, 0, ["w1"]) for s in range(3)])
+    assert session_ranges(conn, ["s.agent = ?"], ["claude-code"], share=0.5) is None
+    assert session_ranges(conn, ["s.agent = ?"], ["codex"], share=0.5) == [(2, 2)]
+    assert session_ranges(conn, ["s.agent = ?"], ["nobody"]) == []
+    conn.close()
