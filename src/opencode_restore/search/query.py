@@ -399,7 +399,13 @@ def candidates(
     # ranked anyway, it spares `_ceilings` a scan of the phrase's every match.
     single = len(phrases) == 1
     ceiling_sql = f", {ROW_CEILING}" if single else ""
-    for factor, group in _by_weight(_present(conn, codes)):
+    groups = _by_weight(_present(conn, codes))
+    if ranges is not None and len(groups) > 2:
+        # The few sessions' rows of the highest weight seldom fill the candidates, and a
+        # statement more is a scan of every match more (a prefix* expanded twice): all
+        # but the lowest weight are ranked at once.
+        groups = [(groups[0][0], sorted(c for _, own in groups[:-1] for c in own)), groups[-1]]
+    for factor, group in groups:
         matches = [match]
         if len(best) >= k:
             if ceilings is None:
@@ -415,7 +421,8 @@ def candidates(
             else (f" AND (docs.rowid >> {SEQ_BITS}) IN ({','.join(map(str, group))})")
         )
         sql = (
-            f"SELECT bm25(docs) * {factor!r} AS score, docs.rowid{ceiling_sql} FROM docs{join}"
+            f"SELECT bm25(docs) * {_factor_sql(group)} AS score, docs.rowid{ceiling_sql}"
+            f" FROM docs{join}"
             f" WHERE docs MATCH ? AND docs.rowid BETWEEN ? AND ?{only}{where_sql}"
             " ORDER BY score, docs.rowid LIMIT ?"
         )
@@ -503,6 +510,16 @@ def _present(conn: sqlite3.Connection, codes: list[int]) -> list[int]:
             "SELECT 1 FROM entries WHERE id BETWEEN ? AND ? LIMIT 1", code_range(code)
         ).fetchone()
     ]
+
+
+def _factor_sql(codes: list[int]) -> str:
+    """The SQL of the weight of a row of one of ``codes``: a constant when they weigh
+    the same (the very number the row's BM25 is multiplied by either way)."""
+    weights = {code: weight(*CODES[code]) for code in codes}
+    if len(set(weights.values())) == 1:
+        return repr(weights[codes[0]])
+    cases = " ".join(f"WHEN {code} THEN {w!r}" for code, w in weights.items())
+    return f"(CASE docs.rowid >> {SEQ_BITS} {cases} END)"
 
 
 def _by_weight(codes: list[int]) -> list[tuple[float, list[int]]]:
