@@ -79,8 +79,8 @@ _SPLIT_WORDS = 3
 _SPLIT_STATEMENTS = 2
 #: The share of the sessions a filter on sessions (``agent:``, ``cwd:``, ``file:``) keeps
 #: at most for a query to read their rows' ranges (`session_ranges`) rather than look up
-#: each match's session: ``cwd:p3`` (2% of the sessions) 153 -> 36 ms at 2,000,000 rows,
-#: an agent (20%) slower.
+#: each match's session: ``cwd:p3`` (2% of the sessions) 114 -> 82 ms at 2,000,000 rows;
+#: an agent's (20%, 400,000 rows) take 73 ms to read.
 RANGES_SHARE = 0.05
 #: A matched row's BM25 with a weight on its term frequencies so large that each share
 #: tf * (K1 + 1) / (tf + K1 * ...) is K1 + 1 to the last bit: the sum of idf * (K1 + 1)
