@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from opencode_restore.search import query as query_module
 from opencode_restore.search.index import index_path, update
 from opencode_restore.search.query import (
     Hit,
@@ -122,6 +123,26 @@ def test_filters(index: Path) -> None:
     assert kinds == {"command"}
     assert search(index, "greet since:2026-01-01")
     assert not search(index, "greet", since=datetime(2030, 1, 1, tzinfo=UTC))
+
+
+def test_a_filter_on_sessions_by_their_rows_ranges_gives_the_hits_of_the_join(
+    index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queries = [
+        "greet agent:codex",
+        "greet cwd:greet-cli",
+        "shout file:README.md",
+        "greet agent:codex since:2026-01-01",
+        "greet cwd:nowhere",
+        "shout* agent:claude-code kind:message",
+    ]
+    monkeypatch.setattr(query_module, "RANGES_SHARE", 0.0)
+    joined = [search(index, q, limit=50) for q in queries]
+    monkeypatch.setattr(query_module, "RANGES_SHARE", 1.0)
+    assert [search(index, q, limit=50) for q in queries] == joined
+    assert all(joined[:4])
+    assert all(joined[5:])
+    assert not joined[4]
 
 
 def test_filters_alone_list_their_rows_newest_first(index: Path) -> None:

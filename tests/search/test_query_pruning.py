@@ -18,6 +18,7 @@ from opencode_restore.search.query import (
     _row_count,
     candidates,
     parse,
+    session_ranges,
 )
 from opencode_restore.search.rows import Row
 
@@ -57,22 +58,24 @@ query_st = st.lists(
 )
 
 
-def build(path: Path, rows: list[tuple[int, int, list[str]]]) -> sqlite3.Connection:
+def build(path: Path, rows: list[tuple[int, int, list[str]]], parts: int = 1) -> sqlite3.Connection:
     """An index at ``path`` of ``rows`` (session, code, words), each session inserted
-    in turn as an update would, optimized as a build leaves it."""
+    in turn as an update would (in ``parts`` updates, the sessions taking turns, as
+    sessions that grow do), optimized as a build leaves it."""
     conn = begin_build(path)
     for n in range(3):
         conn.execute(
             "INSERT INTO sessions (sid, id, agent) VALUES (?, ?, ?)",
             (n + 1, f"s{n}", AGENTS[n % 2]),
         )
-    for session in range(3):
-        own = [
-            Row(1, CODES[code][0], "user" if CODES[code][1] else "assistant", None, " ".join(t))
-            for s, code, t in rows
-            if s == session
-        ]
-        _insert(conn, session + 1, own)
+    for part in range(parts):
+        for session in range(3):
+            own = [
+                Row(1, CODES[code][0], "user" if CODES[code][1] else "assistant", None, " ".join(t))
+                for s, code, t in rows
+                if s == session
+            ]
+            _insert(conn, session + 1, own[part::parts])
     conn.execute("INSERT INTO docs (docs) VALUES ('optimize')")
     conn.execute("COMMIT")
     return conn
@@ -173,3 +176,101 @@ def test_a_phrase_s_ceiling_read_off_any_match_is_the_counted_one(
                 assert math.isclose(read, counted, rel_tol=1e-12)
         finally:
             conn.close()
+
+
+def test_rows_holding_one_of_two_words_are_not_scored_once_they_cannot_beat_the_prompts(
+    tmp_path: Path,
+) -> None:
+    # The prompts say both words; the assistant's rows of weight 1 say one of them in
+    # long texts (no match for the prompts) or both: only those saying both are ranked.
+    user = CODES.index(("message", True))
+    assistant = CODES.index(("message", False))
+    filler = ["zeta"] * 30
+    rows = [(0, user, ["git", "status", *["w1"] * 10]) for _ in range(8)]
+    rows += [(1, assistant, ["git", *filler]) for _ in range(20)]
+    rows += [(1, assistant, ["status", *filler]) for _ in range(20)]
+    rows += [(2, assistant, ["git", "status"]) for _ in range(3)]
+    rows += [(2, user, ["zeta", "parser"]) for _ in range(200)]
+    conn = build(tmp_path / "search.sqlite3", rows)
+    ranked: list[str] = []
+    conn.set_trace_callback(lambda sql: ranked.append(sql) if "bm25" in sql else None)
+    got = candidates(conn, '"git" OR "status"', [], [], list(range(len(CODES))), 8)
+    conn.set_trace_callback(None)
+    assert got == reference(conn, '"git" OR "status"', None, None, 8)
+    assert any("* 1.0 " in sql and '"git" AND "status"' in sql for sql in ranked)
+    assert not any("* 1.0 " in sql and '"git" OR "status"' in sql for sql in ranked)
+    conn.close()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=rows_st,
+    words=st.lists(st.sampled_from(["git", "status", "bom", "w1", "te*"]), min_size=2, max_size=3),
+    prompts=st.integers(1, 8),
+    padding=st.integers(0, 12),
+    long_rows=st.integers(0, 30),
+    k=st.integers(1, 6),
+)
+def test_ranking_by_the_words_a_row_holds_finds_the_candidates_of_scoring_every_match(
+    rows: list[tuple[int, int, list[str]]],
+    words: list[str],
+    prompts: int,
+    padding: int,
+    long_rows: int,
+    k: int,
+) -> None:
+    # Prompts saying every word fill the candidates first, so the lower weights are
+    # ranked by which words their rows hold (`_holding`) as often as not; long rows of
+    # other words make the average length long, so a short row saying a word often
+    # scores near the ceiling (where a bound too tight would lose it).
+    match = parse(" ".join(words)).match
+    assert match is not None
+    user = CODES.index(("message", True))
+    said = [w.rstrip("*") + ("st" if w.endswith("*") else "") for w in words]
+    rows = [(0, user, [*said, *["w7"] * padding]) for _ in range(prompts)] + rows
+    rows += [(2, len(CODES) - 1, ["w6"] * 80) for _ in range(long_rows)]
+    with tempfile.TemporaryDirectory() as folder:
+        conn = build(Path(folder) / "search.sqlite3", rows)
+        try:
+            got = candidates(conn, match, [], [], list(range(len(CODES))), k)
+            assert got == reference(conn, match, None, None, k)
+        finally:
+            conn.close()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rows=rows_st,
+    words=query_st,
+    k=st.integers(1, 6),
+    agent=st.sampled_from(AGENTS),
+    parts=st.integers(1, 3),
+)
+def test_a_session_filter_by_ranges_of_rows_finds_the_candidates_of_the_join(
+    rows: list[tuple[int, int, list[str]]],
+    words: list[str],
+    k: int,
+    agent: str,
+    parts: int,
+) -> None:
+    # Sessions that grew in turns hold several ranges of rows each.
+    match = parse(" ".join(words)).match
+    assert match is not None
+    with tempfile.TemporaryDirectory() as folder:
+        conn = build(Path(folder) / "search.sqlite3", rows, parts)
+        try:
+            ranges = session_ranges(conn, ["s.agent = ?"], [agent], share=1.0)
+            assert ranges is not None
+            codes = list(range(len(CODES)))
+            got = candidates(conn, match, [], [], codes, k, ranges)
+            assert got == reference(conn, match, None, agent, k)
+        finally:
+            conn.close()
+
+
+def test_a_filter_keeping_many_sessions_is_a_join(tmp_path: Path) -> None:
+    conn = build(tmp_path / "search.sqlite3", [(s, 0, ["w1"]) for s in range(3)])
+    assert session_ranges(conn, ["s.agent = ?"], ["claude-code"], share=0.5) is None
+    assert session_ranges(conn, ["s.agent = ?"], ["codex"], share=0.5) == [(2, 2)]
+    assert session_ranges(conn, ["s.agent = ?"], ["nobody"]) == []
+    conn.close()
