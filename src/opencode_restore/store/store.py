@@ -383,11 +383,13 @@ class Store:
 
 def cwd_clause(cwd: str) -> tuple[str, list[Any]]:
     """A WHERE clause over ``s.cwd`` and its arguments: the sessions of ``cwd``, that
-    directory, one under it, or one whose last part it is."""
+    directory, one under it, or one whose last part it is. A backslash separates parts
+    too: sessions recorded on Windows have cwds like ``D:\\src\\app``."""
     base = cwd.rstrip("/\\") or cwd
     return (
-        "(s.cwd = ? OR substr(s.cwd, 1, ?) = ? OR s.cwd LIKE ? ESCAPE '\\')",
-        [base, len(base) + 1, base + "/", "%/" + _like(base)],
+        "(s.cwd = ? OR substr(s.cwd, 1, ?) IN (?, ?)"
+        " OR s.cwd LIKE ? ESCAPE '\\' OR s.cwd LIKE ? ESCAPE '\\')",
+        [base, len(base) + 1, base + "/", base + "\\", "%/" + _like(base), "%\\\\" + _like(base)],
     )
 
 

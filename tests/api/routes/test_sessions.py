@@ -52,3 +52,23 @@ def test_the_list_filters_by_project_across_pages(store: Store) -> None:
         assert ids(cwd="/home/dev/greet", limit=1)[1] == 3
         assert ids(cwd="/home/dev/gree%") == (set(), 0)
         assert c.get("/sessions", params={"cwd": "x" * 5000}).status_code == 422
+
+
+def test_the_project_filter_reads_windows_paths(store: Store) -> None:
+    # Sessions recorded on Windows (the real devset's Claude Code sessions are) keep
+    # backslashes in their cwd: the last part and the directories above are still found.
+    store.register("W", "claude-code", str(CLAUDE_CONTINUE), cwd="D:\\oh-my-posh")
+    store.register("U", "claude-code", str(CLAUDE_CONTINUE), cwd="C:\\src\\app\\web")
+    store.register("L", "claude-code", str(CLAUDE_CONTINUE), cwd="/home/dev/oh-my-posh-fork")
+    app = create_app(store, token="t" * 32, config=load_config(), reads_need_token=False)
+    with TestClient(app, base_url="http://127.0.0.1") as c:
+
+        def ids(cwd: str) -> set[str]:
+            return {s["id"] for s in c.get("/sessions", params={"cwd": cwd}).json()["sessions"]}
+
+        assert ids("oh-my-posh") == {"W"}
+        assert ids("D:\\oh-my-posh") == {"W"}
+        assert ids("C:\\src\\app") == {"U"}
+        assert ids("web") == {"U"}
+        assert ids("app") == set()  # a middle part is not the project
+        assert ids("C:\\src\\ap") == set()  # nor a prefix of a name
