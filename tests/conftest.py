@@ -3,6 +3,7 @@ every socket connection to a host other than loopback fails the test."""
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -79,6 +80,19 @@ def scripted_enabled(monkeypatch: pytest.MonkeyPatch) -> None:
     from opencode_restore.llm.registry import SCRIPTED_VARIABLE
 
     monkeypatch.setenv(SCRIPTED_VARIABLE, "1")
+
+
+@pytest.fixture
+def no_gc() -> Iterator[None]:
+    """Only reference counting frees objects during the test: what a reference cycle
+    holds stays, as it did in a long restore until a full collection."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 @pytest.fixture

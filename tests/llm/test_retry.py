@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import weakref
 
 import httpx2
 import openai
@@ -221,6 +222,26 @@ def test_read_timeouts_told_from_connection_failures() -> None:
     assert not is_read_timeout(refused)
     assert not is_read_timeout(httpx2.ConnectTimeout("connect"))
     assert not is_read_timeout(ScriptedStatusError(500))
+
+
+@pytest.mark.usefixtures("no_gc")
+async def test_a_call_leaves_no_cycle_holding_its_policy() -> None:
+    """tenacity's retrying object refers to itself; emptied after the call, it goes by
+    reference counting, and with it the policy and what its refit holds (a restore's
+    window and journal). (A retried failure's traceback still holds it until a
+    collection: rare, and not the offline restore's path.)"""
+
+    class Window:
+        async def refit(self, request: LLMRequest, overflow: Overflow) -> LLMRequest | None:
+            return None
+
+    window = Window()
+    held = weakref.ref(window)
+    policy = RetryPolicy(refit=window.refit)
+    del window
+    assert (await call_with_retry(ScriptedProvider(["done"]), REQUEST, policy)).text == "done"
+    del policy
+    assert held() is None
 
 
 async def test_each_answer_is_timed_for_its_speed() -> None:

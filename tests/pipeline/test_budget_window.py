@@ -4,6 +4,7 @@ for any turn request is one error for the run, and a big window changes nothing.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -249,3 +250,16 @@ def test_a_refit_keeps_the_repair_round_and_asks_for_what_fits() -> None:
     assert other is None  # not a request this window rendered: its stage falls back
     # 2600 prompt tokens for these characters: the estimate counts more per character now.
     assert window.estimator.factor > 1
+
+
+@pytest.mark.usefixtures("no_gc")
+def test_a_closed_window_is_freed_by_reference_counting() -> None:
+    window = window_of(windowed(None))
+    ctx = window.ctx
+    prompt = RenderedPrompt("turn_summary.j2", "rules", "header", "task")
+    anyio.run(window.request, prompt, "turn_summary")  # how to render it again
+    held = weakref.ref(window)
+    window.close()
+    del window
+    assert held() is None  # the journal behind it goes with it
+    assert ctx.policy.refit is None

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import io
+import weakref
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from opencode_restore.errors import UsageError
 from opencode_restore.llm.offline import OfflineProvider
 from opencode_restore.llm.scripted import ScriptedProvider, ScriptedStatusError
 from opencode_restore.pipeline import budget
+from opencode_restore.pipeline import run as pipeline
 from opencode_restore.pipeline.context import StageContext
 from opencode_restore.pipeline.journal.identity import journal_key
 from opencode_restore.pipeline.journal.lock import journal_lock
@@ -33,6 +35,7 @@ from opencode_restore.redact import redact_value
 from opencode_restore.report.summary import summary_markdown, turns_summary_markdown
 
 from .helpers import two_turn_session
+from .journal_helpers import restore, session_of
 
 
 def turn(n: int, **kw: Any) -> dict[str, Any]:
@@ -192,6 +195,33 @@ def test_a_session_over_the_turn_limit_is_refused_before_any_call() -> None:
     options = RestoreOptions(max_turns=1, skip_evidence_search=True)
     r = anyio.run(lambda: restore_session(session, config, provider, options=options))
     assert r.turn_count == 1
+
+
+@pytest.mark.usefixtures("no_gc")
+def test_the_working_state_is_freed_before_the_references(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reference counting alone frees the window and the journal when the stages end: the
+    references and the store save of a long log are not built beside them."""
+    held: list[weakref.ref[Any]] = []
+
+    class Watched(budget.Window):
+        def __post_init__(self) -> None:
+            super().__post_init__()
+            held.extend([weakref.ref(self), weakref.ref(self.journal)])
+
+    alive: list[bool] = []
+    cited_text = pipeline._cited_text
+
+    def checking(restoration: Restoration) -> str:
+        alive.extend(ref() is not None for ref in held)
+        return cited_text(restoration)
+
+    monkeypatch.setattr(pipeline, "Window", Watched)
+    monkeypatch.setattr(pipeline, "_cited_text", checking)
+    restoration = restore(session_of(3), OfflineProvider(), tmp_path)
+    assert restoration.references
+    assert alive == [False, False]
 
 
 def test_offline_provider_cites_parsed_facts() -> None:

@@ -292,6 +292,12 @@ async def _call(
         error = ProviderError(provider.name, provider.model, message, error_status(exc))
         _record(ledger, provider, request, None, attempts, str(error))
         raise error from exc
+    finally:
+        # tenacity keeps its next steps as bound methods of the retrying object: a cycle
+        # that held the request and the policy (whose refit holds the restore's window)
+        # until a full garbage collection, every call of a long restore. Emptied, they
+        # are freed as this returns.
+        retrying.iter_state.reset()
     if policy.speed is not None:
         policy.speed.observe(result.usage.output, policy.clock() - started, result.wait_seconds)
     result.attempts = attempts

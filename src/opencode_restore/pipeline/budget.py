@@ -163,6 +163,16 @@ class Window:
         self.ctx.policy = replace(self.ctx.policy, refit=self.refit_overflow)
         self.fit_turn_chars()
 
+    def close(self) -> None:
+        """Let go of what refers back to this window: the stages' retry policy stops
+        refitting through it and the last rendered request (whose render-again closure
+        holds the window) is dropped. Without this the window, the journal and the last
+        request sat in reference cycles until a garbage collection, and a long restore's
+        references and store save were built beside them (bench/scale.py's peak RSS)."""
+        self._rendered = None
+        if self.ctx.policy.refit == self.refit_overflow:
+            self.ctx.policy = replace(self.ctx.policy, refit=None)
+
     @property
     def budget(self) -> int:
         """Tokens a request may take: ``llm.context_budget_tokens``, within the model's

@@ -555,6 +555,9 @@ async def _run_stages(
         bodies.rewind()
     evidence, evidence_warnings = await _evidence(run, turns, options, config, window)
     raw_summary, fallback = await _synthesis(run, turns, window, evidence)
+    # The window's last use: with its cycles broken, the journal and the turns' working
+    # state are freed as soon as this returns, before the references and the save.
+    window.close()
     summary, turn_summaries, stats = clean_outputs(raw_summary, state, ctx.numbering)
     files = [
         FileRow(
