@@ -146,6 +146,16 @@ def test_messages_imports_only_what_reading_a_log_needs(tmp_path: Path) -> None:
     assert not {"importlib.resources", "tempfile", "shutil"} & modules
 
 
+def test_an_offline_restore_imports_no_http_client(tmp_path: Path) -> None:
+    """The offline provider sends nothing: its restore (and the store save after it) never
+    loads httpx2 or an SDK, whose modules were a few MB of every restore's memory."""
+    out = tmp_path / "summary.json"
+    args = ["restore", str(SPOTTER), "--agent", "claude-code", "--model", "offline"]
+    modules, _ = _imported(tmp_path, *args, "--format", "json", "-o", str(out), "--quiet")
+    assert json.loads(out.read_text())["turn_count"] > 1
+    assert not _top(modules) & {*SDKS, "httpx", "httpx2"}
+
+
 def _buffered_env() -> dict[str, str]:
     """The environment without PYTHONUNBUFFERED, so stdout is buffered as for a user."""
     return {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}

@@ -14,6 +14,10 @@ connection is still retried: the server is starting or restarting.
 A request too long for the model's context window can be made to fit once
 (`RetryPolicy.refit`, given the overflow the server reported); each answered call's
 output tokens and seconds go to `RetryPolicy.speed`.
+
+httpx2 is imported by the functions that look at a failure, not with the module: the
+offline provider has none, and its restore does without the HTTP stack (2 MB of every
+restore's memory, bench/scale.py).
 """
 
 from __future__ import annotations
@@ -24,10 +28,9 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import httpx2
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity import wait_exponential_jitter as _wait_exponential_jitter
 
@@ -37,6 +40,9 @@ from opencode_restore.llm.settings import ProviderSettings
 from opencode_restore.llm.speed import SpeedLog
 from opencode_restore.llm.usage import UsageLedger
 from opencode_restore.llm.window import Overflow, parse_overflow
+
+if TYPE_CHECKING:
+    import httpx2
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 #: Said after a local server's read timeout, which is not retried.
@@ -57,6 +63,8 @@ def _call_failures() -> tuple[type[BaseException], ...]:
     An SDK's errors can only occur once its provider imported it, so the SDKs are not
     imported here (importing both costs about a second of start-up).
     """
+    import httpx2
+
     found: list[type[BaseException]] = [httpx2.HTTPError, OSError]
     for name in ("openai", "anthropic"):
         module = sys.modules.get(name)
@@ -80,6 +88,8 @@ def is_read_timeout(exc: BaseException) -> bool:
     refused port); the exception chain underneath tells: a refused or reset connection
     (``ConnectionError``) or an ``httpx2.ConnectTimeout`` never reached a busy server.
     """
+    import httpx2
+
     timed_out = False
     for seen in _chain(exc):
         if isinstance(seen, ConnectionError | httpx2.ConnectTimeout | httpx2.ConnectError):
@@ -104,6 +114,8 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
 def _refused_address(exc: BaseException) -> str | None:
     """``host:port`` (or "the server" when no request names it) when ``exc`` is a
     connection the server refused; None for any other failure."""
+    import httpx2
+
     chain = list(_chain(exc))
     if not any(
         isinstance(e, ConnectionRefusedError)
@@ -126,6 +138,8 @@ def _refused_address(exc: BaseException) -> str | None:
 
 def retry_after_seconds(exc: BaseException, now: float | None = None) -> float | None:
     """The delay a server asked for in `retry-after-ms` or `retry-after`, if any."""
+    import httpx2
+
     response = getattr(exc, "response", None)
     if not isinstance(response, httpx2.Response):
         return None

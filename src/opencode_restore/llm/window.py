@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
-
-import httpx2
+from typing import TYPE_CHECKING, Any
 
 from opencode_restore.llm.base import error_body
+
+if TYPE_CHECKING:
+    import httpx2
 
 #: Seconds each discovery request may take: the server is asked before any real work.
 DISCOVERY_TIMEOUT = 5.0
@@ -127,6 +128,8 @@ def server_root(base_url: str) -> str:
 async def _json(client: httpx2.AsyncClient, method: str, url: str, **kwargs: Any) -> Any:
     """The JSON answer to one bounded request, or None on any failure: a server that
     does not have the endpoint (404, 405, 501) or does not answer is simply not asked."""
+    import httpx2  # the client's own, loaded already (not with this module: see llm.retry)
+
     try:
         response = await client.request(method, url, timeout=DISCOVERY_TIMEOUT, **kwargs)
         if response.status_code != 200:

@@ -10,9 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TextIO
-
-import httpx2
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..config import Config
 from ..errors import UsageError
@@ -62,6 +60,9 @@ from .stages.synthesizer import clean_outputs, synthesize
 from .stages.turn_parser import iter_turns
 from .stages.turn_summarizer import TurnOutcome, summarize_turns
 from .state import RestoreState
+
+if TYPE_CHECKING:
+    import httpx2
 
 #: Characters of dropped message bodies after which freed memory is given back.
 GIVE_BACK_CHARS = 4_000_000
@@ -252,6 +253,9 @@ async def model_window(
     if client is not None:
         found = await discover_window(base_url, provider.model, client, api_key=key)
     else:
+        # Here only: an offline restore never loads the HTTP stack (llm.retry says why).
+        import httpx2
+
         async with httpx2.AsyncClient() as own:
             found = await discover_window(base_url, provider.model, own, api_key=key)
     return found, SOURCE_SERVER if found is not None else ""
