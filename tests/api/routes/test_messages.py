@@ -61,15 +61,19 @@ def test_labels_are_the_ones_the_messages_command_shows(
     assert plain == [{k: v for k, v in m.items() if k != "label"} for m in texts]
 
 
-def test_labels_with_since_are_the_full_reads_from_the_tail(
-    client: TestClient, store: Store, tmp_path: Path
-) -> None:
-    # One log, and the same log rotated into a chain of two files.
+def _one_log_and_a_chain(store: Store, tmp_path: Path) -> tuple[str, str]:
+    """One log, and the same log rotated into a chain of two files: their session ids."""
     store.register("big", "claude-code", str(CLAUDE_SPOTTER))
     parts = split_file(CLAUDE_SPOTTER, 400, tmp_path, ("a.jsonl", "b.jsonl"))
     store.register("two", "claude-code", str(parts[0]))
     store.register("two", "claude-code", str(parts[1]))
-    for sid in ("big", "two"):
+    return "big", "two"
+
+
+def test_labels_with_since_are_the_full_reads_from_the_tail(
+    client: TestClient, store: Store, tmp_path: Path
+) -> None:
+    for sid in _one_log_and_a_chain(store, tmp_path):
         every, _ = _api(client, sid, labels=True, include_tools=True)
         stamps = sorted({m["timestamp"] for m in every if m["timestamp"]})
         modes = set()
@@ -88,11 +92,7 @@ def test_labels_since_after_every_message_is_an_empty_page(
 ) -> None:
     # Every file of the chain ends before ``since``: no tail starts anywhere (the schema
     # fuzz met it as a 500, a StopIteration out of the label count).
-    store.register("big", "claude-code", str(CLAUDE_SPOTTER))
-    parts = split_file(CLAUDE_SPOTTER, 400, tmp_path, ("a.jsonl", "b.jsonl"))
-    store.register("two", "claude-code", str(parts[0]))
-    store.register("two", "claude-code", str(parts[1]))
-    for sid in ("big", "two"):
+    for sid in _one_log_and_a_chain(store, tmp_path):
         _api(client, sid, labels=True)  # the checkpoints are indexed
         later, _ = _api(client, sid, since="2100-01-01T00:00:00Z", labels=True)
         assert later == []
