@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ from opencode_restore.mcp.tools import MAX_HITS, HistoryTools, ToolFailure
 from opencode_restore.search.index import index_path, update
 from opencode_restore.search.query import MARK_END, MARK_START, Hit
 from opencode_restore.store import open_store
-from tests.search.helpers import SINCE_FORMS
+from tests.search.helpers import SINCE_FORMS, since_given
 from tests.store.builders import CLAUDE_COMPACT, FIXTURES, copy_to
 
 KEY = "sk-proj-AbCdEf0123456789AbCdEf0123456789AbCdEf01"
@@ -87,20 +87,8 @@ def test_since_takes_every_form_the_cli_does(
     since: str,
     means: timedelta | datetime,
 ) -> None:
-    seen: dict[str, Any] = {}
-
-    def spy(*args: Any, **kwargs: Any) -> list[Hit]:
-        seen.update(kwargs)
-        return []
-
-    monkeypatch.setattr(tools_module, "search", spy)
-    before = datetime.now(UTC)
-    tools.search_sessions("shout", since=since)
-    after = datetime.now(UTC)
-    if isinstance(means, timedelta):
-        assert before - means <= seen["since"] <= after - means
-    else:
-        assert seen["since"] == means
+    with since_given(monkeypatch, tools_module, means):
+        tools.search_sessions("shout", since=since)
 
 
 def test_filters_narrow(tools: HistoryTools) -> None:

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
 
 from opencode_restore.store.store import Store
 from tests.store.builders import CLAUDE_COMPACT, CODEX_RESUME, copy_to
@@ -26,6 +32,28 @@ SINCE_FORMS = [
     ("2026-02-11T10:30:00", datetime(2026, 2, 11, 10, 30, tzinfo=UTC)),
     ("2026-02-11", datetime(2026, 2, 11, tzinfo=UTC)),
 ]
+
+
+@contextmanager
+def since_given(
+    monkeypatch: pytest.MonkeyPatch, module: ModuleType, means: timedelta | datetime
+) -> Iterator[None]:
+    """Within the block, ``module.search`` is a spy finding nothing; after it, the ``since``
+    it was given must be ``means``: that time, or that span back from the block's time."""
+    seen: dict[str, Any] = {}
+
+    def spy(*args: Any, **kwargs: Any) -> list[Any]:
+        seen.update(kwargs)
+        return []
+
+    monkeypatch.setattr(module, "search", spy)
+    before = datetime.now(UTC)
+    yield
+    after = datetime.now(UTC)
+    if isinstance(means, timedelta):
+        assert before - means <= seen["since"] <= after - means
+    else:
+        assert seen["since"] == means
 
 
 def claude_session(store: Store, directory: Path, lines: int | None = None) -> Path:

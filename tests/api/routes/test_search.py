@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from opencode_restore.config import load_config
 from opencode_restore.search.index import index_path, update
 from opencode_restore.search.query import MARK_END, MARK_START, Hit
 from opencode_restore.store.store import Store
-from tests.search.helpers import SINCE_FORMS
+from tests.search.helpers import SINCE_FORMS, since_given
 from tests.store.builders import CLAUDE_COMPACT, FIXTURES, copy_to
 
 TOKEN = "t" * 32
@@ -100,21 +100,9 @@ def test_since_takes_every_form_the_cli_does(
     since: str,
     means: timedelta | datetime,
 ) -> None:
-    seen: dict[str, Any] = {}
-
-    def spy(*args: Any, **kwargs: Any) -> list[Hit]:
-        seen.update(kwargs)
-        return []
-
-    monkeypatch.setattr(search_route, "search", spy)
-    before = datetime.now(UTC)
-    r = client.get("/search", params={"q": "shout", "since": since})
-    after = datetime.now(UTC)
+    with since_given(monkeypatch, search_route, means):
+        r = client.get("/search", params={"q": "shout", "since": since})
     assert r.status_code == 200, r.text
-    if isinstance(means, timedelta):
-        assert before - means <= seen["since"] <= after - means
-    else:
-        assert seen["since"] == means
 
 
 def test_bad_queries_are_400_and_bad_bounds_422(client: TestClient) -> None:
