@@ -302,22 +302,26 @@ def test_only_a_fresh_session_gets_the_memory(
     assert (result.returncode, result.stdout) == (0, "")
 
 
-def test_startup_that_also_restores_answers_the_memory_then_the_restoration(
-    store: Store, data_dir: Path, home: Path
-) -> None:
+def _earlier_claude_session(
+    store: Store, home: Path, updated_at: str | None = None
+) -> dict[str, Any]:
+    """The Claude Code fixture as an earlier session of a project in ``home``, registered;
+    the SessionStart payload of a new session there."""
     cwd = "/home/dev/src/greet-cli"
     folder = home / ".claude/projects/-home-dev-src-greet-cli"
     folder.mkdir(parents=True)
     log = folder / CLAUDE_COMPACT.name
     log.write_bytes(CLAUDE_COMPACT.read_bytes())
     record_transcript(
-        store.conn,
-        CLAUDE_COMPACT.stem,
-        "claude-code",
-        str(log),
-        cwd=cwd,
-        updated_at="2026-01-01T10:00:00.000000Z",
+        store.conn, CLAUDE_COMPACT.stem, "claude-code", str(log), cwd=cwd, updated_at=updated_at
     )
+    return {**_start("new-1", Path(cwd)), "cwd": cwd}
+
+
+def test_startup_that_also_restores_answers_the_memory_then_the_restoration(
+    store: Store, data_dir: Path, home: Path
+) -> None:
+    payload = _earlier_claude_session(store, home, updated_at="2026-01-01T10:00:00.000000Z")
     store.add_restoration(
         CLAUDE_COMPACT.stem,
         provider="offline",
@@ -326,7 +330,6 @@ def test_startup_that_also_restores_answers_the_memory_then_the_restoration(
         usage={},
         errors={},
     )
-    payload = {**_start("new-1", Path(cwd)), "cwd": cwd}
     result = _hook(
         payload, home, data_dir, "--memory", OPENCODE_RESTORE_HOOKS_RESTORE_ON='["startup"]'
     )
@@ -338,13 +341,7 @@ def test_startup_that_also_restores_answers_the_memory_then_the_restoration(
 def test_a_restoration_a_hook_made_is_the_next_sessions_memory(
     store: Store, data_dir: Path, home: Path
 ) -> None:
-    cwd = "/home/dev/src/greet-cli"
-    folder = home / ".claude/projects/-home-dev-src-greet-cli"
-    folder.mkdir(parents=True)
-    log = folder / CLAUDE_COMPACT.name
-    log.write_bytes(CLAUDE_COMPACT.read_bytes())
-    record_transcript(store.conn, CLAUDE_COMPACT.stem, "claude-code", str(log), cwd=cwd)
-    payload = {**_start("new-1", Path(cwd)), "cwd": cwd}
+    payload = _earlier_claude_session(store, home)
     # Only the restore this startup starts (of the session before it) saves a restoration.
     first = _hook(
         payload, home, data_dir, "--memory", OPENCODE_RESTORE_HOOKS_RESTORE_ON='["startup"]'
