@@ -14,7 +14,7 @@ from opencode_restore.search.index import CODES, _delete, _insert, begin_build
 from opencode_restore.search.query import (
     _MARGIN,
     ROW_CEILING,
-    _ceiling,
+    _ceilings,
     _row_count,
     candidates,
     parse,
@@ -170,7 +170,7 @@ def test_a_phrase_s_ceiling_read_off_any_match_is_the_counted_one(
     with tempfile.TemporaryDirectory() as folder:
         conn = build(Path(folder) / "search.sqlite3", rows)
         try:
-            counted = _ceiling(conn, match) / _MARGIN
+            counted = sum(_ceilings(conn, match)) / _MARGIN
             sql = f"SELECT {ROW_CEILING} FROM docs WHERE docs MATCH ?"
             for (read,) in conn.execute(sql, (match,)):
                 assert math.isclose(read, counted, rel_tol=1e-12)

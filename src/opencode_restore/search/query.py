@@ -372,7 +372,7 @@ def candidates(
     best first, ties by rowid: each row's BM25 times its `weight`.
 
     Exact, and most matches of a common word are never scored: the codes are ranked one
-    weight at a time, highest first, and a weight whose best possible score (`_ceiling`)
+    weight at a time, highest first, and a weight whose best possible score (the sum of `_ceilings`)
     cannot beat the ``k``-th candidate found so far ends the search (every lower weight's
     ceiling is lower still). Scoring is most of a query's cost (FTS5's ``bm25()`` looks up
     the row's length for each match), so ``test``, in one row of six, is scored on the
@@ -529,11 +529,6 @@ def _by_weight(codes: list[int]) -> list[tuple[float, list[int]]]:
         kind, by_user = CODES[code]
         groups.setdefault(weight(kind, by_user), []).append(code)
     return sorted(groups.items(), reverse=True)
-
-
-def _ceiling(conn: sqlite3.Connection, match: str) -> float:
-    """More than any row's unweighted BM25 for ``match`` can be (as a positive number)."""
-    return sum(_ceilings(conn, match))
 
 
 def _ceilings(conn: sqlite3.Connection, match: str) -> list[float]:
