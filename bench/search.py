@@ -20,10 +20,12 @@ and the samples above, as ``update`` indexes them), each session's with 40 words
 for others of their vocabulary as above, spread over ROW_SESSIONS sessions, the agents,
 50 projects and a year. On it: search p95 warm over the same queries, and the incremental
 update after one new turn of a real session. Each figure is printed with its target and
-whether it is met. ``--sessions 0`` or ``--rows 0`` leaves that part out.
+whether it is met. ``--sessions 0`` or ``--rows 0`` leaves that part out; ``--keep`` keeps
+the synthetic index (bench/_data/search-rows-ROWS-ROW_SESSIONS) and reuses it on the next
+run while its schema version is current (a 2,000,000-row build takes ~10 minutes).
 
     python bench/search.py [--sessions 10000] [--rows 2000000] [--row-sessions 10000]
-                           [--rounds 5] [--smoke]
+                           [--rounds 5] [--keep] [--smoke]
 
 Figures (2 shared cores, CPU time; ``python bench/search.py --sessions 0 --rows 2000000
 --rounds 3``): 2,000,000 rows, 790 MB of text, index 1,475 MB (1.87x the text; 1,413 MB
@@ -82,7 +84,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DATA, FIXTURES, ROOT, parse_args
-from opencode_restore.search.index import SEQ_MASK, _insert, begin_build, index_path, update
+from opencode_restore.search.index import (
+    SCHEMA_VERSION,
+    SEQ_MASK,
+    _insert,
+    begin_build,
+    index_path,
+    update,
+)
 from opencode_restore.search.query import search
 from opencode_restore.search.rows import Row
 from opencode_restore.store.db import iso_utc
@@ -331,20 +340,35 @@ def build_rows(
     return done, text_bytes
 
 
-def rows_mode(total: int, sessions: int, rounds: int) -> None:
-    """Build a synthetic index of ``total`` rows and print search p95 and update on it."""
-    work = DATA / f"search-rows-{total}"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    rows, real = pool(work)
+def rows_mode(total: int, sessions: int, rounds: int, keep: bool = False) -> None:
+    """Build a synthetic index of ``total`` rows and print search p95 and update on it;
+    ``keep``: build it once under bench/_data and reuse it while its schema is current."""
+    work = DATA / f"search-rows-{total}-{sessions}"
     index = index_path(work)
-    start = cpu()
-    built, text = build_rows(index, rows, total, max(1, sessions), random.Random(29))
-    build = cpu() - start
+    built_json = work / "built.json"
+    made = json.loads(built_json.read_text()) if keep and built_json.is_file() else {}
+    reused = made.get("schema") == SCHEMA_VERSION and index.is_file()
+    if not reused:
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        rows, real = pool(work)
+        start = cpu()
+        built, text = build_rows(index, rows, total, max(1, sessions), random.Random(29))
+        made = {
+            "schema": SCHEMA_VERSION,
+            "rows": built,
+            "pool": len(rows),
+            "real": len(real),
+            "text": text,
+            "cpu": cpu() - start,
+        }
+        built_json.write_text(json.dumps(made))
+    text = made["text"]
     size = index.stat().st_size
     print(
-        f"synthetic index: {built} rows over {sessions} sessions from {len(rows)} rows of"
-        f" {len(real)} real sessions, text {text / 1e6:.1f} MB, built in {build:.1f} s CPU"
+        f"synthetic index: {made['rows']} rows over {sessions} sessions from {made['pool']}"
+        f" rows of {made['real']} real sessions, text {text / 1e6:.1f} MB, built in"
+        f" {made['cpu']:.1f} s CPU{' (kept from an earlier run)' if reused else ''}"
     )
     print(
         f"index size: {size / 1e6:.1f} MB = {size / max(text, 1):.3f} x the text indexed"
@@ -362,7 +386,8 @@ def rows_mode(total: int, sessions: int, rounds: int) -> None:
     update(store, index, [sid])
     grow(store, index, sid, log)
     store.close()
-    shutil.rmtree(work, ignore_errors=True)
+    if not keep:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -371,11 +396,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=2_000_000, help="synthetic rows (0: none)")
     parser.add_argument("--row-sessions", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the synthetic index under bench/_data and reuse it on the next run",
+    )
     args = parse_args(parser, {"sessions": 6, "rows": 3_000, "row_sessions": 30, "rounds": 1}, argv)
     if args.sessions > 0:
         logs_mode(args.sessions, args.rounds)
     if args.rows > 0:
-        rows_mode(args.rows, args.row_sessions, args.rounds)
+        rows_mode(args.rows, args.row_sessions, args.rounds, args.keep)
     return 0
 
 
