@@ -77,11 +77,20 @@ _MARGIN = 1 + 1e-9
 #: more for its idf.
 _SPLIT_WORDS = 3
 _SPLIT_STATEMENTS = 2
-#: The share of the sessions a filter on sessions (``agent:``, ``cwd:``, ``file:``) keeps
-#: at most for a query to read their rows' ranges (`session_ranges`) rather than look up
-#: each match's session: ``cwd:p3`` (2% of the sessions) 114 -> 82 ms at 2,000,000 rows;
-#: an agent's (20%, 400,000 rows) take 73 ms to read.
-RANGES_SHARE = 0.05
+#: The share of the sessions a filter on sessions (``agent:``, ``cwd:``, ``file:``,
+#: ``since:``) keeps at most for a query to take their rows' ranges (`session_ranges`)
+#: rather than look up each match's session and time, and to rank all its weights but the
+#: lowest in one statement (`candidates`): at 2,000,000 rows, ``cwd:p3`` (2% of the
+#: sessions) 114 -> 82 ms, ``file since:2025-12-01`` (8%) 71 -> 43 ms; but ``test
+#: agent:codex`` (20%) 24 -> 113 ms (its prompts alone fill the candidates, and the one
+#: statement scores the weights below too), ``file since:2025-06-01`` (58%) 24 -> 89 ms.
+RANGES_SHARE = 0.10
+#: A range of the rows of sessions a filter keeps (`session_ranges`): the first and last
+#: sequence (``rowid & SEQ_MASK``), and the time its rows are still to be checked against
+#: (None: every row of the range passes).
+Span = tuple[int, int, str | None]
+#: What `session_ranges` gives when the filter keeps every row.
+EVERY_ROW: list[Span] = [(0, SEQ_MASK, None)]
 #: A matched row's BM25 with a weight on its term frequencies so large that each share
 #: tf * (K1 + 1) / (tf + K1 * ...) is K1 + 1 to the last bit: the sum of idf * (K1 + 1)
 #: over the phrases the row holds.
@@ -305,10 +314,11 @@ def search(
             clause, more = cwd_clause(value)
             owned.append(clause)
             owned_args.extend(more)
-    for cutoff in (since, parsed.since):
-        if cutoff is not None:
-            where.append("e.time >= ?")
-            args.append(iso_utc(cutoff))
+    # Both apply: the later.
+    cutoff = max((iso_utc(c) for c in (since, parsed.since) if c is not None), default=None)
+    if cutoff is not None:
+        where.append("e.time >= ?")
+        args.append(cutoff)
     match = parsed.match
     kinds_ranked = parsed.kinds
     if parsed.file is not None:
@@ -334,9 +344,15 @@ def search(
     try:
         conn = sqlite3.connect(index_path.resolve().as_uri() + "?mode=ro", uri=True)
         try:
-            ranges = session_ranges(conn, owned, owned_args) if owned else None
+            ranges = None
+            if owned or cutoff is not None:
+                ranges = session_ranges(conn, owned, owned_args, cutoff)
             if ranges is None:
                 where, args = [*owned, *where], [*owned_args, *args]
+            else:
+                where, args = [], []  # the ranges hold the time filter too
+                if ranges == EVERY_ROW:
+                    ranges = None
             k = max(CANDIDATES, offset + limit)
             best = candidates(conn, match, where, args, codes, k, ranges) if ranges != [] else []
             with_sessions = _sessions_of(conn, best)
@@ -364,7 +380,7 @@ def candidates(
     args: list[Any],
     codes: list[int],
     k: int,
-    ranges: list[tuple[int, int]] | None = None,
+    ranges: list[Span] | None = None,
 ) -> list[tuple[float, int]]:
     """The ``k`` best ``(score, rowid)`` of the rows matching ``match`` whose code is in
     ``codes``, that pass ``where`` (clauses on ``e``, the row's entry, and ``s``, its
@@ -385,14 +401,25 @@ def candidates(
     if ranges is not None:
         # A temporary table (a read-only index allows one): a seek in a few pages per
         # match, where the sessions' clauses cost a lookup in ``entries`` and ``sessions``.
-        conn.execute("CREATE TEMP TABLE IF NOT EXISTS ranges (lo INTEGER PRIMARY KEY, hi INTEGER)")
-        conn.execute("DELETE FROM temp.ranges")
-        conn.executemany("INSERT INTO temp.ranges VALUES (?, ?)", ranges)
-        seq = f"(docs.rowid & {SEQ_MASK})"
-        where_sql += (
-            f" AND (SELECT r.hi FROM temp.ranges r WHERE r.lo <= {seq}"
-            f" ORDER BY r.lo DESC LIMIT 1) >= {seq}"
+        conn.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS ranges (lo INTEGER PRIMARY KEY, hi INTEGER, since)"
         )
+        conn.execute("DELETE FROM temp.ranges")
+        conn.executemany("INSERT INTO temp.ranges VALUES (?, ?, ?)", ranges)
+        seq = f"(docs.rowid & {SEQ_MASK})"
+        if all(since is None for *_, since in ranges):
+            where_sql += (
+                f" AND (SELECT r.hi FROM temp.ranges r WHERE r.lo <= {seq}"
+                f" ORDER BY r.lo DESC LIMIT 1) >= {seq}"
+            )
+        else:
+            # A session that began before the time and ended after it: its rows' own time
+            # (a lookup in ``entries`` for those few sessions' matches alone).
+            where_sql += (
+                f" AND (SELECT CASE WHEN r.hi < {seq} THEN 0 WHEN r.since IS NULL THEN 1"
+                " ELSE (SELECT e.time FROM entries e WHERE e.id = docs.rowid) >= r.since END"
+                f" FROM temp.ranges r WHERE r.lo <= {seq} ORDER BY r.lo DESC LIMIT 1)"
+            )
     phrases = _PHRASE.findall(match)
     # One phrase: every match holds it, so any match's BM25 with an overwhelming weight
     # on its term frequency is the ceiling itself, idf * (K1 + 1): read off the rows
@@ -464,39 +491,57 @@ def _holding(match: str, phrases: list[str], ceilings: list[float], bound: float
 
 
 def session_ranges(
-    conn: sqlite3.Connection, owned: list[str], args: list[Any], share: float | None = None
-) -> list[tuple[int, int]] | None:
-    """The rows of the sessions that pass ``owned`` (clauses on ``s``, the session) as
-    ranges of their sequence (``rowid & SEQ_MASK``: a session's rows are inserted
-    together, so mostly one range each), or None when those sessions are more than
-    ``share`` (`RANGES_SHARE`) of all: their rows are then read for longer than a lookup
-    of each match's session takes."""
+    conn: sqlite3.Connection,
+    owned: list[str],
+    args: list[Any],
+    since: str | None = None,
+    share: float | None = None,
+) -> list[Span] | None:
+    """The rows of the sessions that pass ``owned`` (clauses on ``s``, the session) and
+    ``since`` (a row's time at or after it) as ranges of their sequence (``rowid &
+    SEQ_MASK``: a session's rows are inserted together, so mostly one range each), from
+    each session's span (see ``search.index._insert``): a session whose last time is before
+    ``since`` is left out, one whose first is at or after it is taken whole, one between
+    is taken with its rows still to be checked (`Span`). `EVERY_ROW` when every row passes;
+    None when those sessions are more than ``share`` (`RANGES_SHARE`) of all: a lookup of
+    each match's session and time then costs less."""
+    if not owned and since is not None:
+        untaken = conn.execute(
+            "SELECT 1 FROM sessions WHERE row_count > 0 AND NOT first_time >= ? LIMIT 1", (since,)
+        ).fetchone()
+        if untaken is None:
+            return EVERY_ROW
+    clauses, values = [*owned], [*args]
+    if since is not None:
+        clauses.append("s.last_time >= ?")
+        values.append(since)
     total = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
-    sql = f"SELECT s.sid FROM sessions s WHERE {' AND '.join(owned)}"
-    sids = [sid for (sid,) in conn.execute(sql, args)]
-    if len(sids) > total * (RANGES_SHARE if share is None else share):
-        return None
-    if not sids:
-        return []
-    out: list[tuple[int, int]] = []
-    seq = f"id & {SEQ_MASK}"
-    spans = conn.execute(
-        f"SELECT sid, min({seq}), max({seq}), count(*) FROM entries"
-        f" WHERE sid IN ({','.join(map(str, sids))}) GROUP BY sid"
+    most = int(total * (RANGES_SHARE if share is None else share))
+    kept = conn.execute(
+        "SELECT s.sid, s.first_seq, s.last_seq, s.row_count, s.first_time FROM sessions s"
+        f" WHERE s.row_count > 0{''.join(f' AND {c}' for c in clauses)} LIMIT ?",
+        [*values, most + 1],
     ).fetchall()
-    for sid, lo, hi, count in spans:
+    if len(kept) > most:
+        return None
+    whole = [since is None or first >= since for *_, first in kept]
+    out: list[Span] = []
+    for (sid, lo, hi, count, _), taken in zip(kept, whole, strict=True):
+        check = None if taken else since
         if hi - lo + 1 == count:  # every sequence between is the session's (each is one row's)
-            out.append((lo, hi))
+            out.append((lo, hi, check))
             continue
         # Grown by updates: its runs of consecutive sequences.
-        seqs = [q for (q,) in conn.execute(f"SELECT {seq} FROM entries WHERE sid = ?", (sid,))]
+        seqs = [
+            q for (q,) in conn.execute(f"SELECT id & {SEQ_MASK} FROM entries WHERE sid = ?", (sid,))
+        ]
         seqs.sort()
         start = seqs[0]
         for before, after in itertools.pairwise(seqs):
             if after != before + 1:
-                out.append((start, before))
+                out.append((start, before, check))
                 start = after
-        out.append((start, seqs[-1]))
+        out.append((start, seqs[-1], check))
     return out
 
 
