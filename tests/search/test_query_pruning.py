@@ -16,8 +16,10 @@ from opencode_restore.search.query import (
     _MARGIN,
     EVERY_ROW,
     ROW_CEILING,
+    SNIPPET_TOKENS,
     _ceilings,
     _row_count,
+    _snippets,
     candidates,
     parse,
     session_ranges,
@@ -364,3 +366,38 @@ def test_a_session_is_left_out_taken_whole_or_checked_row_by_row_by_its_span(
     assert session_ranges(conn, [], [], middle, share=0.5) is None
     assert session_ranges(conn, [], [], CUTOFFS[-1], share=1.0) == []
     conn.close()
+
+
+# Words of rows whose snippets are cut (more tokens than a snippet shows), with
+# punctuation, case and stems (porter: "tests", "testing").
+SNIPPET_VOCAB = [*VOCAB, "Tests", "testing", "git-status", "BOM:", "run,", "(w2)", "w3."]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    texts=st.lists(
+        st.lists(st.sampled_from(SNIPPET_VOCAB), min_size=1, max_size=40), min_size=1, max_size=30
+    ),
+    words=query_st,
+    picked=st.integers(1, 30),
+)
+def test_snippets_made_from_the_page_s_rows_alone_are_those_of_the_index(
+    texts: list[list[str]], words: list[str], picked: int
+) -> None:
+    match = parse(" ".join(words)).match
+    assert match is not None
+    rows = [(n % 3, n % len(CODES), text) for n, text in enumerate(texts)]
+    with tempfile.TemporaryDirectory() as folder:
+        conn = build(Path(folder) / "search.sqlite3", rows)
+        try:
+            plain = dict(
+                conn.execute(
+                    "SELECT rowid, snippet(docs, 0, char(2), char(3), '…', ?) FROM docs"
+                    " WHERE docs MATCH ?",
+                    (SNIPPET_TOKENS, match),
+                ).fetchall()
+            )
+            page = sorted(plain)[:picked]
+            assert _snippets(conn, match, page) == {row: plain[row] for row in page}
+        finally:
+            conn.close()

@@ -667,13 +667,36 @@ def _details(conn: sqlite3.Connection, match: str, rows: list[int]) -> dict[int,
     the snippet of the matched words."""
     if not rows:
         return {}
-    sql = (
-        "SELECT docs.rowid, s.id, s.agent, s.cwd, e.time, e.label, e.kind, e.role,"
-        f" snippet(docs, 0, char(2), char(3), '…', {SNIPPET_TOKENS})"
-        " FROM docs JOIN entries e ON e.id = docs.rowid JOIN sessions s ON s.sid = e.sid"
-        # The range bounds the one scan FTS5 makes; handed ``rowid IN`` itself it looks
-        # each row up alone, expanding a prefix* again for every one (10x slower).
-        " WHERE docs MATCH ? AND docs.rowid BETWEEN ? AND ?"
-        f" AND +docs.rowid IN ({','.join('?' * len(rows))})"
+    marks = ",".join("?" * len(rows))
+    shown = conn.execute(
+        "SELECT e.id, s.id, s.agent, s.cwd, e.time, e.label, e.kind, e.role"
+        f" FROM entries e JOIN sessions s ON s.sid = e.sid WHERE e.id IN ({marks})",
+        rows,
+    ).fetchall()
+    snippets = _snippets(conn, match, rows)
+    return {r[0]: (*r[1:], snippets[r[0]]) for r in shown}
+
+
+def _snippets(conn: sqlite3.Connection, match: str, rows: list[int]) -> dict[int, str]:
+    """The snippet of ``match`` in each of ``rows``, made in a temporary FTS5 table of
+    those rows alone, with the index's own tokenizer: a snippet depends on its row's text
+    and the query alone, and FTS5 expands a prefix* over the whole index in each statement
+    that matches it (17 ms for ``read*`` at 2,000,000 rows), over these rows here."""
+    (definition,) = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'docs'"
+    ).fetchone()
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.page USING fts5"
+        + definition.split("USING fts5", 1)[1]
     )
-    return {r[0]: r[1:] for r in conn.execute(sql, [match, min(rows), max(rows), *rows])}
+    conn.execute("DELETE FROM temp.page")
+    conn.execute(
+        "INSERT INTO temp.page (rowid, text) SELECT rowid, text FROM main.docs"
+        f" WHERE rowid IN ({','.join('?' * len(rows))})",
+        rows,
+    )
+    sql = (
+        f"SELECT rowid, snippet(page, 0, char(2), char(3), '…', {SNIPPET_TOKENS})"
+        " FROM temp.page WHERE page MATCH ?"
+    )
+    return dict(conn.execute(sql, (match,)).fetchall())
