@@ -401,3 +401,53 @@ def test_snippets_made_from_the_page_s_rows_alone_are_those_of_the_index(
             assert _snippets(conn, match, page) == {row: plain[row] for row in page}
         finally:
             conn.close()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rows=rows_st,
+    words=st.lists(
+        st.sampled_from(["test", "run", "git", "status", "bom", "w1", '"git status"']),
+        min_size=2,
+        max_size=3,
+    ),
+)
+def test_ceilings_read_off_the_rows_ranked_bound_each_phrase_as_the_counted_ones(
+    rows: list[tuple[int, int, list[str]]], words: list[str]
+) -> None:
+    match = parse(" ".join(words)).match
+    assert match is not None
+    with tempfile.TemporaryDirectory() as folder:
+        conn = build(Path(folder) / "search.sqlite3", rows)
+        try:
+            seen: dict[float, int] = {}
+            sql = f"SELECT {ROW_CEILING}, rowid FROM docs WHERE docs MATCH ? ORDER BY rowid"
+            for value, rowid in conn.execute(sql, (match,)):
+                seen.setdefault(value, rowid)
+            counted = _ceilings(conn, match)
+            read = _ceilings(conn, match, seen)
+            for got, exact in zip(read, counted, strict=True):
+                # At least the phrase's ceiling (the counted one less its margin), and not
+                # loosened past a rounding's worth.
+                assert exact / _MARGIN <= got <= exact * (1 + 1e-9) + 1e-9 * max(seen, default=0)
+        finally:
+            conn.close()
+
+
+def test_two_words_ceilings_are_read_off_the_prompts_without_counting_their_matches(
+    tmp_path: Path,
+) -> None:
+    user = CODES.index(("message", True))
+    assistant = CODES.index(("message", False))
+    rows = [(0, user, ["git", "w1"]) for _ in range(6)] + [(0, user, ["git", "status"])]
+    rows += [(1, assistant, ["git", *["zeta"] * 30]) for _ in range(20)]
+    rows += [(2, user, ["zeta", "parser"]) for _ in range(200)]
+    conn = build(tmp_path / "search.sqlite3", rows)
+    ran: list[str] = []
+    conn.set_trace_callback(ran.append)
+    got = candidates(conn, '"git" OR "status"', [], [], list(range(len(CODES))), 7)
+    conn.set_trace_callback(None)
+    assert got == reference(conn, '"git" OR "status"', None, None, 7)
+    assert not any("count(*)" in sql for sql in ran)
+    assert any("rowid = " in sql for sql in ran)
+    conn.close()
