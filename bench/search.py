@@ -20,44 +20,59 @@ and the samples above, as ``update`` indexes them), each session's with 40 words
 for others of their vocabulary as above, spread over ROW_SESSIONS sessions, the agents,
 50 projects and a year. On it: search p95 warm over the same queries, and the incremental
 update after one new turn of a real session. Each figure is printed with its target and
-whether it is met. ``--sessions 0`` or ``--rows 0`` leaves that part out.
+whether it is met. ``--sessions 0`` or ``--rows 0`` leaves that part out; ``--keep`` keeps
+the synthetic index (bench/_data/search-rows-ROWS-ROW_SESSIONS) and reuses it on the next
+run while its schema version is current (a 2,000,000-row build takes ~10 minutes).
 
     python bench/search.py [--sessions 10000] [--rows 2000000] [--row-sessions 10000]
-                           [--rounds 5] [--smoke]
+                           [--rounds 5] [--keep] [--smoke]
 
 Figures (2 shared cores, CPU time; ``python bench/search.py --sessions 0 --rows 2000000
---rounds 3``): 2,000,000 rows, 790 MB of text, index 1,475 MB (1.87x the text; 1,413 MB
-before the kind moved into the rowid); search p95 77 ms (NOT met; 124 ms before the word
-sets and session ranges, 371 ms before the pruning), median 25 ms; in one interleaved run
-of this ranking and the one before (/tmp script, same index): p95 73 against 115 ms;
-incremental update 4.3 ms. BM25 costs ~1 us per row it scores, and each
+--rounds 3 --keep``): 2,000,000 rows, 790 MB of text, index 1,475 MB (1.87x the text;
+1,413 MB before the kind moved into the rowid); search p95 59.5 ms (NOT met; 77 ms before
+the sessions' spans, the page's own snippets and the ceilings read off rows, 124 ms before
+the word sets and session ranges, 371 ms before the pruning), median 22.5 ms; in one
+interleaved run of this ranking and the one before (/tmp script, same index): p95 57.8
+against 70.5 ms; incremental update 3.0 ms. BM25 costs ~1 us per row it scores, and each
 statement scans every match of its words once more for their idf (12 ms for ``test``);
 the ranking scores the user's rows first and stops when no lower weight can beat the 500
 candidates (``search.query.candidates``), so ``test`` takes 24 ms, not 250. Two common
 words (``git status``): past the prompts, a row holding one of them cannot beat the
 candidates, so the rows of weight 1 are ranked by ``"git" AND "status"`` (the same BM25:
-a phrase a row lacks adds exactly 0), 115 -> 58 ms. A filter keeping <= 5% of the
-sessions (``cwd:p3``) reads their rows' sequence ranges once (7 ms for 200 sessions) and
-checks each match against them in a temporary table, not by a lookup in ``entries`` and
-``sessions``; all weights but the lowest in one statement: ``conf* cwd:p3`` 109 -> 64 ms,
-``error cwd:p7`` 54 -> 32 ms. What stays slow: a prefix (``read*`` 73 ms: FTS5 expands it
-in each statement and again for its idf, ~19 ms each, and once more for the snippets), a
-time filter (``file since:...`` 74 ms: a lookup in ``entries`` per match; no index holds
-a row's time), one common word of one kind (``kind:command git`` 60 ms: 58,000 rows to
-score, no bound on any of them short of scoring it). Tried and left out: MaxScore inside a
-weight with ``+rowid IN (subquery)`` (costs 48 ms of the 87 saved for ``git status``; the
-word sets above do it in FTS5); expanding a prefix into its terms OR-ed (the same rows,
-not the same BM25: each term gets its own idf, and the snippets score terms, not the
-prefix); ranges for an agent (20% of the sessions: reading their 400,000 rows' ranges
-takes 73 ms); ranking only the newest N rows (one statement, ``rowid`` sequence >= X):
-``git status`` 19 ms at N = 20,000, but ``test`` 37 ms (the filter is not pushed into
-FTS5) and not one hit of a first page in common with the exact ranking, even at N =
+a phrase a row lacks adds exactly 0), 115 -> 58 ms; and the words' ceilings are read off
+the rows ranked (a row's BM25 with an overwhelming weight on its frequencies is the sum of
+the ceilings of the words it holds; which it holds is a seek per word), not counted over
+every match of each word, 58 -> 48 ms. A filter keeping <= 10% of the sessions (``cwd:p3``,
+``since:``) takes their rows' sequence ranges from each session's span in ``sessions``
+(first and last sequence and time, row count) and checks each match against them in a
+temporary table, not by a lookup in ``entries`` and ``sessions``; a session wholly before
+a ``since:`` is left out, one wholly after taken whole, one across it has its rows' times
+looked up; all weights but the lowest in one statement: ``conf* cwd:p3`` 109 -> 64 ms,
+``error cwd:p7`` 54 -> 32 ms, ``file since:2025-12-01`` (8% of the sessions) 73 -> 43 ms.
+A page's snippets are made in a temporary FTS5 table of its 20 rows (the index's
+tokenizer; a snippet depends on its row alone), not by a statement matching the whole
+index, which expanded a prefix once more: ``read*`` 73 -> 56 ms, ``conf* cwd:p3`` 64 ->
+45 ms. What stays slow: a prefix (``read*`` 56 ms: FTS5 expands it for the statement and
+again for its idf, ~16 ms each, then scores 10,771 prompts), one common word of one kind
+(``kind:command git`` 58-60 ms: 58,000 rows to score at ~0.8 us each, bm25's length
+lookup and position list per row; its 500 best are ties of two scores, and no bound on a
+row short of its frequency and length, which only scoring it reads). Tried and left out:
+MaxScore inside a weight with ``+rowid IN (subquery)`` (costs 48 ms of the 87 saved for
+``git status``; the word sets above do it in FTS5); expanding a prefix into its terms
+OR-ed (the same rows, not the same BM25: each term gets its own idf, and the snippets
+score terms, not the prefix); ranges for an agent (20% of the sessions: ranked in one
+statement, ``test agent:codex`` 24 -> 113 ms, its prompts alone fill the candidates; one
+statement per weight, no better than the lookup); ``NEAR("git" "git")`` for rows saying a
+word twice (FTS5 takes one occurrence for both); no ceiling column on the lowest weight
+(58.6 against 58.6 ms); ranking only the newest N rows (one statement, ``rowid`` sequence
+>= X): ``git status`` 19 ms at N = 20,000, but ``test`` 37 ms (the filter is not pushed
+into FTS5) and not one hit of a first page in common with the exact ranking, even at N =
 400,000; ``mmap_size`` (more CPU: page faults), a connection kept open (with a 200 MB
 page cache, p95 67 ms against 75 in one run; left out: a cache that size per server
 thread, and an index rebuilt by renaming would need noticing); ``detail=column`` (no
 phrase queries) and ``columnsize=0`` (BM25 would tokenize each row again for its length).
 What the index could add (not done here): a ``prefix=`` index for prefixes of 3-4
-characters, and each session's first and last time (``since:`` as session ranges).
+characters (``read*`` would be one term's doclist, not a merge of every term's).
 
 Build (``--sessions 10000 --rows 0 --rounds 2``, 467 MB of logs): 17.4 MB/s CPU (NOT met;
 14.3 in an earlier run, 5-8% faster in alternating runs): redaction 50-55% (each string a
@@ -82,7 +97,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DATA, FIXTURES, ROOT, parse_args
-from opencode_restore.search.index import SEQ_MASK, _insert, begin_build, index_path, update
+from opencode_restore.search.index import (
+    SCHEMA_VERSION,
+    SEQ_MASK,
+    _insert,
+    begin_build,
+    index_path,
+    update,
+)
 from opencode_restore.search.query import search
 from opencode_restore.search.rows import Row
 from opencode_restore.store.db import iso_utc
@@ -331,20 +353,35 @@ def build_rows(
     return done, text_bytes
 
 
-def rows_mode(total: int, sessions: int, rounds: int) -> None:
-    """Build a synthetic index of ``total`` rows and print search p95 and update on it."""
-    work = DATA / f"search-rows-{total}"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    rows, real = pool(work)
+def rows_mode(total: int, sessions: int, rounds: int, keep: bool = False) -> None:
+    """Build a synthetic index of ``total`` rows and print search p95 and update on it;
+    ``keep``: build it once under bench/_data and reuse it while its schema is current."""
+    work = DATA / f"search-rows-{total}-{sessions}"
     index = index_path(work)
-    start = cpu()
-    built, text = build_rows(index, rows, total, max(1, sessions), random.Random(29))
-    build = cpu() - start
+    built_json = work / "built.json"
+    made = json.loads(built_json.read_text()) if keep and built_json.is_file() else {}
+    reused = made.get("schema") == SCHEMA_VERSION and index.is_file()
+    if not reused:
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        rows, real = pool(work)
+        start = cpu()
+        built, text = build_rows(index, rows, total, max(1, sessions), random.Random(29))
+        made = {
+            "schema": SCHEMA_VERSION,
+            "rows": built,
+            "pool": len(rows),
+            "real": len(real),
+            "text": text,
+            "cpu": cpu() - start,
+        }
+        built_json.write_text(json.dumps(made))
+    text = made["text"]
     size = index.stat().st_size
     print(
-        f"synthetic index: {built} rows over {sessions} sessions from {len(rows)} rows of"
-        f" {len(real)} real sessions, text {text / 1e6:.1f} MB, built in {build:.1f} s CPU"
+        f"synthetic index: {made['rows']} rows over {sessions} sessions from {made['pool']}"
+        f" rows of {made['real']} real sessions, text {text / 1e6:.1f} MB, built in"
+        f" {made['cpu']:.1f} s CPU{' (kept from an earlier run)' if reused else ''}"
     )
     print(
         f"index size: {size / 1e6:.1f} MB = {size / max(text, 1):.3f} x the text indexed"
@@ -362,7 +399,8 @@ def rows_mode(total: int, sessions: int, rounds: int) -> None:
     update(store, index, [sid])
     grow(store, index, sid, log)
     store.close()
-    shutil.rmtree(work, ignore_errors=True)
+    if not keep:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -371,11 +409,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=2_000_000, help="synthetic rows (0: none)")
     parser.add_argument("--row-sessions", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the synthetic index under bench/_data and reuse it on the next run",
+    )
     args = parse_args(parser, {"sessions": 6, "rows": 3_000, "row_sessions": 30, "rounds": 1}, argv)
     if args.sessions > 0:
         logs_mode(args.sessions, args.rounds)
     if args.rows > 0:
-        rows_mode(args.rows, args.row_sessions, args.rounds)
+        rows_mode(args.rows, args.row_sessions, args.rounds, args.keep)
     return 0
 
 

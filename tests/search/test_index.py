@@ -286,3 +286,60 @@ def test_a_bounded_catch_up_of_a_missing_index_builds_it_with_the_rest_pending(
     second = catch_up(store, index, most=1)
     assert (second.rebuilt, second.sessions, second.left) == (False, 1, 0)
     assert {h.agent for h in search(index, "greet", limit=100)} == {"claude-code", "codex"}
+
+
+def assert_spans(index: Path) -> None:
+    """Each session's span as `search.index._insert` keeps it: its row count exact, its
+    times and sequences covering its every row, and, when its rows are as many as the
+    sequences of its span, every row of the span its own."""
+    with sqlite3.connect(index) as conn:
+        sessions = conn.execute(
+            "SELECT sid, first_time, last_time, first_seq, last_seq, row_count FROM sessions"
+        ).fetchall()
+        for sid, first_time, last_time, first_seq, last_seq, count in sessions:
+            own = conn.execute(
+                f"SELECT id & {search_index.SEQ_MASK}, time FROM entries WHERE sid = ?", (sid,)
+            ).fetchall()
+            assert count == len(own)
+            for seq, time in own:
+                assert first_seq <= seq <= last_seq
+                assert (time or "") >= first_time
+                assert time is None or time <= last_time
+            if count and last_seq - first_seq + 1 == count:
+                between = conn.execute(
+                    f"SELECT DISTINCT sid FROM entries WHERE id & {search_index.SEQ_MASK}"
+                    " BETWEEN ? AND ?",
+                    (first_seq, last_seq),
+                ).fetchall()
+                assert between == [(sid,)]
+
+
+def test_each_session_s_span_covers_its_rows_through_growth_truncation_and_restorations(
+    store: Store, data_dir: Path, tmp_path: Path
+) -> None:
+    log = claude_session(store, tmp_path / "logs", lines=30)
+    codex_session(store, tmp_path / "logs")
+    index = index_path(data_dir)
+    update(store, index)
+    assert_spans(index)
+    append_lines(log, CLAUDE_COMPACT, 30)  # its new rows come after the Codex session's
+    update(store, index, [CLAUDE_ID])
+    assert_spans(index)
+    for goal in ("Add a shout flag [M2]", "Add a whisper flag [M3]"):  # the second replaces
+        store.add_restoration(
+            CLAUDE_ID,
+            provider="offline",
+            summary_markdown=None,
+            summary={"summary": {"goal": goal, "stood_in": ["goal"]}},
+            usage=None,
+            errors=None,
+        )
+        catch_up(store, index)
+        assert_spans(index)
+    head = CLAUDE_COMPACT.read_text(encoding="utf-8").splitlines(keepends=True)[:20]
+    log.write_text("".join(head), encoding="utf-8")
+    update(store, index)
+    assert_spans(index)
+    with sqlite3.connect(index) as conn:
+        spans = conn.execute("SELECT first_time, last_time FROM sessions").fetchall()
+    assert all(first and last for first, last in spans)

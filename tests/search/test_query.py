@@ -135,6 +135,12 @@ def test_a_filter_on_sessions_by_their_rows_ranges_gives_the_hits_of_the_join(
         "greet agent:codex since:2026-01-01",
         "greet cwd:nowhere",
         "shout* agent:claude-code kind:message",
+        # The Claude Code session runs 11:40:44-11:41:12, the Codex one from 11:41:29:
+        # one across the time and one after it, one before and one after, both after.
+        "greet since:2026-11-21T11:41:00Z",
+        "greet since:2026-11-21T11:41:20Z",
+        "greet since:2026-01-01",
+        "greet cwd:greet-cli since:2026-11-21T11:41:00Z",
     ]
     monkeypatch.setattr(query_module, "RANGES_SHARE", 0.0)
     joined = [search(index, q, limit=50) for q in queries]
@@ -143,6 +149,10 @@ def test_a_filter_on_sessions_by_their_rows_ranges_gives_the_hits_of_the_join(
     assert all(joined[:4])
     assert all(joined[5:])
     assert not joined[4]
+    across, after = joined[6], joined[7]
+    assert {h.session_id for h in across} == {CLAUDE_ID, CODEX_ID}
+    assert {h.session_id for h in after} == {CODEX_ID}
+    assert all((h.time or "") >= "2026-11-21T11:41:00" for h in across)
 
 
 def test_filters_alone_list_their_rows_newest_first(index: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import sqlite3
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -13,9 +14,12 @@ from hypothesis import strategies as st
 from opencode_restore.search.index import CODES, _delete, _insert, begin_build
 from opencode_restore.search.query import (
     _MARGIN,
+    EVERY_ROW,
     ROW_CEILING,
+    SNIPPET_TOKENS,
     _ceilings,
     _row_count,
+    _snippets,
     candidates,
     parse,
     session_ranges,
@@ -51,6 +55,26 @@ rows_st = st.lists(
     min_size=1,
     max_size=80,
 )
+#: Times rows have (as the index writes them), and the cutoffs a query gives.
+DAYS = [f"2026-01-0{d}T10:00:00.000000Z" for d in (2, 4, 6)]
+CUTOFFS = ["2026-01-01T00:00:00.000000Z", *DAYS, "2026-01-07T00:00:00.000000Z"]
+# Rows as above, each with a time or none, the sessions' times mostly apart (a session
+# wholly before a cutoff, wholly after, or across it).
+timed_rows_st = st.lists(
+    st.tuples(
+        st.integers(0, 2),
+        st.sampled_from(range(len(CODES))),
+        st.lists(st.sampled_from(VOCAB), min_size=1, max_size=12),
+        st.integers(0, 9),
+    ).map(
+        lambda r: (
+            *r[:3],
+            None if r[3] == 9 else DAYS[max(0, min(2, r[0] + (r[3] == 8) - (r[3] == 7)))],
+        )
+    ),
+    min_size=1,
+    max_size=80,
+)
 query_st = st.lists(
     st.sampled_from(["test", "run", "git", "status", "bom", "w1", "te*", '"git status"']),
     min_size=1,
@@ -58,8 +82,12 @@ query_st = st.lists(
 )
 
 
-def build(path: Path, rows: list[tuple[int, int, list[str]]], parts: int = 1) -> sqlite3.Connection:
-    """An index at ``path`` of ``rows`` (session, code, words), each session inserted
+def build(
+    path: Path,
+    rows: Sequence[tuple[int, int, list[str]] | tuple[int, int, list[str], str | None]],
+    parts: int = 1,
+) -> sqlite3.Connection:
+    """An index at ``path`` of ``rows`` (session, code, words[, time]), each session inserted
     in turn as an update would (in ``parts`` updates, the sessions taking turns, as
     sessions that grow do), optimized as a build leaves it."""
     conn = begin_build(path)
@@ -71,9 +99,15 @@ def build(path: Path, rows: list[tuple[int, int, list[str]]], parts: int = 1) ->
     for part in range(parts):
         for session in range(3):
             own = [
-                Row(1, CODES[code][0], "user" if CODES[code][1] else "assistant", None, " ".join(t))
-                for s, code, t in rows
-                if s == session
+                Row(
+                    1,
+                    CODES[row[1]][0],
+                    "user" if CODES[row[1]][1] else "assistant",
+                    row[3] if len(row) > 3 else None,
+                    " ".join(row[2]),
+                )
+                for row in rows
+                if row[0] == session
             ]
             _insert(conn, session + 1, own[part::parts])
     conn.execute("INSERT INTO docs (docs) VALUES ('optimize')")
@@ -82,10 +116,18 @@ def build(path: Path, rows: list[tuple[int, int, list[str]]], parts: int = 1) ->
 
 
 def reference(
-    conn: sqlite3.Connection, match: str, kinds: list[str] | None, agent: str | None, k: int
+    conn: sqlite3.Connection,
+    match: str,
+    kinds: list[str] | None,
+    agent: str | None,
+    k: int,
+    since: str | None = None,
 ) -> list[tuple[float, int]]:
     """Every match scored, as the ranking was before the pruning."""
     where, args = "", []
+    if since is not None:
+        where += " AND e.time >= ?"
+        args.append(since)
     if kinds is not None:
         where += f" AND e.kind IN ({','.join('?' * len(kinds))})"
         args += kinds
@@ -261,6 +303,7 @@ def test_a_session_filter_by_ranges_of_rows_finds_the_candidates_of_the_join(
         try:
             ranges = session_ranges(conn, ["s.agent = ?"], [agent], share=1.0)
             assert ranges is not None
+            assert all(since is None for *_, since in ranges)
             codes = list(range(len(CODES)))
             got = candidates(conn, match, [], [], codes, k, ranges)
             assert got == reference(conn, match, None, agent, k)
@@ -271,6 +314,140 @@ def test_a_session_filter_by_ranges_of_rows_finds_the_candidates_of_the_join(
 def test_a_filter_keeping_many_sessions_is_a_join(tmp_path: Path) -> None:
     conn = build(tmp_path / "search.sqlite3", [(s, 0, ["w1"]) for s in range(3)])
     assert session_ranges(conn, ["s.agent = ?"], ["claude-code"], share=0.5) is None
-    assert session_ranges(conn, ["s.agent = ?"], ["codex"], share=0.5) == [(2, 2)]
+    assert session_ranges(conn, ["s.agent = ?"], ["codex"], share=0.5) == [(2, 2, None)]
     assert session_ranges(conn, ["s.agent = ?"], ["nobody"]) == []
+    conn.close()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=timed_rows_st,
+    words=query_st,
+    k=st.integers(1, 6),
+    since=st.sampled_from(CUTOFFS),
+    agent=st.none() | st.sampled_from(AGENTS),
+    parts=st.integers(1, 3),
+)
+def test_a_time_filter_by_the_sessions_spans_finds_the_candidates_of_the_join(
+    rows: list[tuple[int, int, list[str], str | None]],
+    words: list[str],
+    k: int,
+    since: str,
+    agent: str | None,
+    parts: int,
+) -> None:
+    # Sessions wholly before the cutoff are left out, those wholly after taken whole, and
+    # those across it (or with an untimed row) have their rows' times checked.
+    match = parse(" ".join(words)).match
+    assert match is not None
+    owned, args = ([], []) if agent is None else (["s.agent = ?"], [agent])
+    with tempfile.TemporaryDirectory() as folder:
+        conn = build(Path(folder) / "search.sqlite3", rows, parts)
+        try:
+            ranges = session_ranges(conn, owned, args, since, share=1.0)
+            assert ranges is not None
+            codes = list(range(len(CODES)))
+            got = candidates(conn, match, [], [], codes, k, None if ranges == EVERY_ROW else ranges)
+            assert got == reference(conn, match, None, agent, k, since)
+        finally:
+            conn.close()
+
+
+def test_a_session_is_left_out_taken_whole_or_checked_row_by_row_by_its_span(
+    tmp_path: Path,
+) -> None:
+    early, middle, late = DAYS
+    rows = [(0, 0, ["w1"], early), (0, 0, ["w1"], early)]  # wholly before the cutoff
+    rows += [(1, 0, ["w1"], early), (1, 0, ["w1"], late)]  # across it
+    rows += [(2, 0, ["w1"], late), (2, 0, ["w1"], late)]  # wholly after
+    conn = build(tmp_path / "search.sqlite3", rows)
+    assert session_ranges(conn, [], [], middle, share=1.0) == [(3, 4, middle), (5, 6, None)]
+    assert session_ranges(conn, [], [], early, share=1.0) == EVERY_ROW
+    assert session_ranges(conn, [], [], middle, share=0.5) is None
+    assert session_ranges(conn, [], [], CUTOFFS[-1], share=1.0) == []
+    conn.close()
+
+
+# Words of rows whose snippets are cut (more tokens than a snippet shows), with
+# punctuation, case and stems (porter: "tests", "testing").
+SNIPPET_VOCAB = [*VOCAB, "Tests", "testing", "git-status", "BOM:", "run,", "(w2)", "w3."]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    texts=st.lists(
+        st.lists(st.sampled_from(SNIPPET_VOCAB), min_size=1, max_size=40), min_size=1, max_size=30
+    ),
+    words=query_st,
+    picked=st.integers(1, 30),
+)
+def test_snippets_made_from_the_page_s_rows_alone_are_those_of_the_index(
+    texts: list[list[str]], words: list[str], picked: int
+) -> None:
+    match = parse(" ".join(words)).match
+    assert match is not None
+    rows = [(n % 3, n % len(CODES), text) for n, text in enumerate(texts)]
+    with tempfile.TemporaryDirectory() as folder:
+        conn = build(Path(folder) / "search.sqlite3", rows)
+        try:
+            plain = dict(
+                conn.execute(
+                    "SELECT rowid, snippet(docs, 0, char(2), char(3), '…', ?) FROM docs"
+                    " WHERE docs MATCH ?",
+                    (SNIPPET_TOKENS, match),
+                ).fetchall()
+            )
+            page = sorted(plain)[:picked]
+            assert _snippets(conn, match, page) == {row: plain[row] for row in page}
+        finally:
+            conn.close()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rows=rows_st,
+    words=st.lists(
+        st.sampled_from(["test", "run", "git", "status", "bom", "w1", '"git status"']),
+        min_size=2,
+        max_size=3,
+    ),
+)
+def test_ceilings_read_off_the_rows_ranked_bound_each_phrase_as_the_counted_ones(
+    rows: list[tuple[int, int, list[str]]], words: list[str]
+) -> None:
+    match = parse(" ".join(words)).match
+    assert match is not None
+    with tempfile.TemporaryDirectory() as folder:
+        conn = build(Path(folder) / "search.sqlite3", rows)
+        try:
+            seen: dict[float, int] = {}
+            sql = f"SELECT {ROW_CEILING}, rowid FROM docs WHERE docs MATCH ? ORDER BY rowid"
+            for value, rowid in conn.execute(sql, (match,)):
+                seen.setdefault(value, rowid)
+            counted = _ceilings(conn, match)
+            read = _ceilings(conn, match, seen)
+            for got, exact in zip(read, counted, strict=True):
+                # At least the phrase's ceiling (the counted one less its margin), and not
+                # loosened past a rounding's worth.
+                assert exact / _MARGIN <= got <= exact * (1 + 1e-9) + 1e-9 * max(seen, default=0)
+        finally:
+            conn.close()
+
+
+def test_two_words_ceilings_are_read_off_the_prompts_without_counting_their_matches(
+    tmp_path: Path,
+) -> None:
+    user = CODES.index(("message", True))
+    assistant = CODES.index(("message", False))
+    rows = [(0, user, ["git", "w1"]) for _ in range(6)] + [(0, user, ["git", "status"])]
+    rows += [(1, assistant, ["git", *["zeta"] * 30]) for _ in range(20)]
+    rows += [(2, user, ["zeta", "parser"]) for _ in range(200)]
+    conn = build(tmp_path / "search.sqlite3", rows)
+    ran: list[str] = []
+    conn.set_trace_callback(ran.append)
+    got = candidates(conn, '"git" OR "status"', [], [], list(range(len(CODES))), 7)
+    conn.set_trace_callback(None)
+    assert got == reference(conn, '"git" OR "status"', None, None, 7)
+    assert not any("count(*)" in sql for sql in ran)
+    assert any("rowid = " in sql for sql in ran)
     conn.close()

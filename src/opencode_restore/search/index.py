@@ -4,10 +4,11 @@ One SQLite file, ``search.sqlite3`` in the data directory. ``docs`` is an FTS5 t
 the texts; ``entries`` holds each text's label, kind, role and time under the same rowid
 (see `rowid_of`: the kind is in the rowid too);
 ``sessions`` each session's agent and cwd once, with how far it was indexed: the labels
-issued so far and the restoration indexed. ``files`` remembers each transcript file's
-identity and size, so a grown file adds only the messages past the last label indexed
-(the session is read again, so the numbering goes on exactly as ``messages`` gives it),
-and a replaced or truncated one indexes its session again from scratch.
+issued so far and the restoration indexed, and its span (see `_insert`). ``files``
+remembers each transcript file's identity and size, so a grown file adds only the
+messages past the last label indexed (the session is read again, so the numbering goes on
+exactly as ``messages`` gives it), and a replaced or truncated one indexes its session
+again from scratch.
 
 An index that is missing, unreadable or of another schema version is built again: it
 holds nothing the store and the logs do not.
@@ -36,7 +37,7 @@ from .rows import Row, message_rows, restoration_rows
 #: The index's file name inside the data directory.
 INDEX_NAME = "search.sqlite3"
 #: Bumped whenever the schema or what a row holds changes: an older index is rebuilt.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BUSY_TIMEOUT_MS = 10_000
 #: A row's rowid is its code (`CODES`) above this many bits of sequence, so a query weighs
 #: and filters the matches of a word by kind from the rowid alone (no lookup in
@@ -67,7 +68,12 @@ CREATE TABLE sessions (
     agent TEXT NOT NULL,
     cwd TEXT,
     labels INTEGER NOT NULL DEFAULT 0,
-    restoration INTEGER
+    restoration INTEGER,
+    first_time TEXT,
+    last_time TEXT,
+    first_seq INTEGER,
+    last_seq INTEGER,
+    row_count INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE files (
     sid INTEGER NOT NULL,
@@ -266,6 +272,18 @@ def _insert(conn: sqlite3.Connection, sid: int, rows: list[Row]) -> int:
         "INSERT INTO docs (rowid, text) VALUES (?, ?)",
         [(i, r.text) for i, r in zip(ids, rows, strict=True)],
     )
+    # The session's span, for a query to take or leave its rows whole: its times (an
+    # untimed row counts as '' in the first) and sequences only widen, and its row count
+    # is exact, so when its rows are as many as the sequences between its first and last,
+    # they are every row between.
+    last = max((r.time for r in rows if r.time), default=None)
+    conn.execute(
+        "UPDATE sessions SET first_time = min(coalesce(first_time, ?1), ?1),"
+        " last_time = iif(?2 IS NULL, last_time, max(coalesce(last_time, ?2), ?2)),"
+        " first_seq = min(coalesce(first_seq, ?3), ?3), last_seq = max(coalesce(last_seq, ?4), ?4),"
+        " row_count = row_count + ?5 WHERE sid = ?6",
+        (min(r.time or "" for r in rows), last, first, first + len(rows) - 1, len(rows), sid),
+    )
     return len(rows)
 
 
@@ -273,7 +291,8 @@ def _delete(conn: sqlite3.Connection, sid: int, kinds: tuple[str, ...] | None = 
     where = "sid = ?" + (f" AND kind IN ({','.join('?' * len(kinds))})" if kinds else "")
     args = (sid, *(kinds or ()))
     conn.execute(f"DELETE FROM docs WHERE rowid IN (SELECT id FROM entries WHERE {where})", args)
-    conn.execute(f"DELETE FROM entries WHERE {where}", args)
+    gone = conn.execute(f"DELETE FROM entries WHERE {where}", args).rowcount
+    conn.execute("UPDATE sessions SET row_count = row_count - ? WHERE sid = ?", (gone, sid))
 
 
 _SUMMARY_KINDS = ("decision", "summary")

@@ -72,16 +72,30 @@ K1 = 1.2
 _PHRASE = re.compile(r'"(?:[^"]|"")*"\*?')
 #: What a ceiling is raised by: more than the rounding of its computation.
 _MARGIN = 1 + 1e-9
+#: Distinct `ROW_CEILING` values `_read_off` looks at, at most (each a lookup per phrase).
+_READ_OFF = 8
+#: What a ceiling read off rows is raised by, times the largest sum it came from: far more
+#: than the rounding of a few sums and differences (each an ulp, ~1e-16 of it).
+_SLACK = 1e-12
 #: Words OR-ed a query ranks by which of them a row holds (`_holding`), at most: each
 #: set of words is a statement, and each statement scans every match of each word once
 #: more for its idf.
 _SPLIT_WORDS = 3
 _SPLIT_STATEMENTS = 2
-#: The share of the sessions a filter on sessions (``agent:``, ``cwd:``, ``file:``) keeps
-#: at most for a query to read their rows' ranges (`session_ranges`) rather than look up
-#: each match's session: ``cwd:p3`` (2% of the sessions) 114 -> 82 ms at 2,000,000 rows;
-#: an agent's (20%, 400,000 rows) take 73 ms to read.
-RANGES_SHARE = 0.05
+#: The share of the sessions a filter on sessions (``agent:``, ``cwd:``, ``file:``,
+#: ``since:``) keeps at most for a query to take their rows' ranges (`session_ranges`)
+#: rather than look up each match's session and time, and to rank all its weights but the
+#: lowest in one statement (`candidates`): at 2,000,000 rows, ``cwd:p3`` (2% of the
+#: sessions) 114 -> 82 ms, ``file since:2025-12-01`` (8%) 71 -> 43 ms; but ``test
+#: agent:codex`` (20%) 24 -> 113 ms (its prompts alone fill the candidates, and the one
+#: statement scores the weights below too), ``file since:2025-06-01`` (58%) 24 -> 89 ms.
+RANGES_SHARE = 0.10
+#: A range of the rows of sessions a filter keeps (`session_ranges`): the first and last
+#: sequence (``rowid & SEQ_MASK``), and the time its rows are still to be checked against
+#: (None: every row of the range passes).
+Span = tuple[int, int, str | None]
+#: What `session_ranges` gives when the filter keeps every row.
+EVERY_ROW: list[Span] = [(0, SEQ_MASK, None)]
 #: A matched row's BM25 with a weight on its term frequencies so large that each share
 #: tf * (K1 + 1) / (tf + K1 * ...) is K1 + 1 to the last bit: the sum of idf * (K1 + 1)
 #: over the phrases the row holds.
@@ -305,10 +319,11 @@ def search(
             clause, more = cwd_clause(value)
             owned.append(clause)
             owned_args.extend(more)
-    for cutoff in (since, parsed.since):
-        if cutoff is not None:
-            where.append("e.time >= ?")
-            args.append(iso_utc(cutoff))
+    # Both apply: the later.
+    cutoff = max((iso_utc(c) for c in (since, parsed.since) if c is not None), default=None)
+    if cutoff is not None:
+        where.append("e.time >= ?")
+        args.append(cutoff)
     match = parsed.match
     kinds_ranked = parsed.kinds
     if parsed.file is not None:
@@ -334,9 +349,15 @@ def search(
     try:
         conn = sqlite3.connect(index_path.resolve().as_uri() + "?mode=ro", uri=True)
         try:
-            ranges = session_ranges(conn, owned, owned_args) if owned else None
+            ranges = None
+            if owned or cutoff is not None:
+                ranges = session_ranges(conn, owned, owned_args, cutoff)
             if ranges is None:
                 where, args = [*owned, *where], [*owned_args, *args]
+            else:
+                where, args = [], []  # the ranges hold the time filter too
+                if ranges == EVERY_ROW:
+                    ranges = None
             k = max(CANDIDATES, offset + limit)
             best = candidates(conn, match, where, args, codes, k, ranges) if ranges != [] else []
             with_sessions = _sessions_of(conn, best)
@@ -364,7 +385,7 @@ def candidates(
     args: list[Any],
     codes: list[int],
     k: int,
-    ranges: list[tuple[int, int]] | None = None,
+    ranges: list[Span] | None = None,
 ) -> list[tuple[float, int]]:
     """The ``k`` best ``(score, rowid)`` of the rows matching ``match`` whose code is in
     ``codes``, that pass ``where`` (clauses on ``e``, the row's entry, and ``s``, its
@@ -385,20 +406,31 @@ def candidates(
     if ranges is not None:
         # A temporary table (a read-only index allows one): a seek in a few pages per
         # match, where the sessions' clauses cost a lookup in ``entries`` and ``sessions``.
-        conn.execute("CREATE TEMP TABLE IF NOT EXISTS ranges (lo INTEGER PRIMARY KEY, hi INTEGER)")
-        conn.execute("DELETE FROM temp.ranges")
-        conn.executemany("INSERT INTO temp.ranges VALUES (?, ?)", ranges)
-        seq = f"(docs.rowid & {SEQ_MASK})"
-        where_sql += (
-            f" AND (SELECT r.hi FROM temp.ranges r WHERE r.lo <= {seq}"
-            f" ORDER BY r.lo DESC LIMIT 1) >= {seq}"
+        conn.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS ranges (lo INTEGER PRIMARY KEY, hi INTEGER, since)"
         )
+        conn.execute("DELETE FROM temp.ranges")
+        conn.executemany("INSERT INTO temp.ranges VALUES (?, ?, ?)", ranges)
+        seq = f"(docs.rowid & {SEQ_MASK})"
+        if all(since is None for *_, since in ranges):
+            where_sql += (
+                f" AND (SELECT r.hi FROM temp.ranges r WHERE r.lo <= {seq}"
+                f" ORDER BY r.lo DESC LIMIT 1) >= {seq}"
+            )
+        else:
+            # A session that began before the time and ended after it: its rows' own time
+            # (a lookup in ``entries`` for those few sessions' matches alone).
+            where_sql += (
+                f" AND (SELECT CASE WHEN r.hi < {seq} THEN 0 WHEN r.since IS NULL THEN 1"
+                " ELSE (SELECT e.time FROM entries e WHERE e.id = docs.rowid) >= r.since END"
+                f" FROM temp.ranges r WHERE r.lo <= {seq} ORDER BY r.lo DESC LIMIT 1)"
+            )
     phrases = _PHRASE.findall(match)
-    # One phrase: every match holds it, so any match's BM25 with an overwhelming weight
-    # on its term frequency is the ceiling itself, idf * (K1 + 1): read off the rows
-    # ranked anyway, it spares `_ceilings` a scan of the phrase's every match.
+    # A match's BM25 with an overwhelming weight on its term frequencies is the sum of the
+    # ceilings of the phrases it holds: read off the rows ranked anyway, it spares
+    # `_ceilings` a scan of each phrase's every match. One phrase: every match holds it.
     single = len(phrases) == 1
-    ceiling_sql = f", {ROW_CEILING}" if single else ""
+    seen: dict[float, int] = {}
     groups = _by_weight(_present(conn, codes))
     if ranges is not None and len(groups) > 2:
         # The few sessions' rows of the highest weight seldom fill the candidates, and a
@@ -409,7 +441,7 @@ def candidates(
         matches = [match]
         if len(best) >= k:
             if ceilings is None:
-                ceilings = _ceilings(conn, match)
+                ceilings = _ceilings(conn, match, seen)
             # BM25 is negative, lower better: nothing of this weight can come below it.
             if -factor * sum(ceilings) >= best[-1][0]:
                 break
@@ -421,7 +453,7 @@ def candidates(
             else (f" AND (docs.rowid >> {SEQ_BITS}) IN ({','.join(map(str, group))})")
         )
         sql = (
-            f"SELECT bm25(docs) * {_factor_sql(group)} AS score, docs.rowid{ceiling_sql}"
+            f"SELECT bm25(docs) * {_factor_sql(group)} AS score, docs.rowid, {ROW_CEILING}"
             f" FROM docs{join}"
             f" WHERE docs MATCH ? AND docs.rowid BETWEEN ? AND ?{only}{where_sql}"
             " ORDER BY score, docs.rowid LIMIT ?"
@@ -430,6 +462,9 @@ def candidates(
             found = conn.execute(sql, [expression, lo, hi, *args, k]).fetchall()
             if single and found and ceilings is None:
                 ceilings = [float(found[0][2]) * _MARGIN]
+            elif expression == match and ceilings is None:
+                for _, rowid, value in found:
+                    seen.setdefault(value, rowid)
             best = heapq.nsmallest(k, [*best, *((score, rowid) for score, rowid, *_ in found)])
     return best
 
@@ -464,39 +499,57 @@ def _holding(match: str, phrases: list[str], ceilings: list[float], bound: float
 
 
 def session_ranges(
-    conn: sqlite3.Connection, owned: list[str], args: list[Any], share: float | None = None
-) -> list[tuple[int, int]] | None:
-    """The rows of the sessions that pass ``owned`` (clauses on ``s``, the session) as
-    ranges of their sequence (``rowid & SEQ_MASK``: a session's rows are inserted
-    together, so mostly one range each), or None when those sessions are more than
-    ``share`` (`RANGES_SHARE`) of all: their rows are then read for longer than a lookup
-    of each match's session takes."""
+    conn: sqlite3.Connection,
+    owned: list[str],
+    args: list[Any],
+    since: str | None = None,
+    share: float | None = None,
+) -> list[Span] | None:
+    """The rows of the sessions that pass ``owned`` (clauses on ``s``, the session) and
+    ``since`` (a row's time at or after it) as ranges of their sequence (``rowid &
+    SEQ_MASK``: a session's rows are inserted together, so mostly one range each), from
+    each session's span (see ``search.index._insert``): a session whose last time is before
+    ``since`` is left out, one whose first is at or after it is taken whole, one between
+    is taken with its rows still to be checked (`Span`). `EVERY_ROW` when every row passes;
+    None when those sessions are more than ``share`` (`RANGES_SHARE`) of all: a lookup of
+    each match's session and time then costs less."""
+    if not owned and since is not None:
+        untaken = conn.execute(
+            "SELECT 1 FROM sessions WHERE row_count > 0 AND NOT first_time >= ? LIMIT 1", (since,)
+        ).fetchone()
+        if untaken is None:
+            return EVERY_ROW
+    clauses, values = [*owned], [*args]
+    if since is not None:
+        clauses.append("s.last_time >= ?")
+        values.append(since)
     total = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
-    sql = f"SELECT s.sid FROM sessions s WHERE {' AND '.join(owned)}"
-    sids = [sid for (sid,) in conn.execute(sql, args)]
-    if len(sids) > total * (RANGES_SHARE if share is None else share):
-        return None
-    if not sids:
-        return []
-    out: list[tuple[int, int]] = []
-    seq = f"id & {SEQ_MASK}"
-    spans = conn.execute(
-        f"SELECT sid, min({seq}), max({seq}), count(*) FROM entries"
-        f" WHERE sid IN ({','.join(map(str, sids))}) GROUP BY sid"
+    most = int(total * (RANGES_SHARE if share is None else share))
+    kept = conn.execute(
+        "SELECT s.sid, s.first_seq, s.last_seq, s.row_count, s.first_time FROM sessions s"
+        f" WHERE s.row_count > 0{''.join(f' AND {c}' for c in clauses)} LIMIT ?",
+        [*values, most + 1],
     ).fetchall()
-    for sid, lo, hi, count in spans:
+    if len(kept) > most:
+        return None
+    whole = [since is None or first >= since for *_, first in kept]
+    out: list[Span] = []
+    for (sid, lo, hi, count, _), taken in zip(kept, whole, strict=True):
+        check = None if taken else since
         if hi - lo + 1 == count:  # every sequence between is the session's (each is one row's)
-            out.append((lo, hi))
+            out.append((lo, hi, check))
             continue
         # Grown by updates: its runs of consecutive sequences.
-        seqs = [q for (q,) in conn.execute(f"SELECT {seq} FROM entries WHERE sid = ?", (sid,))]
+        seqs = [
+            q for (q,) in conn.execute(f"SELECT id & {SEQ_MASK} FROM entries WHERE sid = ?", (sid,))
+        ]
         seqs.sort()
         start = seqs[0]
         for before, after in itertools.pairwise(seqs):
             if after != before + 1:
-                out.append((start, before))
+                out.append((start, before, check))
                 start = after
-        out.append((start, seqs[-1]))
+        out.append((start, seqs[-1], check))
     return out
 
 
@@ -531,17 +584,63 @@ def _by_weight(codes: list[int]) -> list[tuple[float, list[int]]]:
     return sorted(groups.items(), reverse=True)
 
 
-def _ceilings(conn: sqlite3.Connection, match: str) -> list[float]:
+def _ceilings(
+    conn: sqlite3.Connection, match: str, seen: dict[float, int] | None = None
+) -> list[float]:
     """More than each phrase of ``match`` can add to a row's unweighted BM25 (as a
-    positive number): idf * (K1 + 1), its term frequency's share being below 1. Computed
-    as ``bm25()`` computes idf (clamped to 1e-6), with a margin for rounding."""
-    rows = _row_count(conn)
+    positive number): idf * (K1 + 1), its term frequency's share being below 1. Read off
+    ``seen`` where it can (`_read_off`), else computed as ``bm25()`` computes idf (clamped
+    to 1e-6), with a margin for rounding."""
+    phrases = _PHRASE.findall(match)
+    known = _read_off(conn, phrases, seen) if seen else {}
+    rows = _row_count(conn) if len(known) < len(phrases) else 0
     out = []
-    for phrase in _PHRASE.findall(match):
+    for n, phrase in enumerate(phrases):
+        if n in known:
+            out.append(known[n])
+            continue
         hits = conn.execute("SELECT count(*) FROM docs WHERE docs MATCH ?", (phrase,)).fetchone()[0]
         idf = math.log((rows - hits + 0.5) / (hits + 0.5))
         out.append((idf if idf > 0 else 1e-6) * (K1 + 1) * _MARGIN)
     return out
+
+
+def _read_off(
+    conn: sqlite3.Connection, phrases: list[str], seen: dict[float, int]
+) -> dict[int, float]:
+    """The ceilings (by position in ``phrases``) that ``seen`` gives: `ROW_CEILING` values
+    of matches, each with a row having it, the sum of the ceilings of the phrases the row
+    holds. Which phrases a row holds is a lookup of the row among each phrase's matches
+    (a seek; counting a phrase's matches scans them all); a phrase's ceiling is then a
+    row's holding it alone, or a row's sum less the others it holds, raised by more than
+    the rounding of the sums. None for a prefix*: FTS5 would expand it for each lookup.
+
+    ``git status``: the prompts holding ``git`` alone, and one holding both, give both
+    ceilings (9 ms of counting ``git`` and ``status`` spared at 2,000,000 rows)."""
+    if any(p.endswith("*") for p in phrases):
+        return {}
+    sums: list[tuple[frozenset[int], float]] = []
+    for value, rowid in itertools.islice(seen.items(), _READ_OFF):
+        held = frozenset(
+            n
+            for n, phrase in enumerate(phrases)
+            if conn.execute(
+                "SELECT 1 FROM docs WHERE docs MATCH ? AND rowid = ?", (phrase, rowid)
+            ).fetchone()
+        )
+        sums.append((held, value))
+    raw: dict[int, float] = {}
+    solved = True
+    while solved:
+        solved = False
+        for held, value in sums:
+            unknown = held - raw.keys()
+            if len(unknown) == 1:
+                (n,) = unknown
+                raw[n] = max(0.0, value - sum(raw[m] for m in held - unknown))
+                solved = True
+    slack = _SLACK * max((value for _, value in sums), default=0.0)
+    return {n: c * _MARGIN + slack for n, c in raw.items()}
 
 
 def _row_count(conn: sqlite3.Connection) -> int:
@@ -622,13 +721,36 @@ def _details(conn: sqlite3.Connection, match: str, rows: list[int]) -> dict[int,
     the snippet of the matched words."""
     if not rows:
         return {}
-    sql = (
-        "SELECT docs.rowid, s.id, s.agent, s.cwd, e.time, e.label, e.kind, e.role,"
-        f" snippet(docs, 0, char(2), char(3), '…', {SNIPPET_TOKENS})"
-        " FROM docs JOIN entries e ON e.id = docs.rowid JOIN sessions s ON s.sid = e.sid"
-        # The range bounds the one scan FTS5 makes; handed ``rowid IN`` itself it looks
-        # each row up alone, expanding a prefix* again for every one (10x slower).
-        " WHERE docs MATCH ? AND docs.rowid BETWEEN ? AND ?"
-        f" AND +docs.rowid IN ({','.join('?' * len(rows))})"
+    marks = ",".join("?" * len(rows))
+    shown = conn.execute(
+        "SELECT e.id, s.id, s.agent, s.cwd, e.time, e.label, e.kind, e.role"
+        f" FROM entries e JOIN sessions s ON s.sid = e.sid WHERE e.id IN ({marks})",
+        rows,
+    ).fetchall()
+    snippets = _snippets(conn, match, rows)
+    return {r[0]: (*r[1:], snippets[r[0]]) for r in shown}
+
+
+def _snippets(conn: sqlite3.Connection, match: str, rows: list[int]) -> dict[int, str]:
+    """The snippet of ``match`` in each of ``rows``, made in a temporary FTS5 table of
+    those rows alone, with the index's own tokenizer: a snippet depends on its row's text
+    and the query alone, and FTS5 expands a prefix* over the whole index in each statement
+    that matches it (17 ms for ``read*`` at 2,000,000 rows), over these rows here."""
+    (definition,) = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'docs'"
+    ).fetchone()
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.page USING fts5"
+        + definition.split("USING fts5", 1)[1]
     )
-    return {r[0]: r[1:] for r in conn.execute(sql, [match, min(rows), max(rows), *rows])}
+    conn.execute("DELETE FROM temp.page")
+    conn.execute(
+        "INSERT INTO temp.page (rowid, text) SELECT rowid, text FROM main.docs"
+        f" WHERE rowid IN ({','.join('?' * len(rows))})",
+        rows,
+    )
+    sql = (
+        f"SELECT rowid, snippet(page, 0, char(2), char(3), '…', {SNIPPET_TOKENS})"
+        " FROM temp.page WHERE page MATCH ?"
+    )
+    return dict(conn.execute(sql, (match,)).fetchall())
