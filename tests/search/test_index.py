@@ -89,6 +89,42 @@ def test_a_build_indexes_the_messages_as_the_api_serves_them(
     assert indexed == served_rows(store)
 
 
+def _segments_written(index: Path) -> int:
+    """How many segments FTS5 wrote into ``docs``: the write counter of its structure
+    record (a 4-byte cookie, then varints: levels, segments, the counter)."""
+    with sqlite3.connect(index) as conn:
+        block = conn.execute("SELECT block FROM docs_data WHERE id = 10").fetchone()[0]
+    values, value = [], 0
+    for byte in block[4:]:
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            values.append(value)
+            value = 0
+            if len(values) == 3:
+                break
+    return int(values[2])
+
+
+def test_a_build_writes_its_texts_in_rowid_order(
+    store: Store, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    claude_session(store, tmp_path / "logs")
+    codex_session(store, tmp_path / "logs")
+    index = index_path(data_dir)
+    rebuild(store, index)
+    # One batch and the optimize: FTS5 starts a segment at every rowid lower than the one
+    # before, and the codes interleave a session's rowids (31 segments written as they came).
+    assert _segments_written(index) <= 3
+    # Batches of a few rows hold every row once, each text under its entry's rowid.
+    monkeypatch.setattr(search_index.Texts, "BATCH_CHARS", 200)
+    rebuild(store, index)
+    assert _segments_written(index) > 3
+    assert rows_of(index) == served_rows(store)
+    with sqlite3.connect(index) as conn:
+        counts = conn.execute("SELECT (SELECT COUNT(*) FROM docs), COUNT(*) FROM entries")
+        assert counts.fetchone() == (len(served_rows(store)),) * 2
+
+
 def test_an_unchanged_store_reads_nothing_again(
     store: Store, data_dir: Path, tmp_path: Path
 ) -> None:
