@@ -379,3 +379,15 @@ def test_each_session_s_span_covers_its_rows_through_growth_truncation_and_resto
     with sqlite3.connect(index) as conn:
         spans = conn.execute("SELECT first_time, last_time FROM sessions").fetchall()
     assert all(first and last for first, last in spans)
+
+
+def test_the_next_sequence_number_follows_the_highest_of_every_code(tmp_path: Path) -> None:
+    conn = search_index.begin_build(tmp_path / "search.sqlite3")
+    assert search_index._next_seq(conn) == 1
+    for code, seq in ((3, 7), (0, 5), (len(search_index.CODES) - 1, 2)):
+        conn.execute(
+            "INSERT INTO entries (id, sid, kind) VALUES (?, 1, 'message')",
+            (search_index.rowid_of(code, seq),),
+        )
+    assert search_index._next_seq(conn) == 8
+    conn.close()
