@@ -125,6 +125,21 @@ def test_a_build_writes_its_texts_in_rowid_order(
         assert counts.fetchone() == (len(served_rows(store)),) * 2
 
 
+def test_a_build_of_many_sessions_compiles_the_redactor_scan_first(
+    store: Store, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    claude_session(store, tmp_path / "logs")
+    codex_session(store, tmp_path / "logs")
+    warmed: list[bool] = []
+    monkeypatch.setattr(search_index, "expect_much_text", lambda: warmed.append(True))
+    monkeypatch.setattr(search_index, "WARM_SESSIONS", 3)
+    rebuild(store, index_path(data_dir))
+    assert not warmed
+    monkeypatch.setattr(search_index, "WARM_SESSIONS", 2)
+    rebuild(store, index_path(data_dir))
+    assert warmed == [True]
+
+
 def test_an_unchanged_store_reads_nothing_again(
     store: Store, data_dir: Path, tmp_path: Path
 ) -> None:

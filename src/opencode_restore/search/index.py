@@ -28,7 +28,7 @@ from ..atomic import alive
 from ..diagnostics import WarningSink
 from ..dirs import make_private_dirs
 from ..errors import SourceError
-from ..redact import Redactor, redact_optional
+from ..redact import Redactor, expect_much_text, redact_optional
 from ..store.fetch import existing_files, session_messages
 from ..store.store import SessionRow, Store
 from ..timeline.numbering import Labeler
@@ -100,6 +100,10 @@ CREATE VIRTUAL TABLE docs USING fts5(text, tokenize = 'porter unicode61 remove_d
 QUERY_SESSIONS = 10
 #: Seconds a query's catch-up waits for another writer of the index.
 QUERY_WAIT = 0.2
+
+#: Sessions from which a build compiles the redactor's one-pass scan first: each redacts
+#: ~9,000 characters, and the scan is compiled after the first megabyte anyway.
+WARM_SESSIONS = 100
 
 #: Progress: (sessions done, sessions in all).
 Progress = Callable[[int, int], None]
@@ -606,6 +610,8 @@ def rebuild(
             marks = _marks_now(store)  # before the ids: see update
             ids = _all_ids(store)
             cut = len(ids) if most is None else most
+            if len(ids[:cut]) >= WARM_SESSIONS:
+                expect_much_text()
             texts = Texts(batch=True)
             done = _run(conn, store, ids[:cut], marks, progress, ids[cut:], texts)
             texts.flush(conn)
