@@ -85,19 +85,22 @@ redactor's Hyperscan database compiled before a build of 100 sessions or more (i
 megabyte of text went literal by literal: 0.35 s, 0.18 with the compile), the next sequence
 number in one statement (was nine), the ``ContainerReader`` protocol check asked once per
 reader class (~13 us, three times a session), labels issued without rendering each message
-(``message_shown``), ``iso_utc`` without ``strftime``. Where a build's CPU goes now (3,000
-sessions, functions timed in place): redaction ~25% (tool results are redacted whole and cut
-to 2,000 characters: 13.9 of the 26.8 M characters redacted; redacting only a head would
-not be exact, a secret can cross the cut), reading the logs ~35% (first pass 11%, the
-second pass's parse 9%, conversion, ids and labels ~8%, opening and sniffing each log three
-times ~7%), SQLite ~12% (the FTS5 tokenizer: the same rows inserted alone, in rowid order,
-cost as much), the rows ~5%. Measured and left out: the second pass taking a small log's
-lines from memory instead of seeking (no gain: the parse costs, not the read); the gated
-token needles (``do``, ``dp``, ``fm``, ``https``) inert in the redactor's fast exit (8,000
-more of 90,000 strings returned at once: 0.025 s at 3,000 sessions, 0.4%); the entries
-index made after the rows (0.3%); a bigger page cache and FTS5's ``hashsize`` (nothing
-past the batches); GC off (nothing). Worker processes reading for one writer cost 10-20%
-more CPU and gained no wall time here.
+(``message_shown``), ``iso_utc`` without ``strftime``. Again at 3,000 sessions, main and
+this build back to back, twice: 17.8 -> 25.8 and 17.7 -> 22.2 MB/s (the machine's load
+rising from 2). Where a build's CPU goes now (3,000 sessions, functions timed in place):
+redaction ~25% (tool results are redacted whole and cut to 2,000 characters: 13.9 of the
+26.8 M characters redacted; redacting only a head would not be exact, a secret can cross
+the cut), reading the logs ~35% (first pass 11%, the second pass's parse 9%, conversion,
+ids and labels ~8%, opening and sniffing each log ~7%: the forced format's check reads its
+head, and so does ``log_form``, once where the stream and web tests read it twice), SQLite
+~12% (the FTS5 tokenizer: the same rows inserted alone, in rowid order, cost as much), the
+rows ~5%. Measured and left out: the second pass taking a small log's lines from memory
+instead of seeking (no gain: the parse costs, not the read); the gated token needles
+(``do``, ``dp``, ``fm``, ``https``) inert in the redactor's fast exit (8,000 more of 90,000
+strings returned at once: 0.025 s at 3,000 sessions, 0.4%); the entries index made after
+the rows (0.3%); a bigger page cache and FTS5's ``hashsize`` (nothing past the batches); GC
+off (nothing). Worker processes reading for one writer cost 10-20% more CPU and gained no
+wall time here.
 """
 
 from __future__ import annotations
