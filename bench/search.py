@@ -74,17 +74,20 @@ phrase queries) and ``columnsize=0`` (BM25 would tokenize each row again for its
 What the index could add (not done here): a ``prefix=`` index for prefixes of 3-4
 characters (``read*`` would be one term's doclist, not a merge of every term's).
 
-Build (``--sessions 10000 --rows 0 --rounds 1``, 467 MB of logs; the round before's code
-and this one back to back, twice): 25.4 and 26.1 MB/s CPU, against 18.4 and 17.7 (NOT met;
-30 would be 15.6 s of CPU, not 18). FTS5 writes the terms it holds as a new segment each
-time a rowid comes lower than the one before, and the codes interleave a session's rowids:
-rows written as they came made a segment every few rows, and merging them was ~70% of the
-SQLite time; a build now holds 4 MB of texts and writes them in rowid order
-(``index.Texts``: 16.8 -> 22.2 MB/s at 3,000 sessions). Then, each a few percent: the
-redactor's Hyperscan database compiled before a build of 100 sessions or more (its first
-megabyte of text went literal by literal: 0.35 s, 0.18 with the compile), the next sequence
-number in one statement (was nine), the ``ContainerReader`` protocol check asked once per
-reader class (~13 us, three times a session), labels issued without rendering each message
+Build (``--sessions 10000 --rows 0 --rounds 1``, 467 MB of logs; main, with the sessions'
+spans, and this build back to back, twice): 24.8 and 24.5 MB/s CPU, against 17.5 and 16.9
+(NOT met; 30 would be 15.6 s of CPU, not 19; before the spans, 25.4 and 26.1 against 18.4
+and 17.7). The index's content is the same row for row (entries, sessions, files, the
+texts); its file is 1% larger at 10,000 sessions (339 more free pages, left by the merged
+batches), 0.309x the logs. FTS5 writes the terms it holds as a new segment each time a
+rowid comes lower than the one before, and the codes interleave a session's rowids: rows
+written as they came made a segment every few rows, and merging them was ~70% of the SQLite
+time; a build now holds 4 MB of texts and writes them in rowid order (``index.Texts``: 16.8
+-> 22.2 MB/s at 3,000 sessions). Then, each a few percent: the redactor's Hyperscan
+database compiled before a build of 100 sessions or more (its first megabyte of text went
+literal by literal: 0.35 s, 0.18 with the compile), the next sequence number in one
+statement (was nine), the ``ContainerReader`` protocol check asked once per reader class
+(~13 us, three times a session), labels issued without rendering each message
 (``message_shown``), ``iso_utc`` without ``strftime``. Again at 3,000 sessions, main and
 this build back to back, twice: 17.8 -> 25.8 and 17.7 -> 22.2 MB/s (the machine's load
 rising from 2). Where a build's CPU goes now (3,000 sessions, functions timed in place):
