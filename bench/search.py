@@ -74,10 +74,36 @@ phrase queries) and ``columnsize=0`` (BM25 would tokenize each row again for its
 What the index could add (not done here): a ``prefix=`` index for prefixes of 3-4
 characters (``read*`` would be one term's doclist, not a merge of every term's).
 
-Build (``--sessions 10000 --rows 0 --rounds 2``, 467 MB of logs): 17.4 MB/s CPU (NOT met;
-14.3 in an earlier run, 5-8% faster in alternating runs): redaction 50-55% (each string a
-row takes, once), reading and labelling the logs ~26%, making rows ~9%, SQLite ~9%. Worker
-processes reading for one writer cost 10-20% more CPU and gained no wall time here.
+Build (``--sessions 10000 --rows 0 --rounds 1``, 467 MB of logs; main, with the sessions'
+spans, and this build back to back, twice): 24.8 and 24.5 MB/s CPU, against 17.5 and 16.9
+(NOT met; 30 would be 15.6 s of CPU, not 19; before the spans, 25.4 and 26.1 against 18.4
+and 17.7). The index's content is the same row for row (entries, sessions, files, the
+texts); its file is 1% larger at 10,000 sessions (339 more free pages, left by the merged
+batches), 0.309x the logs. FTS5 writes the terms it holds as a new segment each time a
+rowid comes lower than the one before, and the codes interleave a session's rowids: rows
+written as they came made a segment every few rows, and merging them was ~70% of the SQLite
+time; a build now holds 4 MB of texts and writes them in rowid order (``index.Texts``: 16.8
+-> 22.2 MB/s at 3,000 sessions). Then, each a few percent: the redactor's Hyperscan
+database compiled before a build of 100 sessions or more (its first megabyte of text went
+literal by literal: 0.35 s, 0.18 with the compile), the next sequence number in one
+statement (was nine), the ``ContainerReader`` protocol check asked once per reader class
+(~13 us, three times a session), labels issued without rendering each message
+(``message_shown``), ``iso_utc`` without ``strftime``. Again at 3,000 sessions, main and
+this build back to back, twice: 17.8 -> 25.8 and 17.7 -> 22.2 MB/s (the machine's load
+rising from 2). Where a build's CPU goes now (3,000 sessions, functions timed in place):
+redaction ~25% (tool results are redacted whole and cut to 2,000 characters: 13.9 of the
+26.8 M characters redacted; redacting only a head would not be exact, a secret can cross
+the cut), reading the logs ~35% (first pass 11%, the second pass's parse 9%, conversion,
+ids and labels ~8%, opening and sniffing each log ~7%: the forced format's check reads its
+head, and so does ``log_form``, once where the stream and web tests read it twice), SQLite
+~12% (the FTS5 tokenizer: the same rows inserted alone, in rowid order, cost as much), the
+rows ~5%. Measured and left out: the second pass taking a small log's lines from memory
+instead of seeking (no gain: the parse costs, not the read); the gated token needles
+(``do``, ``dp``, ``fm``, ``https``) inert in the redactor's fast exit (8,000 more of 90,000
+strings returned at once: 0.025 s at 3,000 sessions, 0.4%); the entries index made after
+the rows (0.3%); a bigger page cache and FTS5's ``hashsize`` (nothing past the batches); GC
+off (nothing). Worker processes reading for one writer cost 10-20% more CPU and gained no
+wall time here.
 """
 
 from __future__ import annotations

@@ -126,6 +126,18 @@ def test_the_database_is_compiled_only_after_enough_text() -> None:
     assert prefilter.found("x AKIA y") == {"AKIA"}
 
 
+def test_compile_now_compiles_before_any_text() -> None:
+    # An index build redacts megabytes: the first one looked through literal by literal
+    # cost more than the compile.
+    prefilter = Prefilter(CASED, CASELESS, PATTERNS)
+    prefilter.compile_now()
+    assert prefilter.fast == FAST.fast
+    assert prefilter.found("x AKIA y") == {"AKIA"}
+    plain = Prefilter(CASED, CASELESS, PATTERNS, fast=False)
+    plain.compile_now()
+    assert not plain.fast
+
+
 def test_without_glibc_the_database_still_compiles(monkeypatch: pytest.MonkeyPatch) -> None:
     # After compiling, the memory Hyperscan's compiler freed is handed back with glibc's
     # malloc_trim; where there is no glibc (musl, macOS) loading it fails, and that is all.

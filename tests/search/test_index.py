@@ -89,6 +89,57 @@ def test_a_build_indexes_the_messages_as_the_api_serves_them(
     assert indexed == served_rows(store)
 
 
+def _segments_written(index: Path) -> int:
+    """How many segments FTS5 wrote into ``docs``: the write counter of its structure
+    record (a 4-byte cookie, then varints: levels, segments, the counter)."""
+    with sqlite3.connect(index) as conn:
+        block = conn.execute("SELECT block FROM docs_data WHERE id = 10").fetchone()[0]
+    values, value = [], 0
+    for byte in block[4:]:
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            values.append(value)
+            value = 0
+            if len(values) == 3:
+                break
+    return int(values[2])
+
+
+def test_a_build_writes_its_texts_in_rowid_order(
+    store: Store, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    claude_session(store, tmp_path / "logs")
+    codex_session(store, tmp_path / "logs")
+    index = index_path(data_dir)
+    rebuild(store, index)
+    # One batch and the optimize: FTS5 starts a segment at every rowid lower than the one
+    # before, and the codes interleave a session's rowids (31 segments written as they came).
+    assert _segments_written(index) <= 3
+    # Batches of a few rows hold every row once, each text under its entry's rowid.
+    monkeypatch.setattr(search_index.Texts, "BATCH_CHARS", 200)
+    rebuild(store, index)
+    assert _segments_written(index) > 3
+    assert rows_of(index) == served_rows(store)
+    with sqlite3.connect(index) as conn:
+        counts = conn.execute("SELECT (SELECT COUNT(*) FROM docs), COUNT(*) FROM entries")
+        assert counts.fetchone() == (len(served_rows(store)),) * 2
+
+
+def test_a_build_of_many_sessions_compiles_the_redactor_scan_first(
+    store: Store, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    claude_session(store, tmp_path / "logs")
+    codex_session(store, tmp_path / "logs")
+    warmed: list[bool] = []
+    monkeypatch.setattr(search_index, "expect_much_text", lambda: warmed.append(True))
+    monkeypatch.setattr(search_index, "WARM_SESSIONS", 3)
+    rebuild(store, index_path(data_dir))
+    assert not warmed
+    monkeypatch.setattr(search_index, "WARM_SESSIONS", 2)
+    rebuild(store, index_path(data_dir))
+    assert warmed == [True]
+
+
 def test_an_unchanged_store_reads_nothing_again(
     store: Store, data_dir: Path, tmp_path: Path
 ) -> None:
@@ -343,3 +394,15 @@ def test_each_session_s_span_covers_its_rows_through_growth_truncation_and_resto
     with sqlite3.connect(index) as conn:
         spans = conn.execute("SELECT first_time, last_time FROM sessions").fetchall()
     assert all(first and last for first, last in spans)
+
+
+def test_the_next_sequence_number_follows_the_highest_of_every_code(tmp_path: Path) -> None:
+    conn = search_index.begin_build(tmp_path / "search.sqlite3")
+    assert search_index._next_seq(conn) == 1
+    for code, seq in ((3, 7), (0, 5), (len(search_index.CODES) - 1, 2)):
+        conn.execute(
+            "INSERT INTO entries (id, sid, kind) VALUES (?, 1, 'message')",
+            (search_index.rowid_of(code, seq),),
+        )
+    assert search_index._next_seq(conn) == 8
+    conn.close()

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from opencode_restore.diagnostics import WarningSink
-from opencode_restore.sources import get_reader, is_container, readers
+from opencode_restore.sources import get_reader, is_container, is_container_reader, readers
 from opencode_restore.sources.base import ContainerReader, Found, Reader, TailReader, merge_slugs
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures"
@@ -37,6 +37,22 @@ def test_only_container_formats_choose_a_session_and_only_claude_reads_tails() -
     assert [r.name for r in readers() if is_container(r.name)] == ["opencode", "inspect"]
     assert [r.name for r in readers() if isinstance(r, TailReader)] == ["claude-code"]
     assert not is_container("no-such-format")
+
+
+def test_is_container_reader_answers_as_isinstance_once_per_class(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    first = [is_container_reader(r) for r in readers()]
+    assert first == [isinstance(r, ContainerReader) for r in readers()]
+
+    # Asked again, no reader is looked through: the runtime check would say no now.
+    def no_member(self: object, name: str) -> object:
+        raise AttributeError(name)
+
+    for reader in readers():
+        monkeypatch.setattr(type(reader), "__getattr__", no_member, raising=False)
+        monkeypatch.delattr(type(reader), "name", raising=False)
+    assert [is_container_reader(r) for r in readers()] == first
 
 
 @pytest.mark.parametrize(

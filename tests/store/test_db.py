@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from opencode_restore.store.db import (
     MIGRATIONS,
@@ -191,3 +193,15 @@ def test_iso_utc_is_fixed_width_and_sorts() -> None:
     assert a == "2026-01-02T03:04:05.000000Z"
     assert b == "2026-01-02T03:04:05.120000Z"
     assert a < b
+
+
+@given(
+    st.datetimes(timezones=st.just(UTC)),
+    st.integers(-23 * 60, 23 * 60),
+)
+def test_iso_utc_writes_what_strftime_writes(when: datetime, minutes: int) -> None:
+    # In another zone too (the same instant): iso_utc turns it to UTC first.
+    zone = timezone(timedelta(minutes=minutes))
+    for ts in (when, when.astimezone(zone) if 1 < when.year < 9999 else when):
+        expected = ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        assert iso_utc(ts) == expected

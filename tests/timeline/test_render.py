@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from opencode_restore.model import Compaction, Message, MessageType, Role
 from opencode_restore.timeline.preprocess import MessagesPreprocessor
-from opencode_restore.timeline.render import message_as_str, role_label, value_text
+from opencode_restore.timeline.render import message_as_str, message_shown, role_label, value_text
 
 
 def msg(role: Role = "user", type_: MessageType = "text", text: str = "", **fields: Any) -> Message:
@@ -204,3 +206,38 @@ def test_the_files_a_step_changed_render_as_such_and_go_with_the_tools() -> None
     m = Message("prt_9", "assistant", "file_changes", "/w/a.py\n/w/b.py", meta={"files": []})
     assert message_as_str(m) == "ASSISTANT:\nFiles changed in this step:\n/w/a.py\n/w/b.py\n"
     assert message_as_str(m, MessagesPreprocessor(exclude_tool_usage=True)) is None
+
+
+_BLANKS = st.text(alphabet=" \t\n\r\x0b\x0c\u00a0\u2003", max_size=3)
+
+
+@given(
+    role=st.sampled_from(["user", "assistant", "system", "tool"]),
+    type_=st.sampled_from(
+        ["text", "tool_use", "tool_result", "thinking", "compaction", "summary", "file_changes"]
+    ),
+    text=st.one_of(_BLANKS, st.text(max_size=8)),
+    is_error=st.booleans(),
+    tool_input=st.one_of(st.none(), st.dictionaries(st.text(max_size=3), _BLANKS, max_size=2)),
+    summary=st.one_of(st.none(), _BLANKS, st.text(max_size=4)),
+    flags=st.tuples(st.booleans(), st.booleans(), st.booleans()),
+)
+def test_message_shown_is_message_as_str_not_none(
+    role: Role,
+    type_: MessageType,
+    text: str,
+    is_error: bool,
+    tool_input: dict[str, Any] | None,
+    summary: str | None,
+    flags: tuple[bool, bool, bool],
+) -> None:
+    compaction = None if summary is None else Compaction("summary", summary=summary or None)
+    message = msg(
+        role, type_, text, is_error=is_error, tool_input=tool_input, compaction=compaction
+    )
+    options = MessagesPreprocessor(
+        exclude_system=flags[0], exclude_reasoning=flags[1], exclude_tool_usage=flags[2]
+    )
+    for preprocessor in (None, options):
+        shown = message_as_str(message, preprocessor) is not None
+        assert message_shown(message, preprocessor) == shown

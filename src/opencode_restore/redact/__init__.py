@@ -461,6 +461,12 @@ def _prefilter(fast: bool = True) -> Prefilter:
     )
 
 
+def expect_much_text() -> None:
+    """Say that megabytes of text are about to be redacted (an index build): the one-pass
+    scan is compiled now, not after its first megabyte (see ``prefilter.COMPILE_AFTER``)."""
+    _prefilter().compile_now()
+
+
 @functools.cache
 def _inert() -> frozenset[str]:
     """What ``_prefilter`` may find in a text cased as ASCII, without backslashes, while

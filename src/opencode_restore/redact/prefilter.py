@@ -140,6 +140,13 @@ class Prefilter:
         """True when one Hyperscan pass answers (else each literal is looked for apart)."""
         return self._database is not None
 
+    def compile_now(self) -> None:
+        """Compile the one-pass scan now, not after ``compile_after`` characters: for a
+        caller about to look through many megabytes (an index build redacted its first
+        one literal by literal: ~0.17 s of CPU more than the compile)."""
+        if self._database is None and self._wanted:
+            self._database = self._compile()
+
     def _compile(self) -> Any:
         hs = _engine()
         if hs is None:  # not installed: asked one by one from now on

@@ -28,7 +28,7 @@ from ..atomic import alive
 from ..diagnostics import WarningSink
 from ..dirs import make_private_dirs
 from ..errors import SourceError
-from ..redact import Redactor, redact_optional
+from ..redact import Redactor, expect_much_text, redact_optional
 from ..store.fetch import existing_files, session_messages
 from ..store.store import SessionRow, Store
 from ..timeline.numbering import Labeler
@@ -100,6 +100,10 @@ CREATE VIRTUAL TABLE docs USING fts5(text, tokenize = 'porter unicode61 remove_d
 QUERY_SESSIONS = 10
 #: Seconds a query's catch-up waits for another writer of the index.
 QUERY_WAIT = 0.2
+
+#: Sessions from which a build compiles the redactor's one-pass scan first: each redacts
+#: ~9,000 characters, and the scan is compiled after the first megabyte anyway.
+WARM_SESSIONS = 100
 
 #: Progress: (sessions done, sessions in all).
 Progress = Callable[[int, int], None]
@@ -247,18 +251,61 @@ def rowid_of(code: int, seq: int) -> int:
     return (code << SEQ_BITS) | seq
 
 
+#: The highest sequence number given: each code's range's last rowid, in one statement
+#: (one per code cost a build ~1.5% of its time).
+_LAST_SEQ = "SELECT MAX(top & {mask}) FROM ({tops})".format(
+    mask=SEQ_MASK,
+    tops=" UNION ALL ".join(
+        "SELECT (SELECT MAX(id) FROM entries WHERE id BETWEEN {} AND {}) AS top".format(
+            *code_range(code)
+        )
+        for code in range(len(CODES))
+    ),
+)
+
+
 def _next_seq(conn: sqlite3.Connection) -> int:
-    last = 0
-    for code in range(len(CODES)):
-        top = conn.execute(
-            "SELECT MAX(id) FROM entries WHERE id BETWEEN ? AND ?", code_range(code)
-        ).fetchone()[0]
-        if top is not None:
-            last = max(last, top & SEQ_MASK)
-    return last + 1
+    return int(conn.execute(_LAST_SEQ).fetchone()[0] or 0) + 1
 
 
-def _insert(conn: sqlite3.Connection, sid: int, rows: list[Row]) -> int:
+class Texts:
+    """``docs`` rows on their way in, written in rowid order.
+
+    FTS5 writes the terms it holds out as a new segment whenever a rowid comes lower than
+    the one before, and the codes interleave the rowids of a session's rows: written as
+    they come, a build wrote a segment every few rows and spent most of its SQLite time
+    merging them. A build (``batch``) holds its rows back until ``BATCH_CHARS`` of text,
+    so a segment is written per batch; an update writes each session's rows at once.
+    """
+
+    #: Characters of text a build's batch holds (FTS5's own buffer is 1 MB of terms).
+    BATCH_CHARS = 4_000_000
+
+    __slots__ = ("batch", "chars", "held")
+
+    def __init__(self, *, batch: bool) -> None:
+        self.batch = batch
+        self.held: list[tuple[int, str]] = []
+        self.chars = 0
+
+    def add(self, conn: sqlite3.Connection, rows: Iterable[tuple[int, str]]) -> None:
+        """Take ``rows`` (rowid, text); write what is held when the batch is full."""
+        for row in rows:
+            self.held.append(row)
+            self.chars += len(row[1])
+        if not self.batch or self.chars >= self.BATCH_CHARS:
+            self.flush(conn)
+
+    def flush(self, conn: sqlite3.Connection) -> None:
+        """Write every row held."""
+        self.held.sort()
+        conn.executemany("INSERT INTO docs (rowid, text) VALUES (?, ?)", self.held)
+        self.held, self.chars = [], 0
+
+
+def _insert(conn: sqlite3.Connection, sid: int, rows: list[Row], texts: Texts | None = None) -> int:
+    """Insert ``rows`` of session ``sid``; their texts go through ``texts`` (default:
+    written now)."""
     if not rows:
         return 0
     # The rowids given here, so both tables take their rows in one statement each.
@@ -268,10 +315,7 @@ def _insert(conn: sqlite3.Connection, sid: int, rows: list[Row]) -> int:
         "INSERT INTO entries (id, sid, time, label, kind, role) VALUES (?, ?, ?, ?, ?, ?)",
         [(i, sid, r.time, r.label, r.kind, r.role) for i, r in zip(ids, rows, strict=True)],
     )
-    conn.executemany(
-        "INSERT INTO docs (rowid, text) VALUES (?, ?)",
-        [(i, r.text) for i, r in zip(ids, rows, strict=True)],
-    )
+    (texts or Texts(batch=False)).add(conn, [(i, r.text) for i, r in zip(ids, rows, strict=True)])
     # The session's span, for a query to take or leave its rows whole: its times (an
     # untimed row counts as '' in the first) and sequences only widen, and its row count
     # is exact, so when its rows are as many as the sequences between its first and last,
@@ -337,10 +381,16 @@ def _summary_rows(store: Store, restoration: int) -> list[Row]:
 
 
 def index_session(
-    conn: sqlite3.Connection, store: Store, row: SessionRow, restoration: int | None
+    conn: sqlite3.Connection,
+    store: Store,
+    row: SessionRow,
+    restoration: int | None,
+    texts: Texts | None = None,
 ) -> int:
     """Bring ``row``'s rows up to date; returns the rows added. Everything is read
     first, then written in one transaction (``conn``'s own when it is in one: a build).
+    ``texts``: a build's batch (`Texts`; a build indexes each session anew, so it deletes
+    none of the rows held).
 
     A session none of whose files can be read keeps what was indexed of it.
     """
@@ -366,7 +416,7 @@ def index_session(
         if read is not None:
             if after == 0 and before is not None:
                 _delete(conn, sid, ("message", "tool", "error", "command", "file", "thinking"))
-            added += _insert(conn, sid, read[0])
+            added += _insert(conn, sid, read[0], texts)
             conn.execute("UPDATE sessions SET labels = ? WHERE sid = ?", (read[1], sid))
             conn.execute("DELETE FROM files WHERE sid = ?", (sid,))
             conn.executemany(
@@ -375,7 +425,7 @@ def index_session(
             )
         if summary is not None:
             _delete(conn, sid, _SUMMARY_KINDS)
-            added += _insert(conn, sid, summary)
+            added += _insert(conn, sid, summary, texts)
             conn.execute("UPDATE sessions SET restoration = ? WHERE sid = ?", (restoration, sid))
     except BaseException:
         if own and conn.in_transaction:
@@ -405,13 +455,14 @@ def _run(
     marks: tuple[str, str] | None,
     progress: Progress | None,
     later: list[str] | None = None,
+    texts: Texts | None = None,
 ) -> Updated:
     done = Updated()
     latest = _latest_restorations(store)
     for n, session_id in enumerate(ids, start=1):
         row = store.session(session_id)
         if row is not None:
-            added = index_session(conn, store, row, latest.get(session_id))
+            added = index_session(conn, store, row, latest.get(session_id), texts)
             done.sessions += added > 0
             done.rows += added
         if progress is not None:
@@ -559,7 +610,11 @@ def rebuild(
             marks = _marks_now(store)  # before the ids: see update
             ids = _all_ids(store)
             cut = len(ids) if most is None else most
-            done = _run(conn, store, ids[:cut], marks, progress, ids[cut:])
+            if len(ids[:cut]) >= WARM_SESSIONS:
+                expect_much_text()
+            texts = Texts(batch=True)
+            done = _run(conn, store, ids[:cut], marks, progress, ids[cut:], texts)
+            texts.flush(conn)
             # One segment per level merged into one: fewer pages, faster queries.
             conn.execute("INSERT INTO docs (docs) VALUES ('optimize')")
             conn.execute("COMMIT")

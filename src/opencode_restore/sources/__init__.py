@@ -11,6 +11,7 @@ import stat
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import TypeGuard
 
 from ..diagnostics import WarningSink
 from ..errors import SourceError
@@ -67,10 +68,26 @@ def get_reader(name: str) -> Reader:
     raise SourceError(name, f"unknown agent format; choose one of: {known}")
 
 
+#: Whether each reader class is a ``ContainerReader`` (`is_container_reader`).
+_CONTAINER_TYPES: dict[type, bool] = {}
+
+
 def is_container(name: str) -> bool:
     """True when inputs of format ``name`` may hold several sessions, chosen by id."""
     reader = _load(_READER_MODULES[name]) if name in _READER_MODULES else None
-    return isinstance(reader, ContainerReader)
+    return reader is not None and is_container_reader(reader)
+
+
+def is_container_reader(reader: Reader) -> TypeGuard[ContainerReader]:
+    """``isinstance(reader, ContainerReader)``, asked once per reader class: the runtime
+    check looks up every member of the protocol (~13 us), and reading a session asks it
+    three times (an index build, for every session)."""
+    # By class: the protocol's members are class attributes and methods of every reader.
+    kind = type(reader)
+    known = _CONTAINER_TYPES.get(kind)
+    if known is None:
+        known = _CONTAINER_TYPES[kind] = isinstance(reader, ContainerReader)
+    return known
 
 
 def _head(path: Path) -> bytes:
@@ -173,7 +190,7 @@ def open_session(
     allows it (``HollowReader``; ``Session.bodies`` is then set).
     """
     reader = resolve(paths, agent)
-    if isinstance(reader, ContainerReader):
+    if is_container_reader(reader):
         result = reader.read(paths, sink, session=session)
     else:
         lean = None
@@ -210,7 +227,7 @@ def iter_messages(
     """
     reader = resolve(paths, agent)
     stream: Iterator[Message]
-    if isinstance(reader, ContainerReader):
+    if is_container_reader(reader):
         stream = reader.iter_messages(paths, sink, session=session)
     elif session is not None:
         chosen = reader.read(paths, sink)

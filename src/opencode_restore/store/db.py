@@ -123,7 +123,20 @@ def now_iso() -> str:
 
 def iso_utc(ts: datetime) -> str:
     """An aware datetime as fixed-width ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (sorts as text)."""
-    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    u = ts.astimezone(UTC)
+    if u.year < 1000:  # how ``%Y`` writes such a year is the platform's
+        return u.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # The same text as that strftime in half the time (an index build formats every
+    # message's time; an f-string takes a third more).
+    return "%d-%02d-%02dT%02d:%02d:%02d.%06dZ" % (  # noqa: UP031
+        u.year,
+        u.month,
+        u.day,
+        u.hour,
+        u.minute,
+        u.second,
+        u.microsecond,
+    )
 
 
 def connect(path: str | os.PathLike[str]) -> sqlite3.Connection:

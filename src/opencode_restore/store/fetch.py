@@ -24,8 +24,14 @@ from ..diagnostics import WarningSink
 from ..errors import SourceError
 from ..model import Labelled, Message
 from ..redact import Redactor, redact_message
-from ..sources import is_container, iter_messages, message_filter, readers
-from ..sources.base import Checkpoint, ContainerReader, Reader, TailReader
+from ..sources import (
+    is_container,
+    is_container_reader,
+    iter_messages,
+    message_filter,
+    readers,
+)
+from ..sources.base import Checkpoint, Reader, TailReader
 from ..sources.ids import unique_ids
 from .checkpoints import tail_start, update_index
 from .store import SessionRow, Store
@@ -200,7 +206,7 @@ def session_messages(
     if stream is None:
         if labeler is not None:
             labeler.issued = 0
-        if isinstance(reader, ContainerReader):
+        if reader is not None and is_container_reader(reader):
             # One database holds many sessions: ask for this one by id.
             stream = iter(unique_ids(reader.read(files, sink, session=row.id)).messages())
         else:

@@ -21,7 +21,7 @@ from typing import Any
 
 from opencode_restore.model import Message
 from opencode_restore.timeline.preprocess import DEFAULT_PREPROCESSOR, MessagesPreprocessor
-from opencode_restore.timeline.render import message_as_str
+from opencode_restore.timeline.render import message_as_str, message_shown
 
 MessagesAsStrFn = Callable[[list[Message]], Awaitable[str]]
 ExtractReferencesFn = Callable[[str], list["Reference"]]
@@ -232,7 +232,7 @@ class Labeler:
 
     def label(self, message: Message) -> str | None:
         """The next label for ``message``, or None when a restore shows it no label."""
-        if message_as_str(message, self.preprocessor) is None:
+        if not message_shown(message, self.preprocessor):
             return None
         self.issued += 1
         return label_name(self.issued)

@@ -60,6 +60,21 @@ def message_as_str(
     return f"{role_label(message)}:\n{body}\n"
 
 
+#: The types whose body always shows something (a header, a tag), whatever their text.
+_NEVER_EMPTY = frozenset(
+    {"thinking", "tool_use", "tool_result", "compaction", "summary", "file_changes"}
+)
+
+
+def message_shown(message: Message, preprocessor: MessagesPreprocessor | None = None) -> bool:
+    """``message_as_str(message, preprocessor) is not None``, without rendering it (a
+    label is issued for each message a stream shows: a tool call's arguments were
+    rendered only to be found not empty)."""
+    if not (preprocessor or DEFAULT_PREPROCESSOR).keeps(message):
+        return False
+    return message.type in _NEVER_EMPTY or bool(message.text.strip())
+
+
 def _body(message: Message, options: MessagesPreprocessor) -> str:
     match message.type:
         case "thinking":

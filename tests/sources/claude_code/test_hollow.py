@@ -10,12 +10,10 @@ import pytest
 from opencode_restore.diagnostics import WarningSink
 from opencode_restore.model import Message
 from opencode_restore.sources import open_session
-from opencode_restore.sources.claude_code.reader import READER
-from opencode_restore.sources.claude_code.stream import is_stream_file
-from opencode_restore.sources.claude_code.web import is_web_file
+from opencode_restore.sources.claude_code.reader import READER, log_form
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "claude-code"
-LOGS = sorted(p for p in FIXTURES.rglob("*.jsonl") if not is_stream_file(p) and not is_web_file(p))
+LOGS = sorted(p for p in FIXTURES.rglob("*.jsonl") if log_form(p) == "transcript")
 AGENT = next(FIXTURES.rglob("agent-a881341.jsonl"))
 
 
@@ -66,7 +64,7 @@ def test_sub_agents_and_branches_are_read_whole() -> None:
 
 @pytest.mark.parametrize(
     "path",
-    [p for p in FIXTURES.rglob("*.json*") if is_stream_file(p) or is_web_file(p)],
+    [p for p in FIXTURES.rglob("*.json*") if log_form(p) != "transcript"],
     ids=lambda p: p.name,
 )
 def test_headless_streams_and_web_exports_are_read_whole(path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -10,7 +11,7 @@ from opencode_restore.diagnostics import WarningSink
 from opencode_restore.model import Message, Session, TimelineEvent, TimelineSpan
 from opencode_restore.sources import detect
 from opencode_restore.sources.base import SNIFF_BYTES
-from opencode_restore.sources.claude_code.reader import READER
+from opencode_restore.sources.claude_code.reader import READER, log_form
 
 CC = Path(__file__).resolve().parents[3] / "fixtures" / "claude-code"
 SCOUT = CC / "scout"
@@ -362,3 +363,23 @@ def test_recorded_print_continue() -> None:
     assert len(thinking) == 2
     assert all(m.role == "assistant" for m in thinking)
     assert all(m.file_index == 0 and m.entry_index > 0 for m in msgs)
+
+
+def test_the_log_form_comes_from_one_read_of_the_head(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert log_form(CC / "headless" / "print-continue-turn3.jsonl") == "stream"
+    assert log_form(CC / "simonw" / "sample_session.json") == "web"
+    assert log_form(TUI) == "transcript"
+    assert log_form(tmp_path / "gone.jsonl") == "transcript"  # the transcript reader reports it
+    opened: list[Path] = []
+    real_open = Path.open
+
+    def spy(self: Path, *args: Any, **kwargs: Any) -> Any:
+        opened.append(self)
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", spy)
+    list(READER.iter_messages([TUI], WarningSink()))
+    # The head for both tests, the first pass, the second pass.
+    assert opened == [TUI, TUI, TUI]

@@ -17,7 +17,7 @@ import orjson
 
 from ...diagnostics import WarningSink
 from ...model import Message, Session
-from ..base import Checkpoint, Found
+from ..base import SNIFF_BYTES, Checkpoint, Found
 from ..chain import ChainLink
 from ..discover import Discovery
 from . import discover, tail
@@ -25,9 +25,9 @@ from .chain import chain_link
 from .scan import scan
 from .session import read_session, stream_entries
 from .split import split_transcripts
-from .stream import is_stream_file, is_stream_line, iter_stream, read_stream
+from .stream import is_stream_head, is_stream_line, iter_stream, read_stream
 from .tree import build_tree
-from .web import is_web_file, is_web_head, iter_web, read_web
+from .web import is_web_head, iter_web, read_web
 
 __all__ = ["READER", "ClaudeCodeReader", "read_session", "split_transcripts"]
 
@@ -45,6 +45,20 @@ _LINE_TYPES = frozenset(
     }
 )
 _CHAIN_TYPES = frozenset({"user", "assistant", "system", "progress", "attachment"})
+
+
+def log_form(path: Path) -> str:
+    """What ``path`` holds: ``stream`` (``claude -p`` stream-json), ``web`` (a web export)
+    or ``transcript``, from its head, read once for both tests (every read of a session
+    asks)."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(SNIFF_BYTES)
+    except OSError:
+        return "transcript"  # the transcript reader reports the file
+    if is_stream_head(head):
+        return "stream"
+    return "web" if is_web_head(head) else "transcript"
 
 
 class ClaudeCodeReader(Discovery):
@@ -96,9 +110,10 @@ class ClaudeCodeReader(Discovery):
 
     def iter_messages(self, files: Sequence[Path], sink: WarningSink) -> Iterator[Message]:
         """Stream the live conversation; memory holds ids, never the log's text."""
-        if files and is_stream_file(files[0]):
+        form = log_form(files[0]) if files else "transcript"
+        if form == "stream":
             return iter_stream(files, sink)
-        if files and is_web_file(files[0]):
+        if form == "web":
             return iter_web(files, sink)
         s = scan(files, sink, agents=False)
         tree = build_tree(s, files, sink, with_side_runs=False)
@@ -110,15 +125,16 @@ class ClaudeCodeReader(Discovery):
 
     def read(self, files: Sequence[Path], sink: WarningSink) -> Session:
         """Read the whole session: live path, rewind branches and sub-agents."""
-        if files and is_stream_file(files[0]):
+        form = log_form(files[0]) if files else "transcript"
+        if form == "stream":
             return read_stream(files, sink)
-        if files and is_web_file(files[0]):
+        if form == "web":
             return read_web(files, sink)
         return read_session(files, sink, with_agents=True)
 
     def read_hollow(self, files: Sequence[Path], sink: WarningSink) -> Session | None:
         """``read`` with the live path's bodies left in the files (``HollowReader``)."""
-        if not files or is_stream_file(files[0]) or is_web_file(files[0]):
+        if not files or log_form(files[0]) != "transcript":
             return None
         return read_session(files, sink, with_agents=True, hollow=True)
 

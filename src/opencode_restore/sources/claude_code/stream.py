@@ -23,7 +23,7 @@ import orjson
 
 from ...diagnostics import WarningSink
 from ...model import EventKind, Message, Session, Timeline, TimelineEvent, TimelineSpan
-from ..base import SNIFF_BYTES, iter_json_lines
+from ..base import iter_json_lines
 from .convert import Converter, attach_summaries
 
 #: Line types of the stream; ``stream_event`` (partial deltas) repeats what the
@@ -60,15 +60,6 @@ def is_stream_head(head: bytes) -> bool:
             continue
         return is_stream_line(obj)
     return False
-
-
-def is_stream_file(path: Path) -> bool:
-    """True when ``path`` starts like a stream-json file."""
-    try:
-        with path.open("rb") as fh:
-            return is_stream_head(fh.read(SNIFF_BYTES))
-    except OSError:
-        return False  # the transcript reader reports the file
 
 
 class _Run:

@@ -17,7 +17,7 @@ from typing import Any
 from ...diagnostics import WarningSink
 from ...fields import parse_timestamp
 from ...model import Message, Session, Timeline, TimelineEvent, TimelineSpan
-from ..base import SNIFF_BYTES, load_json
+from ..base import load_json
 from .convert import Converter, attach_summaries
 
 _HEAD = re.compile(rb'^\s*\{\s*"loglines"\s*:\s*\[')
@@ -26,15 +26,6 @@ _HEAD = re.compile(rb'^\s*\{\s*"loglines"\s*:\s*\[')
 def is_web_head(head: bytes) -> bool:
     """True when ``head`` starts a ``{"loglines": [...]}`` export."""
     return _HEAD.match(head) is not None
-
-
-def is_web_file(path: Path) -> bool:
-    """True when ``path`` starts like a web export."""
-    try:
-        with path.open("rb") as fh:
-            return is_web_head(fh.read(SNIFF_BYTES))
-    except OSError:
-        return False  # the transcript reader reports the file
 
 
 def _loglines(
