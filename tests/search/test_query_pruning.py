@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 import sqlite3
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -115,6 +116,21 @@ def build(
     return conn
 
 
+@contextmanager
+def built(
+    rows: Sequence[tuple[int, int, list[str]] | tuple[int, int, list[str], str | None]],
+    parts: int = 1,
+) -> Iterator[sqlite3.Connection]:
+    """`build` in a folder of its own, closed after: hypothesis runs a test many times in
+    one ``tmp_path``."""
+    with tempfile.TemporaryDirectory() as folder:
+        conn = build(Path(folder) / "search.sqlite3", rows, parts)
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+
 def reference(
     conn: sqlite3.Connection,
     match: str,
@@ -162,13 +178,9 @@ def test_pruned_candidates_are_those_of_scoring_every_match(
     kinds = sorted(set(kinds)) if kinds is not None else None
     codes = [n for n, (kind, _) in enumerate(CODES) if kinds is None or kind in kinds]
     where, args = ([], []) if agent is None else (["s.agent = ?"], [agent])
-    with tempfile.TemporaryDirectory() as folder:
-        conn = build(Path(folder) / "search.sqlite3", rows)
-        try:
-            got = candidates(conn, match, where, args, codes, k)
-            assert got == reference(conn, match, kinds, agent, k)
-        finally:
-            conn.close()
+    with built(rows) as conn:
+        got = candidates(conn, match, where, args, codes, k)
+        assert got == reference(conn, match, kinds, agent, k)
 
 
 def test_a_common_word_is_scored_on_the_best_weighted_rows_alone(tmp_path: Path) -> None:
@@ -209,15 +221,11 @@ def test_a_phrase_s_ceiling_read_off_any_match_is_the_counted_one(
 ) -> None:
     match = parse(word).match
     assert match is not None
-    with tempfile.TemporaryDirectory() as folder:
-        conn = build(Path(folder) / "search.sqlite3", rows)
-        try:
-            counted = sum(_ceilings(conn, match)) / _MARGIN
-            sql = f"SELECT {ROW_CEILING} FROM docs WHERE docs MATCH ?"
-            for (read,) in conn.execute(sql, (match,)):
-                assert math.isclose(read, counted, rel_tol=1e-12)
-        finally:
-            conn.close()
+    with built(rows) as conn:
+        counted = sum(_ceilings(conn, match)) / _MARGIN
+        sql = f"SELECT {ROW_CEILING} FROM docs WHERE docs MATCH ?"
+        for (read,) in conn.execute(sql, (match,)):
+            assert math.isclose(read, counted, rel_tol=1e-12)
 
 
 def test_rows_holding_one_of_two_words_are_not_scored_once_they_cannot_beat_the_prompts(
@@ -271,13 +279,9 @@ def test_ranking_by_the_words_a_row_holds_finds_the_candidates_of_scoring_every_
     said = [w.rstrip("*") + ("st" if w.endswith("*") else "") for w in words]
     rows = [(0, user, [*said, *["w7"] * padding]) for _ in range(prompts)] + rows
     rows += [(2, len(CODES) - 1, ["w6"] * 80) for _ in range(long_rows)]
-    with tempfile.TemporaryDirectory() as folder:
-        conn = build(Path(folder) / "search.sqlite3", rows)
-        try:
-            got = candidates(conn, match, [], [], list(range(len(CODES))), k)
-            assert got == reference(conn, match, None, None, k)
-        finally:
-            conn.close()
+    with built(rows) as conn:
+        got = candidates(conn, match, [], [], list(range(len(CODES))), k)
+        assert got == reference(conn, match, None, None, k)
 
 
 @settings(max_examples=150, deadline=None)
@@ -298,17 +302,13 @@ def test_a_session_filter_by_ranges_of_rows_finds_the_candidates_of_the_join(
     # Sessions that grew in turns hold several ranges of rows each.
     match = parse(" ".join(words)).match
     assert match is not None
-    with tempfile.TemporaryDirectory() as folder:
-        conn = build(Path(folder) / "search.sqlite3", rows, parts)
-        try:
-            ranges = session_ranges(conn, ["s.agent = ?"], [agent], share=1.0)
-            assert ranges is not None
-            assert all(since is None for *_, since in ranges)
-            codes = list(range(len(CODES)))
-            got = candidates(conn, match, [], [], codes, k, ranges)
-            assert got == reference(conn, match, None, agent, k)
-        finally:
-            conn.close()
+    with built(rows, parts) as conn:
+        ranges = session_ranges(conn, ["s.agent = ?"], [agent], share=1.0)
+        assert ranges is not None
+        assert all(since is None for *_, since in ranges)
+        codes = list(range(len(CODES)))
+        got = candidates(conn, match, [], [], codes, k, ranges)
+        assert got == reference(conn, match, None, agent, k)
 
 
 def test_a_filter_keeping_many_sessions_is_a_join(tmp_path: Path) -> None:
@@ -341,16 +341,12 @@ def test_a_time_filter_by_the_sessions_spans_finds_the_candidates_of_the_join(
     match = parse(" ".join(words)).match
     assert match is not None
     owned, args = ([], []) if agent is None else (["s.agent = ?"], [agent])
-    with tempfile.TemporaryDirectory() as folder:
-        conn = build(Path(folder) / "search.sqlite3", rows, parts)
-        try:
-            ranges = session_ranges(conn, owned, args, since, share=1.0)
-            assert ranges is not None
-            codes = list(range(len(CODES)))
-            got = candidates(conn, match, [], [], codes, k, None if ranges == EVERY_ROW else ranges)
-            assert got == reference(conn, match, None, agent, k, since)
-        finally:
-            conn.close()
+    with built(rows, parts) as conn:
+        ranges = session_ranges(conn, owned, args, since, share=1.0)
+        assert ranges is not None
+        codes = list(range(len(CODES)))
+        got = candidates(conn, match, [], [], codes, k, None if ranges == EVERY_ROW else ranges)
+        assert got == reference(conn, match, None, agent, k, since)
 
 
 def test_a_session_is_left_out_taken_whole_or_checked_row_by_row_by_its_span(
@@ -387,20 +383,16 @@ def test_snippets_made_from_the_page_s_rows_alone_are_those_of_the_index(
     match = parse(" ".join(words)).match
     assert match is not None
     rows = [(n % 3, n % len(CODES), text) for n, text in enumerate(texts)]
-    with tempfile.TemporaryDirectory() as folder:
-        conn = build(Path(folder) / "search.sqlite3", rows)
-        try:
-            plain = dict(
-                conn.execute(
-                    "SELECT rowid, snippet(docs, 0, char(2), char(3), '…', ?) FROM docs"
-                    " WHERE docs MATCH ?",
-                    (SNIPPET_TOKENS, match),
-                ).fetchall()
-            )
-            page = sorted(plain)[:picked]
-            assert _snippets(conn, match, page) == {row: plain[row] for row in page}
-        finally:
-            conn.close()
+    with built(rows) as conn:
+        plain = dict(
+            conn.execute(
+                "SELECT rowid, snippet(docs, 0, char(2), char(3), '…', ?) FROM docs"
+                " WHERE docs MATCH ?",
+                (SNIPPET_TOKENS, match),
+            ).fetchall()
+        )
+        page = sorted(plain)[:picked]
+        assert _snippets(conn, match, page) == {row: plain[row] for row in page}
 
 
 @settings(max_examples=150, deadline=None)
@@ -417,21 +409,17 @@ def test_ceilings_read_off_the_rows_ranked_bound_each_phrase_as_the_counted_ones
 ) -> None:
     match = parse(" ".join(words)).match
     assert match is not None
-    with tempfile.TemporaryDirectory() as folder:
-        conn = build(Path(folder) / "search.sqlite3", rows)
-        try:
-            seen: dict[float, int] = {}
-            sql = f"SELECT {ROW_CEILING}, rowid FROM docs WHERE docs MATCH ? ORDER BY rowid"
-            for value, rowid in conn.execute(sql, (match,)):
-                seen.setdefault(value, rowid)
-            counted = _ceilings(conn, match)
-            read = _ceilings(conn, match, seen)
-            for got, exact in zip(read, counted, strict=True):
-                # At least the phrase's ceiling (the counted one less its margin), and not
-                # loosened past a rounding's worth.
-                assert exact / _MARGIN <= got <= exact * (1 + 1e-9) + 1e-9 * max(seen, default=0)
-        finally:
-            conn.close()
+    with built(rows) as conn:
+        seen: dict[float, int] = {}
+        sql = f"SELECT {ROW_CEILING}, rowid FROM docs WHERE docs MATCH ? ORDER BY rowid"
+        for value, rowid in conn.execute(sql, (match,)):
+            seen.setdefault(value, rowid)
+        counted = _ceilings(conn, match)
+        read = _ceilings(conn, match, seen)
+        for got, exact in zip(read, counted, strict=True):
+            # At least the phrase's ceiling (the counted one less its margin), and not
+            # loosened past a rounding's worth.
+            assert exact / _MARGIN <= got <= exact * (1 + 1e-9) + 1e-9 * max(seen, default=0)
 
 
 def test_two_words_ceilings_are_read_off_the_prompts_without_counting_their_matches(
