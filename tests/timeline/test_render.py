@@ -9,8 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from opencode_restore.model import Compaction, Message, MessageType, Role
-from opencode_restore.timeline.preprocess import MessagesPreprocessor
-from opencode_restore.timeline.render import message_as_str, message_shown, role_label, value_text
+from opencode_restore.timeline.preprocess import DEFAULT_PREPROCESSOR, MessagesPreprocessor
+from opencode_restore.timeline.render import (
+    _body,
+    message_as_str,
+    message_shown,
+    role_label,
+    value_text,
+)
 
 
 def msg(role: Role = "user", type_: MessageType = "text", text: str = "", **fields: Any) -> Message:
@@ -222,7 +228,7 @@ _BLANKS = st.text(alphabet=" \t\n\r\x0b\x0c\u00a0\u2003", max_size=3)
     summary=st.one_of(st.none(), _BLANKS, st.text(max_size=4)),
     flags=st.tuples(st.booleans(), st.booleans(), st.booleans()),
 )
-def test_message_shown_is_message_as_str_not_none(
+def test_message_shown_is_a_kept_message_with_a_body_not_blank(
     role: Role,
     type_: MessageType,
     text: str,
@@ -239,5 +245,8 @@ def test_message_shown_is_message_as_str_not_none(
         exclude_system=flags[0], exclude_reasoning=flags[1], exclude_tool_usage=flags[2]
     )
     for preprocessor in (None, options):
-        shown = message_as_str(message, preprocessor) is not None
+        # The plain rule: kept, and a body with something in it once rendered.
+        kept = (preprocessor or DEFAULT_PREPROCESSOR).keeps(message)
+        shown = kept and bool(_body(message, preprocessor or DEFAULT_PREPROCESSOR).strip())
         assert message_shown(message, preprocessor) == shown
+        assert (message_as_str(message, preprocessor) is not None) == shown

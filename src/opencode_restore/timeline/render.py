@@ -50,11 +50,9 @@ def message_as_str(
     text block would only waste an ``[M#]`` label).
     """
     options = preprocessor or DEFAULT_PREPROCESSOR
-    if not options.keeps(message):
+    if not message_shown(message, options):
         return None
     body = _body(message, options)
-    if not body.strip():
-        return None
     if message.is_error and message.type != "tool_result":
         body = f"{ERROR_FLAG}\n{body}"
     return f"{role_label(message)}:\n{body}\n"
@@ -67,9 +65,9 @@ _NEVER_EMPTY = frozenset(
 
 
 def message_shown(message: Message, preprocessor: MessagesPreprocessor | None = None) -> bool:
-    """``message_as_str(message, preprocessor) is not None``, without rendering it (a
-    label is issued for each message a stream shows: a tool call's arguments were
-    rendered only to be found not empty)."""
+    """Whether ``message_as_str`` shows ``message`` (kept by the preprocessor, its body not
+    blank), told without rendering it: a label is issued for each message a stream shows,
+    and a tool call's arguments were rendered only to be found not empty."""
     if not (preprocessor or DEFAULT_PREPROCESSOR).keeps(message):
         return False
     return message.type in _NEVER_EMPTY or bool(message.text.strip())
